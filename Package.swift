@@ -1,0 +1,61 @@
+// swift-tools-version: 6.1
+//
+// Hawser: AFNetworking's architecture in Swift, for Linux, on its own engine.
+//
+// Layers (each imports only the one below it):
+//   Hawser          the AFNetworking layer (session manager, serializers, policies)
+//   HawserCore      the engine: epoll event loop, connections, pool, Session
+//   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
+//   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Hawser",
+    products: [
+        .library(name: "Hawser", targets: ["Hawser"]),
+        .library(name: "HawserCore", targets: ["HawserCore"]),
+        .library(name: "HawserHTTP1", targets: ["HawserHTTP1"]),
+        .library(name: "HawserTestServer", targets: ["HawserTestServer"]),
+        .executable(name: "hawser", targets: ["HawserTool"]),
+    ],
+    targets: [
+        // MARK: - Library targets
+        .target(
+            name: "CHawser",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [
+                .linkedLibrary("ssl"),
+                .linkedLibrary("crypto"),
+                .linkedLibrary("z"),
+            ]
+        ),
+        .target(name: "HawserHTTP1", swiftSettings: strict),
+        .target(name: "HawserCore", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
+        .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
+
+        // MARK: - Test server, tool (never used by the library)
+        .target(name: "HawserTestServer", dependencies: ["HawserCore"], swiftSettings: strict),
+        .executableTarget(
+            name: "HawserTool",
+            dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
+            swiftSettings: strict
+        ),
+
+        // MARK: - Fuzz targets (libFuzzer with -DFUZZING; replay mode otherwise)
+        .executableTarget(name: "FuzzResponseParser", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
+        .executableTarget(name: "FuzzRequestParser", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
+
+        // MARK: - Tests
+        .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], swiftSettings: strict),
+        .testTarget(
+            name: "HawserCoreTests",
+            dependencies: ["HawserCore", "HawserTestServer", "CHawser"],
+            swiftSettings: strict
+        ),
+    ]
+)
