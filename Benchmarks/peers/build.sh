@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Build the C peers (cparsers, curl-multi) with gcc -O2 into Benchmarks/.build-peers/.
+# Not built by SwiftPM on purpose: plain gcc -O2, the same flags the
+# reference figures in shared/bench-messages/README.md used.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${PEERS_OUT:-$here/../.build-peers}"
+mkdir -p "$out"
+CC="${CC:-gcc}"
+CFLAGS="${CFLAGS:--O2 -g -Wall -Wextra}"
+# picohttpparser comes from libh2o-evloop (no header; prototypes are in cparsers.c).
+pico_lib=-lh2o-evloop
+if ! ls /usr/lib/*/libh2o-evloop.so >/dev/null 2>&1; then
+    pico_lib=$(ls /usr/lib/*/libh2o-evloop.so.* 2>/dev/null | head -1)
+fi
+set -x
+$CC $CFLAGS -o "$out/cparsers" "$here/cparsers.c" $pico_lib -lhttp_parser
+$CC $CFLAGS -o "$out/curl-multi" "$here/curl-multi.c" $(curl-config --libs 2>/dev/null || echo -lcurl)

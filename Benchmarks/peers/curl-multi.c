@@ -1,0 +1,131 @@
+/*
+ * curl-multi: a libcurl multi-interface HTTP/1.1 load client, the "libcurl"
+ * peer in Benchmarks/scripts/compare.sh.
+ *
+ *   curl-multi [-c CONNECTIONS] [-d SECONDS | -n REQUESTS] URL
+ *
+ * One thread, one multi handle, CONNECTIONS easy handles kept busy: when a
+ * transfer finishes its handle is removed and added again, so libcurl takes
+ * the idle keep-alive connection from the multi handle's connection cache
+ * (no new TCP connection per request).  Stops issuing at the deadline (-d,
+ * default 5 s) or after REQUESTS requests (-n), waits for the ones in flight,
+ * then prints requests, seconds, req/s and its own CPU time (getrusage), so
+ * requests per client-CPU-second can be compared with wrk and hawser-load.
+ *
+ * The last line is machine readable (compare.sh reads it):
+ *   RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata) {
+    (void)ptr;
+    *(size_t *)userdata += size * nmemb;
+    return size * nmemb;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [-c CONNECTIONS] [-d SECONDS | -n REQUESTS] URL\n", argv0);
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    long conns = 1, limit = -1;
+    double duration = 5.0;
+    int opt;
+    while ((opt = getopt(argc, argv, "c:d:n:h")) != -1) {
+        switch (opt) {
+        case 'c': conns = strtol(optarg, NULL, 10); break;
+        case 'd': duration = strtod(optarg, NULL); limit = -1; break;
+        case 'n': limit = strtol(optarg, NULL, 10); break;
+        default: usage(argv[0]);
+        }
+    }
+    if (optind != argc - 1 || conns < 1) usage(argv[0]);
+    const char *url = argv[optind];
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) { fprintf(stderr, "curl_global_init failed\n"); return 1; }
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, conns);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, conns);
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
+
+    CURL **easy = calloc((size_t)conns, sizeof *easy);
+    size_t body_bytes = 0;
+    long issued = 0, done = 0, errors = 0;
+    for (long i = 0; i < conns; i++) {
+        CURL *e = curl_easy_init();
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &body_bytes);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        easy[i] = e;
+    }
+
+    double start = now_s();
+    double deadline = limit < 0 ? start + duration : 1e300;
+    for (long i = 0; i < conns && (limit < 0 || issued < limit); i++) {
+        curl_multi_add_handle(multi, easy[i]);
+        issued++;
+    }
+
+    int running = 1;
+    long in_flight = issued;
+    while (in_flight > 0) {
+        curl_multi_perform(multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(multi, &left)) != NULL) {
+            if (m->msg != CURLMSG_DONE) continue;
+            CURL *e = m->easy_handle;
+            long code = 0;
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+            if (m->data.result == CURLE_OK && code >= 200 && code < 400) done++;
+            else errors++;
+            curl_multi_remove_handle(multi, e);
+            in_flight--;
+            int more = limit < 0 ? now_s() < deadline : issued < limit;
+            if (more) {
+                curl_multi_add_handle(multi, e);
+                issued++;
+                in_flight++;
+            }
+        }
+        if (in_flight > 0) curl_multi_poll(multi, NULL, 0, 100, NULL);
+    }
+    double secs = now_s() - start;
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    double cs = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+
+    for (long i = 0; i < conns; i++) curl_easy_cleanup(easy[i]);
+    free(easy);
+    curl_multi_cleanup(multi);
+    curl_global_cleanup();
+
+    printf("url          %s\n", url);
+    printf("connections  %ld\n", conns);
+    printf("requests     %ld (errors %ld, body bytes %zu)\n", done, errors, body_bytes);
+    printf("seconds      %.3f\n", secs);
+    printf("req/s        %.0f\n", done / secs);
+    printf("cpu user+sys %.3f s (%.3f + %.3f)\n", cu + cs, cu, cs);
+    printf("req/cpu-s    %.0f\n", cu + cs > 0 ? done / (cu + cs) : 0.0);
+    printf("RESULT requests=%ld errors=%ld seconds=%.3f rps=%.1f cpu_user=%.3f cpu_sys=%.3f maxrss_kb=%ld\n",
+           done, errors, secs, done / secs, cu, cs, ru.ru_maxrss);
+    return errors ? 1 : 0;
+}
