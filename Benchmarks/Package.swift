@@ -1,0 +1,54 @@
+// swift-tools-version: 6.1
+//
+// Hawser benchmarks: a separate package so the library's own graph never sees
+// ordo-one/benchmark.  See docs/PERFORMANCE.md for the commands.
+//
+//   ParserBenchmarks  ordo-one/benchmark suite: HTTP1ResponseParser on R1, R2, R3
+//   parser-bench      `parser-bench FILE|R1|R2|R3 N`: parse N times, print ns/message
+//                     (N=0 only loads the message: the callgrind baseline)
+//   BenchSupport      the three messages (embedded) and the shared parse loop
+//
+// The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
+// not by SwiftPM.
+import PackageDescription
+
+let package = Package(
+    name: "benchmarks",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "parser-bench", targets: ["ParserBench"]),
+    ],
+    dependencies: [
+        // `name:` makes the reference independent of the checkout folder's name.
+        .package(name: "Hawser", path: ".."),
+        // MallocInterposer: the default trait pulls swift-runtime-interposer, which
+        // is not in the mirror.  No jemalloc needed.
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
+                 traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .target(
+            name: "BenchSupport",
+            dependencies: [.product(name: "HawserHTTP1", package: "Hawser")],
+            path: "Sources/BenchSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "ParserBench",
+            dependencies: ["BenchSupport", .product(name: "HawserHTTP1", package: "Hawser")],
+            path: "Sources/ParserBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "ParserBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HawserHTTP1", package: "Hawser"),
+                "BenchSupport",
+            ],
+            path: "Benchmarks/ParserBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
