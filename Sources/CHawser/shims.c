@@ -31,3 +31,12 @@ uint64_t CHawser_monotonic_ns(void) {
 void CHawser_ignore_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
 }
+
+#include <pthread.h>
+void CHawser_set_thread_name(const char *name) {
+    char buf[16];
+    size_t i = 0;
+    for (; name[i] && i < 15; i++) buf[i] = name[i];
+    buf[i] = 0;
+    pthread_setname_np(pthread_self(), buf);
+}

@@ -99,6 +99,9 @@ static inline void CHawser_set_errno(int e) { errno = e; }
 // Monotonic nanoseconds (CLOCK_MONOTONIC); one cheap vDSO call.
 uint64_t CHawser_monotonic_ns(void);
 
+// Names the calling thread (pthread_setname_np is _GNU_SOURCE only); truncated to 15 bytes.
+void CHawser_set_thread_name(const char *name);
+
 // Process-wide: ignore SIGPIPE once (a write to a reset socket must be an error, not death).
 void CHawser_ignore_sigpipe(void);
 
