@@ -1,0 +1,438 @@
+// Theory of operation
+// -------------------
+// One EventLoop = one thread + one epoll instance (level-triggered) + one eventfd.
+//
+// * Work from other threads goes into `pending` under a mutex; the submitter writes the
+//   eventfd only if no wake-up is already outstanding (`wakeupPending`), so a burst of
+//   submissions costs one write(2).
+// * Timers live in a binary min-heap keyed by deadline. Cancelling marks the timer dead
+//   (O(1)); dead timers are dropped when they reach the top. The epoll_wait timeout is the
+//   time to the earliest live timer, so an idle loop with no timers blocks forever and
+//   uses no CPU.
+// * File descriptors are registered with a handler object. The epoll user data packs a
+//   32-bit registration generation with the fd, so an event for an fd that was closed and
+//   reused within one epoll_wait batch is dropped instead of reaching the wrong handler.
+// * Everything registered with a loop (handlers, timers, connections) is confined to the
+//   loop's thread. Types that are `@unchecked Sendable` here are so because of that rule,
+//   checked with `assertInLoop()` in debug builds.
+import CHawser
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Receives readiness events for a file descriptor registered with an ``EventLoop``.
+/// Called on the loop's thread only.
+public protocol EventLoopIOHandler: AnyObject {
+    /// The descriptor is readable, or has hung up / errored (a read will say which).
+    func ioReadable()
+    /// The descriptor is writable, or has errored (a write will say which).
+    func ioWritable()
+}
+
+/// A handle to a scheduled task; `cancel()` is cheap and may be called from any thread.
+public final class Scheduled: @unchecked Sendable {
+    // Loop-confined except `cancel()`, which hops to the loop when called elsewhere.
+    fileprivate var cancelled = false
+    fileprivate var body: (() -> Void)?
+    fileprivate let deadline: UInt64
+    fileprivate unowned(unsafe) let loop: EventLoop
+
+    fileprivate init(deadline: UInt64, loop: EventLoop, body: @escaping () -> Void) {
+        self.deadline = deadline
+        self.loop = loop
+        self.body = body
+    }
+
+    /// Cancels the task if it has not run yet. Safe from any thread.
+    public func cancel() {
+        if self.loop.inEventLoop {
+            self.cancelled = true
+            self.body = nil
+        } else {
+            self.loop.execute { self.cancelled = true; self.body = nil }
+        }
+    }
+}
+
+/// The error pending work fails with when its event loop shuts down.
+public struct EventLoopShutdownError: Error, Sendable, CustomStringConvertible {
+    public var description: String { "the event loop has shut down" }
+}
+
+/// A single-threaded epoll event loop.
+public final class EventLoop: @unchecked Sendable {
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var thread: pthread_t? = nil
+    private let threadID = Atomic<UInt>(0)
+
+    private struct Pending { var tasks: [() -> Void] = [] }
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let wakeupPending = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+
+    // Loop-confined state.
+    private var localTasks: [() -> Void] = []
+    private var timers = TimerHeap()
+    private var handlers: [Registration?] = []
+    private var generation: UInt32 = 0
+    private var eventsBuffer = [UInt32](repeating: 0, count: 256)
+    private var dataBuffer = [UInt64](repeating: 0, count: 256)
+    private var shutdownHooks: [() -> Void] = []
+    private let finished = Mutex<Bool>(false)
+    private let finishedCondition = ConditionVariable()
+
+    private struct Registration {
+        var generation: UInt32
+        var handler: any EventLoopIOHandler
+        var events: UInt32
+    }
+
+    /// A short name for diagnostics and the thread's name.
+    public let name: String
+
+    /// Creates a loop and starts its thread.
+    public init(name: String = "hawser-loop") throws(IOError) {
+        CHawser_ignore_sigpipe()
+        self.name = name
+        let ep = CHawser_epoll_create()
+        if ep < 0 { throw IOError(errnoCode: CHawser_errno(), function: "epoll_create1") }
+        let ev = CHawser_eventfd()
+        if ev < 0 {
+            let e = CHawser_errno()
+            Posix.close(ep)
+            throw IOError(errnoCode: e, function: "eventfd")
+        }
+        self.epfd = ep
+        self.wakeFD = ev
+        _ = CHawser_epoll_ctl(ep, CHAWSER_EPOLL_CTL_ADD, ev, CHAWSER_EPOLLIN, UInt64(UInt32.max))
+        self.startThread()
+    }
+
+    private func startThread() {
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            loop.threadID.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
+            CHawser_set_thread_name(loop.name)
+            loop.run()
+            return nil
+        }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        self.thread = tid
+    }
+
+    /// True when called on this loop's thread.
+    @inline(__always)
+    public var inEventLoop: Bool {
+        UInt(pthread_self()) == self.threadID.load(ordering: .relaxed)
+    }
+
+    @inline(__always)
+    func assertInLoop(_ file: StaticString = #fileID, _ line: UInt = #line) {
+        assert(self.inEventLoop, "not on the event loop thread", file: file, line: line)
+    }
+
+    // MARK: - Submitting work
+
+    /// Runs `task` on the loop's thread, soon. From the loop's own thread it runs after the
+    /// current event, never re-entrantly.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        if self.inEventLoop {
+            self.localTasks.append(task)
+            return
+        }
+        self.pending.withLock { $0.append(task) }
+        if !self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeFD, &one, 8)
+        }
+    }
+
+    /// Loop-thread variant of `execute` for closures that are not Sendable (loop-confined state).
+    func executeInLoop(_ task: @escaping () -> Void) {
+        self.assertInLoop()
+        self.localTasks.append(task)
+    }
+
+    /// Runs `task` after `nanoseconds`. Returns a handle whose `cancel()` is O(1).
+    @discardableResult
+    public func schedule(in nanoseconds: UInt64, _ task: @escaping @Sendable () -> Void) -> Scheduled {
+        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        if self.inEventLoop {
+            self.timers.push(s)
+        } else {
+            self.execute { self.timers.push(s) }
+        }
+        return s
+    }
+
+    /// Loop-thread variant of `schedule` for non-Sendable closures.
+    func scheduleInLoop(in nanoseconds: UInt64, _ task: @escaping () -> Void) -> Scheduled {
+        self.assertInLoop()
+        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        self.timers.push(s)
+        return s
+    }
+
+    /// Runs `task` on the loop and waits for its result (never call this from the loop itself).
+    public func submitAndWait<T: Sendable>(_ task: @escaping @Sendable () throws -> T) throws -> T {
+        precondition(!self.inEventLoop, "submitAndWait would deadlock on the loop thread")
+        let box = Mutex<Result<T, any Error>?>(nil)
+        let cond = ConditionVariable()
+        self.execute {
+            let r = Result { try task() }
+            box.withLock { $0 = r }
+            cond.broadcast()
+        }
+        let result = box.waitUntilSet(cond)
+        return try result.get()
+    }
+
+    // MARK: - Registration (loop thread only)
+
+    /// Registers `fd` for the given interest. The handler is kept strongly until `deregister`.
+    public func register(fd: Int32, handler: any EventLoopIOHandler, readable: Bool, writable: Bool) throws(IOError) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        if idx >= self.handlers.count {
+            self.handlers.append(contentsOf: repeatElement(nil, count: idx - self.handlers.count + 64))
+        }
+        self.generation &+= 1
+        if self.generation == UInt32.max { self.generation = 1 }
+        let events = Self.mask(readable: readable, writable: writable)
+        if CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_ADD, fd, events, Self.userData(fd, self.generation)) != 0 {
+            throw IOError(errnoCode: CHawser_errno(), function: "epoll_ctl(ADD)")
+        }
+        self.handlers[idx] = Registration(generation: self.generation, handler: handler, events: events)
+    }
+
+    /// Changes the interest set of a registered `fd`. A no-op when nothing changes.
+    public func setInterest(fd: Int32, readable: Bool, writable: Bool) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        guard idx < self.handlers.count, let reg = self.handlers[idx] else { return }
+        let events = Self.mask(readable: readable, writable: writable)
+        if events == reg.events { return }
+        self.handlers[idx]!.events = events
+        _ = CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_MOD, fd, events, Self.userData(fd, reg.generation))
+    }
+
+    /// Removes `fd` from the loop (does not close it).
+    public func deregister(fd: Int32) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        guard idx < self.handlers.count, self.handlers[idx] != nil else { return }
+        self.handlers[idx] = nil
+        _ = CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    @inline(__always)
+    private static func mask(readable: Bool, writable: Bool) -> UInt32 {
+        (readable ? CHAWSER_EPOLLIN | CHAWSER_EPOLLRDHUP : 0) | (writable ? CHAWSER_EPOLLOUT : 0)
+    }
+
+    @inline(__always)
+    private static func userData(_ fd: Int32, _ generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+
+    /// Registers a hook run on the loop thread when it shuts down (to fail pending work).
+    func onShutdown(_ hook: @escaping () -> Void) {
+        self.assertInLoop()
+        self.shutdownHooks.append(hook)
+    }
+
+    // MARK: - Running
+
+    private func run() {
+        while true {
+            // Time to wait: 0 if work is queued, the nearest timer, or forever.
+            var timeout: Int32 = -1
+            if !self.localTasks.isEmpty || self.stopRequested.load(ordering: .relaxed) {
+                timeout = 0
+            } else if let next = self.timers.nextDeadline() {
+                let now = CHawser_monotonic_ns()
+                if next <= now {
+                    timeout = 0
+                } else {
+                    // Round up so a timer never fires early.
+                    let ms = (next - now + 999_999) / 1_000_000
+                    timeout = Int32(min(ms, UInt64(Int32.max)))
+                }
+            }
+            let n = self.eventsBuffer.withUnsafeMutableBufferPointer { evs in
+                self.dataBuffer.withUnsafeMutableBufferPointer { data in
+                    CHawser_epoll_wait(self.epfd, evs.baseAddress, data.baseAddress, Int32(evs.count), timeout)
+                }
+            }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    self.dispatch(events: self.eventsBuffer[i], data: self.dataBuffer[i])
+                }
+            }
+            self.runExpiredTimers()
+            self.runTasks()
+            if self.stopRequested.load(ordering: .acquiring) {
+                self.finish()
+                return
+            }
+        }
+    }
+
+    @inline(__always)
+    private func dispatch(events: UInt32, data: UInt64) {
+        let fdBits = UInt32(truncatingIfNeeded: data)
+        if fdBits == UInt32.max {
+            var value: UInt64 = 0
+            _ = Glibc.read(self.wakeFD, &value, 8)
+            return
+        }
+        let fd = Int(Int32(bitPattern: fdBits))
+        let gen = UInt32(truncatingIfNeeded: data >> 32)
+        guard fd < self.handlers.count, let reg = self.handlers[fd], reg.generation == gen else { return }
+        let handler = reg.handler
+        let errorish = events & (CHAWSER_EPOLLERR | CHAWSER_EPOLLHUP) != 0
+        if events & (CHAWSER_EPOLLIN | CHAWSER_EPOLLRDHUP) != 0 || (errorish && reg.events & CHAWSER_EPOLLIN != 0) {
+            handler.ioReadable()
+        }
+        if events & CHAWSER_EPOLLOUT != 0 || (errorish && reg.events & CHAWSER_EPOLLOUT != 0) {
+            // The read handler may have closed and deregistered the fd.
+            guard fd < self.handlers.count, let again = self.handlers[fd], again.generation == gen else { return }
+            again.handler.ioWritable()
+        }
+    }
+
+    private func runExpiredTimers() {
+        guard self.timers.count > 0 else { return }
+        let now = CHawser_monotonic_ns()
+        while let top = self.timers.peek(), top.deadline <= now {
+            self.timers.pop()
+            if top.cancelled { continue }
+            let body = top.body
+            top.body = nil
+            top.cancelled = true
+            body?()
+        }
+    }
+
+    private func runTasks() {
+        if self.wakeupPending.load(ordering: .relaxed) {
+            // Clear before draining: a submitter that sees `false` after this writes the eventfd again.
+            self.wakeupPending.store(false, ordering: .releasing)
+            let remote = self.pending.withLock { q -> [@Sendable () -> Void] in
+                let r = q
+                q.removeAll(keepingCapacity: true)
+                return r
+            }
+            for t in remote { t() }
+        } else if !self.pending.withLock({ $0.isEmpty }) {
+            let remote = self.pending.withLock { q -> [@Sendable () -> Void] in
+                let r = q
+                q.removeAll(keepingCapacity: true)
+                return r
+            }
+            for t in remote { t() }
+        }
+        // Tasks may enqueue more tasks; run a bounded number of rounds so IO is not starved.
+        var rounds = 0
+        while !self.localTasks.isEmpty && rounds < 16 {
+            let batch = self.localTasks
+            self.localTasks.removeAll(keepingCapacity: true)
+            for t in batch { t() }
+            rounds += 1
+        }
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops the loop: runs the shutdown hooks (which fail pending work with a clear error),
+    /// closes the epoll and eventfd descriptors, and joins the thread. Blocks until done.
+    /// Must not be called from the loop's own thread.
+    public func shutdown() {
+        precondition(!self.inEventLoop, "shutdown() would deadlock on the loop thread")
+        if self.stopRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            self.waitUntilFinished()
+            return
+        }
+        var one: UInt64 = 1
+        _ = Glibc.write(self.wakeFD, &one, 8)
+        if let t = self.thread {
+            pthread_join(t, nil)
+            self.thread = nil
+        }
+    }
+
+    private func waitUntilFinished() {
+        _ = self.finished.waitUntilSet(self.finishedCondition)
+    }
+
+    private func finish() {
+        // Drain anything submitted before the stop, then fail the rest through the hooks.
+        self.runTasks()
+        let hooks = self.shutdownHooks
+        self.shutdownHooks.removeAll()
+        for h in hooks { h() }
+        self.runTasks()
+        for i in 0..<self.handlers.count where self.handlers[i] != nil {
+            self.handlers[i] = nil
+        }
+        self.timers.removeAll()
+        Posix.close(self.wakeFD)
+        Posix.close(self.epfd)
+        self.finished.withLock { $0 = true }
+        self.finishedCondition.broadcast()
+    }
+}
+
+// MARK: - Timer heap
+
+/// A binary min-heap of scheduled tasks ordered by deadline (ties by insertion order).
+struct TimerHeap {
+    private var items: [Scheduled] = []
+
+    var count: Int { self.items.count }
+
+    mutating func removeAll() { self.items.removeAll() }
+
+    func peek() -> Scheduled? { self.items.first }
+
+    /// The nearest deadline, dropping cancelled timers from the top.
+    mutating func nextDeadline() -> UInt64? {
+        while let top = self.items.first, top.cancelled { self.pop() }
+        return self.items.first?.deadline
+    }
+
+    mutating func push(_ s: Scheduled) {
+        self.items.append(s)
+        var i = self.items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            if self.items[parent].deadline <= self.items[i].deadline { break }
+            self.items.swapAt(parent, i)
+            i = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !self.items.isEmpty else { return }
+        let last = self.items.removeLast()
+        guard !self.items.isEmpty else { return }
+        self.items[0] = last
+        var i = 0
+        let n = self.items.count
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var m = i
+            if l < n && self.items[l].deadline < self.items[m].deadline { m = l }
+            if r < n && self.items[r].deadline < self.items[m].deadline { m = r }
+            if m == i { break }
+            self.items.swapAt(i, m)
+            i = m
+        }
+    }
+}
