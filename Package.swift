@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
 
         // MARK: - Test server, tool (never used by the library)
-        .target(name: "HawserTestServer", dependencies: ["HawserCore"], swiftSettings: strict),
+        .target(name: "HawserTestServer", dependencies: ["HawserCore", "CHawser"], swiftSettings: strict),
         .executableTarget(
             name: "HawserTool",
             dependencies: ["Hawser", "HawserCore", "HawserTestServer"],

@@ -1,0 +1,183 @@
+// Keep-alive connections per origin, a per-origin limit with a FIFO wait queue, idle
+// timeouts, and the one retry of an idempotent request whose reused connection turned
+// out to be dead. Loop-confined: every method runs on the session's event loop.
+final class ConnectionPool: @unchecked Sendable {
+    private struct Origin {
+        var idle: [HTTP1Connection] = []
+        var waiting = CircularQueue<RequestTask>()
+        /// Live connections plus connects in progress: what the per-host limit counts.
+        var total = 0
+        var connecting = 0
+    }
+
+    let loop: EventLoop
+    let configuration: SessionConfiguration
+    private var origins: [ConnectionKey: Origin] = [:]
+    private var connections: [ObjectIdentifier: HTTP1Connection] = [:]
+    private var connectors: [ObjectIdentifier: Connector] = [:]
+    private var tasks: [ObjectIdentifier: RequestTask] = [:]
+    private(set) var isShutDown = false
+
+    init(loop: EventLoop, configuration: SessionConfiguration) {
+        self.loop = loop
+        self.configuration = configuration
+    }
+
+    // MARK: - Introspection (tests, diagnostics)
+
+    struct Snapshot: Sendable, Hashable {
+        var openConnections: Int
+        var idleConnections: Int
+        var waitingTasks: Int
+        var runningTasks: Int
+        var connecting: Int
+    }
+
+    func snapshot() -> Snapshot {
+        var idle = 0, waiting = 0, connecting = 0
+        for o in self.origins.values {
+            idle += o.idle.count
+            waiting += o.waiting.count
+            connecting += o.connecting
+        }
+        return Snapshot(openConnections: self.connections.count, idleConnections: idle, waitingTasks: waiting,
+                        runningTasks: self.tasks.count, connecting: connecting)
+    }
+
+    // MARK: - Tasks
+
+    func submit(_ task: RequestTask) {
+        self.loop.assertInLoop()
+        if self.isShutDown {
+            task.finish(.failure(HawserError(.sessionShutDown, "the session has been shut down", url: task.request.url)))
+            return
+        }
+        self.tasks[ObjectIdentifier(task)] = task
+        task.start(configuration: self.configuration)
+        self.dispatch(task, front: false)
+    }
+
+    private func dispatch(_ task: RequestTask, front: Bool) {
+        let key = task.key
+        var origin = self.origins[key] ?? Origin()
+        while let c = origin.idle.popLast() {
+            if c.isClosed { continue }
+            self.origins[key] = origin
+            c.execute(task)
+            return
+        }
+        task.state = .queued
+        if front { origin.waiting.prepend(task) } else { origin.waiting.append(task) }
+        self.origins[key] = origin
+        self.connectIfNeeded(key)
+    }
+
+    /// Replays `task` once on another connection (its reused one was dead).
+    func retry(_ task: RequestTask) {
+        task.state = .created
+        self.dispatch(task, front: true)
+    }
+
+    func removeWaiting(_ task: RequestTask) {
+        _ = self.origins[task.key]?.waiting.removeFirst(where: { $0 === task })
+    }
+
+    func taskFinished(_ task: RequestTask) {
+        self.tasks.removeValue(forKey: ObjectIdentifier(task))
+    }
+
+    // MARK: - Connections
+
+    private func connectIfNeeded(_ key: ConnectionKey) {
+        guard var origin = self.origins[key] else { return }
+        while origin.waiting.count > origin.connecting, origin.total < self.configuration.maximumConnectionsPerHost {
+            origin.total += 1
+            origin.connecting += 1
+            let connector = Connector(key: key, loop: self.loop, timeoutSeconds: self.configuration.connectTimeout) {
+                [unowned(unsafe) self] connector, result in
+                self.connectors.removeValue(forKey: ObjectIdentifier(connector))
+                self.connectFinished(key: key, result: result)
+            }
+            self.connectors[ObjectIdentifier(connector)] = connector
+            self.origins[key] = origin
+            connector.start()
+            guard let o = self.origins[key] else { return }
+            origin = o
+        }
+        self.origins[key] = origin
+    }
+
+    private func connectFinished(key: ConnectionKey,
+                                 result: Result<(fd: Int32, address: SocketAddress, timings: HTTP1Connection.ConnectTimings), HawserError>) {
+        self.origins[key, default: Origin()].connecting -= 1
+        switch result {
+        case .success(let r):
+            let c = HTTP1Connection(fd: r.fd, remoteAddress: r.address, key: key, loop: self.loop, pool: self,
+                                    configuration: self.configuration, timings: r.timings)
+            do {
+                try self.loop.register(fd: r.fd, handler: c, readable: true, writable: false)
+            } catch {
+                Posix.close(r.fd)
+                self.origins[key]!.total -= 1
+                self.failNextWaiting(key, HawserError(.ioError, "cannot register the connection: \(error)", underlying: error))
+                return
+            }
+            self.connections[ObjectIdentifier(c)] = c
+            if self.isShutDown {
+                c.close()
+                return
+            }
+            self.release(c)
+        case .failure(let error):
+            self.origins[key]!.total -= 1
+            self.failNextWaiting(key, error)
+        }
+    }
+
+    private func failNextWaiting(_ key: ConnectionKey, _ error: HawserError) {
+        if let t = self.origins[key]?.waiting.popFirst() {
+            t.state = .created
+            t.finish(.failure(error.with(url: t.request.url)))
+        }
+        // The others get their own attempt.
+        self.connectIfNeeded(key)
+    }
+
+    /// A connection finished a response and can be reused: hand it the next waiting task or park it.
+    func release(_ c: HTTP1Connection) {
+        guard !c.isClosed else { return }
+        if self.isShutDown {
+            c.close()
+            return
+        }
+        if let t = self.origins[c.key]?.waiting.popFirst() {
+            c.execute(t)
+            return
+        }
+        self.origins[c.key, default: Origin()].idle.append(c)
+        c.startIdleTimer(self.configuration.idleConnectionTimeout)
+    }
+
+    func connectionClosed(_ c: HTTP1Connection) {
+        guard self.connections.removeValue(forKey: ObjectIdentifier(c)) != nil else { return }
+        if var origin = self.origins[c.key] {
+            origin.total -= 1
+            origin.idle.removeAll { $0 === c }
+            self.origins[c.key] = origin
+        }
+        if !self.isShutDown { self.connectIfNeeded(c.key) }
+    }
+
+    // MARK: - Shutdown
+
+    /// Fails every task with `sessionShutDown`, closes every connection and cancels connects.
+    func shutdown() {
+        guard !self.isShutDown else { return }
+        self.isShutDown = true
+        let error = HawserError(.sessionShutDown, "the session was shut down")
+        for t in Array(self.tasks.values) { t.fail(error) }
+        for c in Array(self.connections.values) { c.close() }
+        for k in Array(self.connectors.values) { k.finish(.failure(error)) }
+        self.connectors.removeAll()
+    }
+}

@@ -1,0 +1,488 @@
+// The IO shell around HTTP1ConnectionStateMachine: a non-blocking socket, a reusable read
+// buffer, the response parser and a gathered-write queue. Loop-confined. Every decision
+// about reuse, retry and close comes from the state machine; this file only runs actions.
+import CHawser
+import HawserHTTP1
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class HTTP1Connection: EventLoopIOHandler {
+    struct ConnectTimings {
+        var domainLookupStart: UInt64?
+        var domainLookupEnd: UInt64?
+        var connectStart: UInt64?
+        var connectEnd: UInt64?
+    }
+
+    private struct PendingWrite {
+        var bytes: [UInt8]
+        var offset = 0
+        /// How many of `bytes` are request-body bytes (for upload progress).
+        var bodyBytes = 0
+        var completion: ((HawserError?) -> Void)?
+    }
+
+    let fd: Int32
+    let loop: EventLoop
+    let key: ConnectionKey
+    let remoteAddress: SocketAddress
+    unowned(unsafe) let pool: ConnectionPool
+    private let connectTimings: ConnectTimings
+    private let readChunkSize: Int
+
+    private var machine = HTTP1ConnectionStateMachine()
+    private var parser: HTTP1ResponseParser
+    private let buffer: ReadBuffer
+    private(set) var task: RequestTask?
+    private var writes: [PendingWrite] = []
+    private var writingInterest = false
+    private var readingInterest = true
+    private(set) var isClosed = false
+    private var trailers: HTTPHeaders?
+    /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
+    private var streamLength: Int64?
+    private var streamChunked = false
+    private var idleTimer: Scheduled?
+
+    init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, loop: EventLoop, pool: ConnectionPool,
+         configuration: SessionConfiguration, timings: ConnectTimings) {
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        self.key = key
+        self.loop = loop
+        self.pool = pool
+        self.connectTimings = timings
+        self.readChunkSize = configuration.readChunkSize
+        self.parser = HTTP1ResponseParser(limits: configuration.parserLimits)
+        self.buffer = ReadBuffer(capacity: configuration.readChunkSize)
+    }
+
+    var isReused: Bool { self.machine.isReused }
+
+    // MARK: - Executing a task
+
+    func execute(_ task: RequestTask) {
+        self.loop.assertInLoop()
+        self.cancelIdleTimer()
+        self.task = task
+        self.trailers = nil
+        task.state = .executing(self)
+        let now = TaskMetrics.now()
+        task.metrics.isReusedConnection = self.machine.isReused
+        task.metrics.remoteAddress = self.remoteAddress
+        if !self.machine.isReused {
+            task.metrics.domainLookupStart = self.connectTimings.domainLookupStart
+            task.metrics.domainLookupEnd = self.connectTimings.domainLookupEnd
+            task.metrics.connectStart = self.connectTimings.connectStart
+            task.metrics.connectEnd = self.connectTimings.connectEnd
+        }
+        task.metrics.requestStart = now
+        task.lastActivity = now
+        switch self.machine.startRequest(idempotent: task.request.method.isIdempotent) {
+        case .sendRequest: break
+        default: preconditionFailure("startRequest must answer sendRequest")
+        }
+        self.parser.expectResponse(to: task.request.method)
+
+        var head = task.encodedHead
+        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
+            guard error == nil, self.task === task else { return }
+            task.metrics.requestEnd = TaskMetrics.now()
+            _ = self.machine.requestSent()
+        }
+        switch task.request.body {
+        case nil:
+            self.enqueue(PendingWrite(bytes: head, completion: sent))
+        case .bytes(let body) where body.count <= 16 * 1024:
+            head.append(contentsOf: body)
+            self.enqueue(PendingWrite(bytes: head, bodyBytes: body.count, completion: sent))
+        case .bytes(let body):
+            self.enqueue(PendingWrite(bytes: head))
+            self.enqueue(PendingWrite(bytes: body, bodyBytes: body.count, completion: sent))
+        case .stream(let length, let producer):
+            self.streamLength = length
+            self.streamChunked = length == nil
+            task.bodyBytesSent = 0
+            self.enqueue(PendingWrite(bytes: head))
+            let writer = RequestBodyWriter(task: task)
+            task.bodyWriter = writer
+            Self.startProducer(producer, writer)
+        }
+        self.flush()
+        self.updateReadInterest()
+        // Bytes may already be buffered (a response that raced ahead is a protocol error,
+        // caught by the parser as garbage before a status line).
+        if self.buffer.readableCount > 0 { self.processBuffer() }
+    }
+
+    /// Runs the body producer as a Swift task; its writes hop to the loop and wait for the socket.
+    private static func startProducer(_ producer: @escaping @Sendable (RequestBodyWriter) async throws -> Void,
+                                      _ writer: RequestBodyWriter) {
+        Task {
+            let failure: HawserError?
+            do {
+                try await producer(writer)
+                failure = nil
+            } catch let e as HawserError {
+                failure = e
+            } catch {
+                failure = HawserError(.invalidRequest, "the request body stream failed: \(error)")
+            }
+            if let failure {
+                writer.task.eventLoop.execute { writer.task.fail(failure) }
+            } else {
+                await Self.endStream(writer)
+            }
+        }
+    }
+
+    private static func endStream(_ writer: RequestBodyWriter) async {
+        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
+            writer.task.eventLoop.execute {
+                if writer.ended == nil, case .executing(let c) = writer.task.state {
+                    c.finishBodyStream(for: writer.task)
+                }
+                cont.resume()
+            }
+        }
+    }
+
+    func writeBodyChunk(_ bytes: [UInt8], for task: RequestTask, completion: @escaping (HawserError?) -> Void) {
+        guard self.task === task, !self.isClosed else {
+            completion(HawserError(.cancelled, "the task is no longer running"))
+            return
+        }
+        task.bodyBytesSent += Int64(bytes.count)
+        if let length = self.streamLength, task.bodyBytesSent > length {
+            let e = HawserError(.invalidRequest, "the body stream wrote \(task.bodyBytesSent) bytes, more than its declared length \(length)")
+            completion(e)
+            task.fail(e)
+            return
+        }
+        if self.streamChunked {
+            var header: [UInt8] = []
+            HTTP1Encoder.writeChunkHeader(size: bytes.count, into: &header)
+            self.enqueue(PendingWrite(bytes: header))
+            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count))
+            var end: [UInt8] = []
+            HTTP1Encoder.writeChunkEnd(into: &end)
+            self.enqueue(PendingWrite(bytes: end, completion: completion))
+        } else {
+            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count, completion: completion))
+        }
+        self.flush()
+    }
+
+    func finishBodyStream(for task: RequestTask) {
+        guard self.task === task, !self.isClosed else { return }
+        if let length = self.streamLength, task.bodyBytesSent != length {
+            task.fail(HawserError(.invalidRequest, "the body stream ended after \(task.bodyBytesSent) of its declared \(length) bytes"))
+            return
+        }
+        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
+            guard error == nil, self.task === task else { return }
+            task.metrics.requestEnd = TaskMetrics.now()
+            _ = self.machine.requestSent()
+        }
+        if self.streamChunked {
+            var last: [UInt8] = []
+            HTTP1Encoder.writeLastChunk(trailers: nil, into: &last)
+            self.enqueue(PendingWrite(bytes: last, completion: sent))
+        } else {
+            self.enqueue(PendingWrite(bytes: [], completion: sent))
+        }
+        self.flush()
+    }
+
+    /// The task gave up (cancelled, timed out, limit): the connection cannot be reused.
+    func abort(_ task: RequestTask) {
+        guard self.task === task else { return }
+        self.task = nil
+        _ = self.machine.abort()
+        self.close()
+    }
+
+    // MARK: - Reading
+
+    func updateReadInterest() {
+        guard !self.isClosed else { return }
+        let wantRead = !(self.task?.readingPaused ?? false)
+        if wantRead != self.readingInterest {
+            self.readingInterest = wantRead
+            self.loop.setInterest(fd: self.fd, readable: wantRead, writable: self.writingInterest)
+        }
+    }
+
+    func resumeAfterPause() {
+        self.updateReadInterest()
+        if self.buffer.readableCount > 0 || !self.parser.isIdle { self.processBuffer() }
+    }
+
+    func ioReadable() {
+        guard !self.isClosed else { return }
+        let space = self.buffer.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
+        let result: IOResult<Int>
+        do {
+            result = try Posix.read(self.fd, space)
+        } catch {
+            self.connectionFailed(HawserError(.connectionLost, "reading from \(self.remoteAddress) failed: \(error)", underlying: error))
+            return
+        }
+        switch result {
+        case .wouldBlock:
+            return
+        case .processed(0):
+            self.peerClosed()
+        case .processed(let n):
+            self.buffer.didWrite(n)
+            guard let task = self.task else {
+                // Bytes or EOF on an idle pooled connection: the server gave up on it (or is broken).
+                _ = self.machine.connectionFailed()
+                self.close()
+                return
+            }
+            task.metrics.bytesReceived += Int64(n)
+            task.lastActivity = TaskMetrics.now()
+            if task.metrics.responseStart == nil { task.metrics.responseStart = task.lastActivity }
+            self.machine.responseBytesReceived()
+            self.processBuffer()
+        }
+    }
+
+    /// Turns buffered bytes into delegate events until the buffer is drained, the response
+    /// ends, reading is paused, or the task goes away.
+    private func processBuffer() {
+        var completed: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
+        while let task = self.task, !task.readingPaused, !self.isClosed {
+            let consumed: Int
+            let event: HTTP1ResponseEvent?
+            do {
+                (consumed, event) = try self.parser.next(self.buffer.readable)
+            } catch {
+                self.protocolError(error, task: task)
+                return
+            }
+            guard let event else {
+                self.buffer.consume(consumed)
+                break
+            }
+            switch event {
+            case .head(let head):
+                self.buffer.consume(consumed)
+                if head.isInterim {
+                    task.delegate.task(task, didReceiveInterimHead: head)
+                } else {
+                    task.delegate.task(task, didReceiveHead: head)
+                }
+            case .body(let range):
+                let slice = UnsafeRawBufferPointer(rebasing: self.buffer.readable[range])
+                task.delegate.task(task, didReceiveBody: slice)
+                self.buffer.consume(consumed)
+            case .trailers(let t):
+                self.buffer.consume(consumed)
+                self.trailers = t
+            case .end(let keepAlive):
+                self.buffer.consume(consumed)
+                let action = self.machine.responseEnded(keepAlive: keepAlive, leftoverBytes: self.buffer.readableCount > 0)
+                self.task = nil
+                completed = (task, action)
+            }
+            if completed != nil { break }
+        }
+        guard let (task, action) = completed else { return }
+        task.metrics.responseEnd = TaskMetrics.now()
+        let trailers = self.trailers
+        self.trailers = nil
+        switch action {
+        case .completeAndReuse:
+            // Release first so a request issued from the completion callback can reuse us.
+            self.pool.release(self)
+        default:
+            self.close()
+        }
+        task.finish(.success(trailers))
+    }
+
+    private func protocolError(_ error: HTTP1ParseError, task: RequestTask) {
+        task.fail(HawserError(.protocolError, "invalid response from \(self.remoteAddress): \(error)", underlying: error))
+    }
+
+    private func peerClosed() {
+        guard let task = self.task else {
+            _ = self.machine.connectionFailed()
+            self.close()
+            return
+        }
+        do {
+            if case .end = try self.parser.finish() {
+                // A close-delimited body ends with the connection.
+                let action = self.machine.responseEnded(keepAlive: false, leftoverBytes: false)
+                precondition(action == .completeAndClose || action == .none)
+                self.task = nil
+                task.metrics.responseEnd = TaskMetrics.now()
+                self.close()
+                task.finish(.success(self.trailers))
+                return
+            }
+            self.connectionFailed(HawserError(.connectionLost, "\(self.remoteAddress) closed the connection before sending a response"))
+        } catch {
+            self.connectionFailed(HawserError(.connectionLost, "\(self.remoteAddress) closed the connection: \(error)", underlying: error))
+        }
+    }
+
+    /// EOF, reset or write failure: let the machine decide between failing and retrying.
+    private func connectionFailed(_ error: HawserError) {
+        let action = self.machine.connectionFailed()
+        let task = self.task
+        self.task = nil
+        self.close()
+        guard let task else { return }
+        if case .failAndClose(let retryable) = action, retryable, task.metrics.retryCount == 0, Self.isReplayable(task) {
+            task.metrics.retryCount += 1
+            self.pool.retry(task)
+        } else {
+            task.finish(.failure(error.with(url: task.request.url)))
+        }
+    }
+
+    private static func isReplayable(_ task: RequestTask) -> Bool {
+        switch task.request.body {
+        case nil, .bytes: return true
+        case .stream: return false
+        }
+    }
+
+    // MARK: - Writing
+
+    private func enqueue(_ w: PendingWrite) {
+        self.writes.append(w)
+    }
+
+    func ioWritable() {
+        self.flush()
+    }
+
+    private func flush() {
+        guard !self.isClosed else { return }
+        while !self.writes.isEmpty {
+            let result: IOResult<Int>
+            do {
+                result = try self.writeSome()
+            } catch {
+                self.connectionFailed(HawserError(.connectionLost, "writing to \(self.remoteAddress) failed: \(error)", underlying: error))
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                self.setWriteInterest(true)
+                return
+            case .processed(let n):
+                self.advance(n)
+                if self.isClosed { return }
+            }
+        }
+        self.setWriteInterest(false)
+    }
+
+    /// One send/writev of up to 8 pending buffers.
+    private func writeSome() throws(IOError) -> IOResult<Int> {
+        if self.writes.count == 1 || self.writes[0].bytes.count - self.writes[0].offset >= 64 * 1024 {
+            let w = self.writes[0]
+            if w.bytes.count == w.offset { return .processed(0) }
+            let r = w.bytes.withUnsafeBytes { raw in
+                Result { () throws(IOError) in try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset...])) }
+            }
+            return try r.get()
+        }
+        let n = min(self.writes.count, 8)
+        var iov = [iovec](repeating: iovec(), count: n)
+        return try self.gather(0, n, &iov)
+    }
+
+    private func gather(_ i: Int, _ n: Int, _ iov: inout [iovec]) throws(IOError) -> IOResult<Int> {
+        if i == n {
+            let r = iov.withUnsafeBufferPointer { p in
+                Result { () throws(IOError) in try Posix.writev(self.fd, p.baseAddress!, Int32(n)) }
+            }
+            return try r.get()
+        }
+        let w = self.writes[i]
+        let r = w.bytes.withUnsafeBytes { raw in
+            Result { () throws(IOError) in
+                iov[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress.map { $0 + w.offset }),
+                               iov_len: raw.count - w.offset)
+                return try self.gather(i + 1, n, &iov)
+            }
+        }
+        return try r.get()
+    }
+
+    private func advance(_ written: Int) {
+        var n = written
+        var done: [(HawserError?) -> Void] = []
+        var bodyDone = 0
+        if let task = self.task {
+            task.metrics.bytesSent += Int64(n)
+            task.lastActivity = TaskMetrics.now()
+        }
+        while !self.writes.isEmpty {
+            let remaining = self.writes[0].bytes.count - self.writes[0].offset
+            if n >= remaining {
+                n -= remaining
+                let w = self.writes.removeFirst()
+                bodyDone += w.bodyBytes
+                if let c = w.completion { done.append(c) }
+            } else {
+                self.writes[0].offset += n
+                break
+            }
+        }
+        if bodyDone > 0, let task = self.task {
+            let expected = task.request.body?.knownLength
+            self.bodyProgress += Int64(bodyDone)
+            task.delegate.task(task, didSendBodyBytes: self.bodyProgress, expected: expected)
+        }
+        for c in done { c(nil) }
+    }
+
+    private var bodyProgress: Int64 = 0
+
+    private func setWriteInterest(_ on: Bool) {
+        guard on != self.writingInterest, !self.isClosed else { return }
+        self.writingInterest = on
+        self.loop.setInterest(fd: self.fd, readable: self.readingInterest, writable: on)
+    }
+
+    // MARK: - Pool life
+
+    func startIdleTimer(_ seconds: Double) {
+        self.bodyProgress = 0
+        self.idleTimer = self.loop.scheduleInLoop(in: RequestTask.nanos(seconds)) { [unowned(unsafe) self] in
+            self.idleTimer = nil
+            _ = self.machine.abort()
+            self.close()
+        }
+    }
+
+    func cancelIdleTimer() {
+        self.bodyProgress = 0
+        self.idleTimer?.cancel()
+        self.idleTimer = nil
+    }
+
+    /// Closes the socket and tells the pool. Pending write completions fail. Idempotent.
+    func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        self.cancelIdleTimer()
+        self.loop.deregister(fd: self.fd)
+        Posix.close(self.fd)
+        let pending = self.writes
+        self.writes.removeAll()
+        let error = HawserError(.connectionLost, "the connection was closed")
+        for w in pending { w.completion?(error) }
+        self.pool.connectionClosed(self)
+    }
+}

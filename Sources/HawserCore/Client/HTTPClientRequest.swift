@@ -1,0 +1,86 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserHTTP1
+
+/// A request for the engine: method, absolute URL, header fields and body.
+public struct HTTPClientRequest: Sendable {
+    public var method: HTTPMethod
+    public var url: URL
+    public var headers: HTTPHeaders
+    public var body: RequestBody?
+    /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds.
+    public var timeoutInterval: Double?
+
+    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A request body: bytes in memory, or a stream produced on demand with back-pressure.
+public enum RequestBody: Sendable {
+    /// The whole body in memory; sent with Content-Length.
+    case bytes([UInt8])
+    /// A body produced by `producer`, which writes chunks and returns when done. With a
+    /// `length` the body is sent with Content-Length (and must be exactly that long);
+    /// without one it is sent chunked. Each `write` suspends until the bytes reached the socket.
+    case stream(length: Int64?, producer: @Sendable (RequestBodyWriter) async throws -> Void)
+
+    /// The length, when known up front.
+    public var knownLength: Int64? {
+        switch self {
+        case .bytes(let b): return Int64(b.count)
+        case .stream(let l, _): return l
+        }
+    }
+}
+
+/// A buffered response: the final head, the whole body, and the task's metrics.
+public struct HTTPClientResponse: Sendable {
+    public var head: HTTPResponseHead
+    public var body: [UInt8]
+    public var metrics: TaskMetrics
+
+    public var status: Int { self.head.status }
+    public var headers: HTTPHeaders { self.head.headers }
+}
+
+/// Where a request goes on the wire: what the pool keys connections by.
+public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
+    public var scheme: String   // "http" (https arrives with TLS)
+    public var host: String
+    public var port: Int
+
+    public var description: String { "\(self.scheme)://\(self.host):\(self.port)" }
+}
+
+extension HTTPClientRequest {
+    /// Validates the URL and derives the connection key, request target and Host value.
+    func wireInfo() throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
+        guard let scheme = self.url.scheme?.lowercased() else {
+            throw HawserError(.invalidRequest, "URL has no scheme", url: self.url)
+        }
+        guard scheme == "http" else {
+            throw HawserError(.invalidRequest, "unsupported URL scheme '\(scheme)'", url: self.url)
+        }
+        guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
+            throw HawserError(.invalidRequest, "URL has no host", url: self.url)
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let port = self.url.port ?? 80
+        guard (1...65535).contains(port) else {
+            throw HawserError(.invalidRequest, "port \(port) is out of range", url: self.url)
+        }
+        var target = self.url.path(percentEncoded: true)
+        if target.isEmpty { target = "/" }
+        if let q = self.url.query(percentEncoded: true) { target += "?" + q }
+        let hostForHeader = host.contains(":") ? "[\(host)]" : host
+        let hostHeader = port == 80 ? hostForHeader : "\(hostForHeader):\(port)"
+        return (ConnectionKey(scheme: scheme, host: host.lowercased(), port: port), target, hostHeader)
+    }
+}

@@ -1,0 +1,222 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserHTTP1
+import Synchronization
+
+/// One request being executed by a ``Session``. Thread-safe handle; the task's working state
+/// is confined to the session's event loop.
+public final class RequestTask: @unchecked Sendable {
+    /// Where the task is. Loop-confined.
+    enum State {
+        /// Created, not yet handed to the pool. Next: queued, executing, finished.
+        case created
+        /// Waiting in the pool for a connection. Next: executing, finished.
+        case queued
+        /// Running on a connection. Next: queued (retry), finished.
+        case executing(HTTP1Connection)
+        /// Done; the delegate has been told. Final.
+        case finished
+    }
+
+    /// The request as given.
+    public let request: HTTPClientRequest
+    /// The loop this task runs on.
+    public let eventLoop: EventLoop
+    let delegate: any ResponseDelegate
+    unowned(unsafe) let pool: ConnectionPool
+
+    // Loop-confined state.
+    var state: State = .created
+    var metrics = TaskMetrics()
+    var key: ConnectionKey
+    var encodedHead: [UInt8] = []
+    var lastActivity: UInt64 = 0
+    var idleTimeoutNanos: UInt64 = 0
+    var idleTimer: Scheduled?
+    var resourceTimer: Scheduled?
+    var readingPaused = false
+    var bodyWriter: RequestBodyWriter?
+    var bodyBytesSent: Int64 = 0
+
+    /// Set from any thread so a cancel that races with completion is decided once, on the loop.
+    private let cancelRequested = Atomic<Bool>(false)
+
+    init(request: HTTPClientRequest, key: ConnectionKey, encodedHead: [UInt8], eventLoop: EventLoop,
+         delegate: any ResponseDelegate, pool: ConnectionPool) {
+        self.request = request
+        self.key = key
+        self.encodedHead = encodedHead
+        self.eventLoop = eventLoop
+        self.delegate = delegate
+        self.pool = pool
+    }
+
+    /// Cancels the task. Whatever it is doing (queued, resolving, connecting, writing, mid-head,
+    /// mid-body), it ends exactly once with a `.cancelled` error. Safe from any thread; idempotent.
+    public func cancel() {
+        if self.cancelRequested.exchange(true, ordering: .relaxed) { return }
+        if self.eventLoop.inEventLoop {
+            self.fail(HawserError(.cancelled, "the task was cancelled"))
+        } else {
+            self.eventLoop.execute { self.fail(HawserError(.cancelled, "the task was cancelled")) }
+        }
+    }
+
+    /// Ends the task with `error` (e.g. a delegate that refuses the response). Like ``cancel()``,
+    /// it completes the task exactly once and closes its connection. Safe from any thread.
+    public func fail(with error: HawserError) {
+        if self.cancelRequested.exchange(true, ordering: .relaxed) { return }
+        self.onLoop { self.fail(error) }
+    }
+
+    /// Stops reading the response from the socket until ``resumeReading()``. Safe from any thread.
+    public func pauseReading() {
+        self.onLoop {
+            self.readingPaused = true
+            if case .executing(let c) = self.state { c.updateReadInterest() }
+        }
+    }
+
+    /// Resumes reading after ``pauseReading()``. Safe from any thread.
+    public func resumeReading() {
+        self.onLoop {
+            guard self.readingPaused else { return }
+            self.readingPaused = false
+            // The idle clock does not run while the consumer holds the response back.
+            self.lastActivity = TaskMetrics.now()
+            if case .executing(let c) = self.state { c.resumeAfterPause() }
+        }
+    }
+
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
+    }
+
+    var isFinished: Bool {
+        if case .finished = self.state { return true }
+        return false
+    }
+
+    // MARK: - Loop-side lifecycle
+
+    /// Arms the timers; called once when the task is handed to the pool.
+    func start(configuration: SessionConfiguration) {
+        let now = TaskMetrics.now()
+        self.metrics.fetchStart = now
+        self.lastActivity = now
+        let idle = self.request.timeoutInterval ?? configuration.timeoutIntervalForRequest
+        self.idleTimeoutNanos = Self.nanos(idle)
+        self.armIdleTimer(after: self.idleTimeoutNanos)
+        let resource = Self.nanos(configuration.timeoutIntervalForResource)
+        self.resourceTimer = self.eventLoop.scheduleInLoop(in: resource) { [unowned(unsafe) self] in
+            self.fail(HawserError(.resourceTimeout,
+                                  "the task did not finish within \(configuration.timeoutIntervalForResource) s"))
+        }
+    }
+
+    static func nanos(_ seconds: Double) -> UInt64 {
+        if seconds <= 0 { return 0 }
+        if seconds > 1e9 { return UInt64(1e18) }
+        return UInt64(seconds * 1e9)
+    }
+
+    private func armIdleTimer(after nanos: UInt64) {
+        self.idleTimer = self.eventLoop.scheduleInLoop(in: nanos) { [unowned(unsafe) self] in
+            self.idleTimerFired()
+        }
+    }
+
+    /// The idle timer is re-armed lazily: activity only updates `lastActivity`; when the timer
+    /// fires early it re-arms for the remainder. So a busy download costs no timer work per read.
+    private func idleTimerFired() {
+        guard !self.isFinished else { return }
+        if self.readingPaused {
+            self.armIdleTimer(after: self.idleTimeoutNanos)
+            return
+        }
+        let now = TaskMetrics.now()
+        let elapsed = now &- self.lastActivity
+        if elapsed >= self.idleTimeoutNanos {
+            let seconds = Double(self.idleTimeoutNanos) / 1e9
+            self.fail(HawserError(.idleTimeout, "no data moved for \(seconds) s"))
+        } else {
+            self.armIdleTimer(after: self.idleTimeoutNanos - elapsed)
+        }
+    }
+
+    /// Ends the task with an error. Idempotent; closes the connection if one is in use.
+    func fail(_ error: HawserError) {
+        switch self.state {
+        case .finished:
+            return
+        case .created:
+            break
+        case .queued:
+            self.pool.removeWaiting(self)
+        case .executing(let connection):
+            connection.abort(self)
+        }
+        self.finish(.failure(error.with(url: self.request.url)))
+    }
+
+    /// Tells the delegate, exactly once, and releases the timers.
+    func finish(_ result: Result<HTTPHeaders?, HawserError>) {
+        if case .finished = self.state { return }
+        self.state = .finished
+        self.idleTimer?.cancel()
+        self.resourceTimer?.cancel()
+        self.idleTimer = nil
+        self.resourceTimer = nil
+        if self.metrics.responseEnd == nil { self.metrics.responseEnd = TaskMetrics.now() }
+        self.bodyWriter?.taskEnded(result)
+        self.bodyWriter = nil
+        self.pool.taskFinished(self)
+        self.delegate.task(self, didCompleteWith: result, metrics: self.metrics)
+    }
+}
+
+/// Writes a streamed request body. Each `write` suspends until the bytes were handed to the
+/// socket (back-pressure), and throws if the task ended meanwhile.
+public final class RequestBodyWriter: @unchecked Sendable {
+    unowned(unsafe) let task: RequestTask
+    // Loop-confined.
+    var ended: Result<HTTPHeaders?, HawserError>?
+    var written: Int64 = 0
+    var pendingResume: [CheckedContinuation<Void, any Error>] = []
+
+    init(task: RequestTask) { self.task = task }
+
+    /// Sends `bytes` as the next part of the body.
+    public func write(_ bytes: [UInt8]) async throws {
+        if bytes.isEmpty { return }
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
+            self.task.eventLoop.execute {
+                if let ended = self.ended {
+                    cont.resume(throwing: Self.endedError(ended))
+                    return
+                }
+                guard case .executing(let c) = self.task.state else {
+                    cont.resume(throwing: HawserError(.cancelled, "the task is no longer running"))
+                    return
+                }
+                c.writeBodyChunk(bytes, for: self.task) { error in
+                    if let error { cont.resume(throwing: error) } else { cont.resume() }
+                }
+            }
+        }
+    }
+
+    static func endedError(_ r: Result<HTTPHeaders?, HawserError>) -> HawserError {
+        switch r {
+        case .failure(let e): return e
+        case .success: return HawserError(.invalidRequest, "the response ended before the request body was complete")
+        }
+    }
+
+    func taskEnded(_ result: Result<HTTPHeaders?, HawserError>) {
+        self.ended = result
+    }
+}

@@ -1,0 +1,25 @@
+import HawserHTTP1
+
+/// Receives the events of one task, on the session's event loop thread, in order:
+/// interim heads (0…n), the final head (0…1), body bytes (0…n), then exactly one completion.
+///
+/// Callbacks run on the event loop: they must not block. To slow the response down, call
+/// ``RequestTask/pauseReading()`` and later ``RequestTask/resumeReading()`` (back-pressure:
+/// the loop stops reading the socket, and TCP tells the server).
+public protocol ResponseDelegate: AnyObject, Sendable {
+    /// An interim (1xx) response head arrived, e.g. 100 Continue or 103 Early Hints.
+    func task(_ task: RequestTask, didReceiveInterimHead head: HTTPResponseHead)
+    /// The final response head arrived.
+    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead)
+    /// Body bytes (decoded from chunked framing). The buffer is valid only during the call.
+    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer)
+    /// Request body bytes were written to the socket.
+    func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?)
+    /// The task ended: with the trailers (if any) on success, or with the error. Called exactly once.
+    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics)
+}
+
+extension ResponseDelegate {
+    public func task(_ task: RequestTask, didReceiveInterimHead head: HTTPResponseHead) {}
+    public func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {}
+}

@@ -1,0 +1,196 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserHTTP1
+import Synchronization
+
+/// The engine's client (the NSURLSession role): executes requests over a keep-alive
+/// connection pool on one event loop.
+///
+/// All of a session's connections and tasks live on its ``eventLoop``; delegate callbacks run
+/// there too. A session is cheap to keep and safe to share between threads.
+public final class Session: Sendable {
+    /// The settings this session was created with.
+    public let configuration: SessionConfiguration
+    /// The loop that runs this session's connections and delivers its callbacks.
+    public let eventLoop: EventLoop
+    private let pool: ConnectionPool
+    private let additionalHeaderNames: [String]
+
+    /// Creates a session on `eventLoop` (by default the next loop of ``EventLoopGroup/shared``).
+    public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil) {
+        self.configuration = configuration
+        let loop = eventLoop ?? EventLoopGroup.shared.next()
+        self.eventLoop = loop
+        let pool = ConnectionPool(loop: loop, configuration: configuration)
+        self.pool = pool
+        self.additionalHeaderNames = configuration.httpAdditionalHeaders.map { $0.name }
+        let transfer = UnsafeTransfer(pool)
+        loop.execute { loop.onShutdown { transfer.value.shutdown() } }
+    }
+
+    // MARK: - Executing
+
+    /// Starts `request`, streaming the response to `delegate` on the event loop.
+    /// The delegate's completion is called exactly once, also for an invalid request.
+    @discardableResult
+    public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
+        var key = ConnectionKey(scheme: "http", host: "", port: 0)
+        var head: [UInt8] = []
+        var failure: HawserError? = nil
+        do {
+            let info = try request.wireInfo()
+            key = info.key
+            head = try self.encodeHead(request, target: info.target, hostHeader: info.hostHeader)
+        } catch {
+            failure = error
+        }
+        let task = RequestTask(request: request, key: key, encodedHead: head, eventLoop: self.eventLoop,
+                               delegate: delegate, pool: self.pool)
+        let pool = UnsafeTransfer(self.pool)
+        if let failure {
+            self.onLoop { task.finish(.failure(failure)) }
+        } else {
+            self.onLoop { pool.value.submit(task) }
+        }
+        return task
+    }
+
+    /// Starts `request` and collects the whole response in memory (up to
+    /// `maximumBufferedBodySize`). `completion` runs exactly once, on the event loop.
+    @discardableResult
+    public func execute(_ request: HTTPClientRequest,
+                        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask {
+        let collector = BufferedResponseCollector(limit: self.configuration.maximumBufferedBodySize, completion: completion)
+        return self.execute(request, delegate: collector)
+    }
+
+    /// Executes `request` and returns the whole response. Cancelling the calling Swift task
+    /// cancels the request.
+    public func response(for request: HTTPClientRequest) async throws(HawserError) -> HTTPClientResponse {
+        let handle = Mutex<RequestTask?>(nil)
+        let result: Result<HTTPClientResponse, HawserError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (cont: CheckedContinuation<Result<HTTPClientResponse, HawserError>, Never>) in
+                let t = self.execute(request) { cont.resume(returning: $0) }
+                let alreadyCancelled = handle.withLock { h -> Bool in
+                    h = t
+                    return Task.isCancelled
+                }
+                if alreadyCancelled { t.cancel() }
+            }
+        } onCancel: {
+            handle.withLock { $0 }?.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Fails every pending task with `sessionShutDown` and closes every connection. Blocks until done
+    /// when called off the loop; later requests fail at once.
+    public func shutdown() {
+        let pool = UnsafeTransfer(self.pool)
+        if self.eventLoop.inEventLoop {
+            pool.value.shutdown()
+        } else {
+            _ = try? self.eventLoop.submitAndWait { pool.value.shutdown() }
+        }
+    }
+
+    /// Pool state, for tests and diagnostics (read on the loop).
+    public func poolStatistics() -> PoolStatistics {
+        let pool = UnsafeTransfer(self.pool)
+        let read: @Sendable () -> PoolStatistics = {
+            let s = pool.value.snapshot()
+            return PoolStatistics(openConnections: s.openConnections, idleConnections: s.idleConnections,
+                                  waitingTasks: s.waitingTasks, runningTasks: s.runningTasks, connecting: s.connecting)
+        }
+        if self.eventLoop.inEventLoop { return read() }
+        return (try? self.eventLoop.submitAndWait(read)) ?? PoolStatistics()
+    }
+
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
+    }
+
+    private func encodeHead(_ request: HTTPClientRequest, target: String, hostHeader: String) throws(HawserError) -> [UInt8] {
+        var headers = request.headers
+        if !headers.contains(name: "Host") {
+            headers.add(name: "Host", value: hostHeader)
+        }
+        for field in self.configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
+            headers.add(name: field.name, value: field.value)
+        }
+        if let body = request.body {
+            if let length = body.knownLength {
+                headers.replaceOrAdd(name: "Content-Length", value: String(length))
+                headers.remove(name: "Transfer-Encoding")
+            } else {
+                headers.replaceOrAdd(name: "Transfer-Encoding", value: "chunked")
+                headers.remove(name: "Content-Length")
+            }
+        } else if request.method == .post || request.method == .put || request.method == .patch {
+            // RFC 9110 §8.6: a user agent SHOULD send Content-Length 0 when a method defines a body.
+            if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "0") }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        do {
+            try HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: request.method, target: target, headers: headers), into: &out)
+        } catch {
+            throw HawserError(.invalidRequest, "cannot encode the request: \(error)", url: request.url, underlying: error)
+        }
+        return out
+    }
+}
+
+/// Counts of a session's pool.
+public struct PoolStatistics: Sendable, Hashable {
+    public var openConnections = 0
+    public var idleConnections = 0
+    public var waitingTasks = 0
+    public var runningTasks = 0
+    public var connecting = 0
+}
+
+/// Collects a response in memory for the buffered APIs. Loop-confined.
+final class BufferedResponseCollector: ResponseDelegate, @unchecked Sendable {
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+    private let limit: Int
+    private let completion: @Sendable (Result<HTTPClientResponse, HawserError>) -> Void
+
+    init(limit: Int, completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) {
+        self.limit = limit
+        self.completion = completion
+    }
+
+    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {
+        self.head = head
+        if let cl = head.headers["Content-Length"].flatMap(Int.init), cl > 0 {
+            self.body.reserveCapacity(min(cl, self.limit))
+        }
+    }
+
+    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        if self.body.count + bytes.count > self.limit {
+            task.fail(HawserError(.limitExceeded, "the response body is larger than maximumBufferedBodySize (\(self.limit) bytes)"))
+            return
+        }
+        self.body.append(contentsOf: bytes)
+    }
+
+    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        switch result {
+        case .success:
+            guard let head = self.head else {
+                self.completion(.failure(HawserError(.protocolError, "the response ended without a head", url: task.request.url)))
+                return
+            }
+            self.completion(.success(HTTPClientResponse(head: head, body: self.body, metrics: metrics)))
+        case .failure(let e):
+            self.completion(.failure(e))
+        }
+        self.body = []
+    }
+}

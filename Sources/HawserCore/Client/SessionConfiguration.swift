@@ -1,0 +1,29 @@
+import HawserHTTP1
+
+/// Settings of a ``Session`` (the NSURLSessionConfiguration role).
+public struct SessionConfiguration: Sendable {
+    /// Seconds allowed for resolving, connecting (and, for HTTPS, the handshake). Default 30.
+    public var connectTimeout: Double = 30
+    /// Seconds allowed between two bytes moving in either direction (timeoutIntervalForRequest). Default 60.
+    public var timeoutIntervalForRequest: Double = 60
+    /// Seconds allowed for the whole task (timeoutIntervalForResource). Default 7 days, as URLSession.
+    public var timeoutIntervalForResource: Double = 7 * 24 * 3600
+    /// Connections kept per origin, in use and idle together (httpMaximumConnectionsPerHost). Default 6.
+    public var maximumConnectionsPerHost: Int = 6
+    /// Seconds an idle keep-alive connection stays in the pool. Default 60.
+    public var idleConnectionTimeout: Double = 60
+    /// Header fields added to every request that does not set them itself.
+    public var httpAdditionalHeaders: HTTPHeaders = ["User-Agent": "Hawser/0.1"]
+    /// Parser limits for response heads and chunked framing.
+    public var parserLimits: HTTP1Limits = .default
+    /// The largest body the buffered APIs collect in memory before failing with `limitExceeded`.
+    /// Default 256 MiB. Streaming delegates are not limited.
+    public var maximumBufferedBodySize: Int = 256 * 1024 * 1024
+    /// Bytes read from a socket per read call. Default 64 KiB.
+    public var readChunkSize: Int = 64 * 1024
+
+    public init() {}
+
+    /// The defaults.
+    public static var `default`: SessionConfiguration { SessionConfiguration() }
+}
