@@ -1,0 +1,327 @@
+import CHawser
+import HawserCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One accepted connection: parses requests, routes them, writes responses. Loop-confined.
+final class ServerConnection: EventLoopIOHandler {
+    let fd: Int32
+    unowned let listener: Listener
+    private var loop: EventLoop { self.listener.loop }
+    private var parser = HTTP1RequestParser()
+    private var inbox: [UInt8] = []
+    private var outbox: [UInt8] = []
+    private var outOffset = 0
+    private var closeAfterWrite = false
+    private var writeInterest = false
+    private var readInterest = true
+    private var closed = false
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    /// A response is being produced over time (delay, trickle): stop parsing until it is done.
+    private var busy = false
+    private var timers: [Scheduled] = []
+
+    init(fd: Int32, listener: Listener) {
+        self.fd = fd
+        self.listener = listener
+    }
+
+    func ioReadable() {
+        guard !self.closed else { return }
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
+        if n == 0 {
+            // The client finished sending; finish any response in progress, then close.
+            if self.busy || self.outOffset < self.outbox.count { self.closeAfterWrite = true; self.setRead(false) } else { self.close() }
+            return
+        }
+        if n < 0 {
+            let e = CHawser_errno()
+            if e == EAGAIN || e == EINTR { return }
+            self.close()
+            return
+        }
+        self.inbox.append(contentsOf: chunk[0..<n])
+        self.process()
+    }
+
+    private func process() {
+        while !self.closed && !self.busy {
+            let result: (consumed: Int, event: HTTP1RequestEvent?)
+            do {
+                result = try self.inbox.withUnsafeBytes { try self.parser.next($0) }
+            } catch {
+                self.send(status: 400, body: Array("bad request: \(error)\n".utf8), extra: [("Connection", "close")])
+                self.closeAfterWrite = true
+                self.flush()
+                return
+            }
+            var bodySlice: [UInt8] = []
+            if case .body(let r) = result.event { bodySlice = Array(self.inbox[r]) }
+            self.inbox.removeFirst(result.consumed)
+            guard let event = result.event else { return }
+            switch event {
+            case .head(let h):
+                self.head = h
+                self.body = []
+                if h.headers.contains(name: "Expect", token: "100-continue") {
+                    self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                    self.flush()
+                }
+            case .body:
+                self.body.append(contentsOf: bodySlice)
+            case .trailers:
+                break
+            case .end(let keepAlive):
+                guard let h = self.head else { return }
+                if !keepAlive { self.closeAfterWrite = true }
+                self.route(h, body: self.body)
+                self.head = nil
+            }
+        }
+    }
+
+    // MARK: - Routing
+
+    private func route(_ h: HTTPRequestHead, body: [UInt8]) {
+        let (path, query) = Self.split(h.target)
+        let parts = path.split(separator: "/").map(String.init)
+        let isHead = h.method == .head
+        switch (parts.first ?? "", parts.count) {
+        case ("hello", 1):
+            self.send(status: 200, body: Array("Hello, World!".utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+        case ("json", 1):
+            self.send(status: 200, body: Array(#"{"name":"hawser","ok":true,"values":[1,2,3],"nested":{"a":null}}"#.utf8),
+                      extra: [("Content-Type", "application/json")], head: isHead)
+        case ("bytes", 2):
+            let n = Int(parts[1]) ?? 0
+            let bytes = Self.pattern(n)
+            if let k = query["chunk"].flatMap(Int.init), k > 0 {
+                self.sendChunked(status: 200, body: bytes, chunkSize: k, head: isHead)
+            } else {
+                self.send(status: 200, body: bytes, extra: [("Content-Type", "application/octet-stream")], head: isHead)
+            }
+        case ("echo", 1):
+            var extra: [(String, String)] = [("X-Echo-Method", h.method.rawValue), ("X-Echo-Target", h.target),
+                                             ("X-Echo-Body-Length", String(body.count))]
+            for f in h.headers { extra.append(("X-Echo-H-\(f.name)", f.value)) }
+            self.send(status: 200, body: body, extra: extra, head: isHead)
+        case ("status", 2):
+            let code = Int(parts[1]) ?? 500
+            self.send(status: code, body: [], head: isHead || code == 204 || code == 304 || code < 200)
+        case ("delay", 2):
+            let ms = UInt64(parts[1]) ?? 0
+            self.busy = true
+            let me = UnsafeTransfer2(self)
+            self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
+                me.value.busy = false
+                me.value.send(status: 200, body: Array("delayed \(ms) ms".utf8), head: isHead)
+                me.value.process()
+            })
+        case ("redirect", 2):
+            let n = Int(parts[1]) ?? 0
+            let location = n <= 1 ? "/hello" : "/redirect/\(n - 1)"
+            self.send(status: 302, body: [], extra: [("Location", location)], head: isHead)
+        case ("gzip", 1):
+            let json = Array(#"{"gzipped":true,"text":"Hello, World! Hello, World! Hello, World!"}"#.utf8)
+            self.send(status: 200, body: Gzip.compress(json), extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], head: isHead)
+        case ("close-delimited", 2):
+            let n = Int(parts[1]) ?? 0
+            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8))
+            self.outbox.append(contentsOf: Self.pattern(n))
+            self.closeAfterWrite = true
+            self.flush()
+        case ("interim", 1):
+            self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n".utf8))
+            self.send(status: 200, body: Array("final".utf8), head: isHead)
+        case ("close", 1):
+            self.send(status: 200, body: Array("bye".utf8), extra: [("Connection", "close")], head: isHead)
+            self.closeAfterWrite = true
+            self.flush()
+        case ("fault", 2):
+            self.fault(parts[1])
+        default:
+            self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
+        }
+    }
+
+    private func fault(_ kind: String) {
+        switch kind {
+        case "close-mid-head":
+            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nContent-Le".utf8))
+            self.closeAfterWrite = true
+            self.flush()
+        case "close-mid-body":
+            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".utf8))
+            self.outbox.append(contentsOf: Self.pattern(100))
+            self.closeAfterWrite = true
+            self.flush()
+        case "reset":
+            _ = CHawser_set_linger_zero(self.fd)
+            self.close()
+        case "trickle":
+            let message = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".utf8)
+            self.busy = true
+            self.trickle(message, from: 0)
+        case "no-answer":
+            self.busy = true   // read on, answer never
+        case "garbage":
+            self.outbox.append(contentsOf: Array("SMTP ready\r\n\r\n".utf8))
+            self.closeAfterWrite = true
+            self.flush()
+        default:
+            self.send(status: 404, body: Array("no such fault \(kind)\n".utf8))
+        }
+    }
+
+    private func trickle(_ message: [UInt8], from i: Int) {
+        guard !self.closed else { return }
+        if i == message.count {
+            self.busy = false
+            self.process()
+            return
+        }
+        self.outbox.append(message[i])
+        self.flush()
+        let me = UnsafeTransfer2(self)
+        self.timers.append(self.loop.schedule(in: 1_000_000) { me.value.trickle(message, from: i + 1) })
+    }
+
+    // MARK: - Writing
+
+    func send(status: Int, body: [UInt8], extra: [(String, String)] = [], head isHead: Bool = false) {
+        var headers = HTTPHeaders()
+        for (n, v) in extra { headers.add(name: n, value: v) }
+        let bodyless = status == 204 || status == 304 || status < 200
+        if !bodyless { headers.add(name: "Content-Length", value: String(body.count)) }
+        var out: [UInt8] = []
+        do {
+            try HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers), into: &out)
+        } catch {
+            out = Array("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n".utf8)
+        }
+        self.outbox.append(contentsOf: out)
+        if !isHead && !bodyless { self.outbox.append(contentsOf: body) }
+        self.flush()
+    }
+
+    private func sendChunked(status: Int, body: [UInt8], chunkSize: Int, head isHead: Bool) {
+        var out: [UInt8] = []
+        let headers: HTTPHeaders = ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]
+        try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers), into: &out)
+        if !isHead {
+            var i = 0
+            while i < body.count {
+                let n = min(chunkSize, body.count - i)
+                HTTP1Encoder.writeChunkHeader(size: n, into: &out)
+                out.append(contentsOf: body[i..<(i + n)])
+                HTTP1Encoder.writeChunkEnd(into: &out)
+                i += n
+            }
+            HTTP1Encoder.writeLastChunk(trailers: nil, into: &out)
+        }
+        self.outbox.append(contentsOf: out)
+        self.flush()
+    }
+
+    private func flush() {
+        guard !self.closed else { return }
+        while self.outOffset < self.outbox.count {
+            let n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
+            if n < 0 {
+                let e = CHawser_errno()
+                if e == EAGAIN || e == EINTR { self.setWrite(true); return }
+                self.close()
+                return
+            }
+            self.outOffset += n
+        }
+        self.outbox.removeAll(keepingCapacity: true)
+        self.outOffset = 0
+        self.setWrite(false)
+        if self.closeAfterWrite && !self.busy { self.close() }
+    }
+
+    func ioWritable() { self.flush() }
+
+    private func setWrite(_ on: Bool) {
+        guard on != self.writeInterest, !self.closed else { return }
+        self.writeInterest = on
+        self.loop.setInterest(fd: self.fd, readable: self.readInterest, writable: on)
+    }
+
+    private func setRead(_ on: Bool) {
+        guard on != self.readInterest, !self.closed else { return }
+        self.readInterest = on
+        self.loop.setInterest(fd: self.fd, readable: on, writable: self.writeInterest)
+    }
+
+    func close() {
+        guard !self.closed else { return }
+        self.closed = true
+        for t in self.timers { t.cancel() }
+        self.timers.removeAll()
+        self.loop.deregister(fd: self.fd)
+        Glibc.close(self.fd)
+        self.listener.remove(self)
+    }
+
+    // MARK: - Helpers
+
+    static func pattern(_ n: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: max(0, n))
+        for i in 0..<out.count { out[i] = UInt8(i % 251) }
+        return out
+    }
+
+    static func split(_ target: String) -> (String, [String: String]) {
+        guard let q = target.firstIndex(of: "?") else { return (target, [:]) }
+        var query: [String: String] = [:]
+        for pair in target[target.index(after: q)...].split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            query[kv[0]] = kv.count > 1 ? kv[1] : ""
+        }
+        return (String(target[..<q]), query)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 201: return "Created"
+        case 204: return "No Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
+        case 500: return "Internal Server Error"
+        default: return "Status \(status)"
+        }
+    }
+}
+
+/// gzip through zlib (for the `/gzip` route).
+enum Gzip {
+    static func compress(_ input: [UInt8]) -> [UInt8] {
+        var stream = z_stream()
+        guard CHawser_deflateInit2(&stream, Z_DEFAULT_COMPRESSION, 15 + 16) == Z_OK else { return [] }
+        defer { deflateEnd(&stream) }
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
+        var input = input
+        let produced: Int = input.withUnsafeMutableBufferPointer { inp in
+            output.withUnsafeMutableBufferPointer { out in
+                stream.next_in = inp.baseAddress
+                stream.avail_in = uInt(inp.count)
+                stream.next_out = out.baseAddress
+                stream.avail_out = uInt(out.count)
+                _ = deflate(&stream, Z_FINISH)
+                return out.count - Int(stream.avail_out)
+            }
+        }
+        return Array(output[0..<produced])
+    }
+}

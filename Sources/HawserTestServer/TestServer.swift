@@ -1,0 +1,174 @@
+// A small HTTP/1.1 server on Hawser's own event loop, for tests, the demo and benchmarks.
+// Never used by the library. Routes are documented on `TestServer`.
+import CHawser
+import HawserCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP/1.1 test server on loopback.
+///
+/// Routes (query parameters in brackets):
+/// - `GET /hello`: 200, `Hello, World!` (text/plain).
+/// - `GET /json`: 200, a small JSON document (application/json).
+/// - `GET /bytes/N[?chunk=K]`: N deterministic bytes (`byte i = i % 251`); with `chunk`, sent chunked in K-byte chunks.
+/// - `ANY /echo`: 200; the request body as the body; `X-Echo-Method`, `X-Echo-Target`, `X-Echo-Body-Length`
+///   and every request header as `X-Echo-H-<name>`.
+/// - `GET /status/N`: status N with an empty body.
+/// - `GET /delay/MS`: 200 after MS milliseconds.
+/// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
+/// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
+/// - `GET /close-delimited/N`: N bytes, no Content-Length, then the server closes.
+/// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.
+/// - `GET /close`: 200 with `Connection: close`, then the server closes.
+/// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
+///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`.
+public final class TestServer: @unchecked Sendable {
+    /// The port the server listens on (127.0.0.1 or ::1).
+    public let port: Int
+    /// The host the server listens on.
+    public let host: String
+    let loop: EventLoop
+    private let ownsLoop: Bool
+    private let listener: Listener
+
+    /// Starts a server on `host`, on a free port unless `port` is given.
+    public init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil) throws {
+        let l = try loop ?? EventLoop(name: "test-server")
+        self.ownsLoop = loop == nil
+        self.loop = l
+        self.host = host
+        let listener = try l.submitAndWait { () throws -> UnsafeTransfer2<Listener> in
+            UnsafeTransfer2(try Listener(host: host, port: port, loop: l))
+        }.value
+        self.listener = listener
+        self.port = listener.port
+    }
+
+    /// `http://host:port` (with brackets for IPv6).
+    public var baseURL: String {
+        self.host.contains(":") ? "http://[\(self.host)]:\(self.port)" : "http://\(self.host):\(self.port)"
+    }
+
+    /// Connections accepted so far.
+    public var acceptedConnections: Int {
+        let l = UnsafeTransfer2(self.listener)
+        return (try? self.loop.submitAndWait { l.value.accepted }) ?? 0
+    }
+
+    /// Closes the listener and every connection; stops the loop if the server created it.
+    public func shutdown() {
+        let l = UnsafeTransfer2(self.listener)
+        _ = try? self.loop.submitAndWait { l.value.close() }
+        if self.ownsLoop { self.loop.shutdown() }
+    }
+}
+
+struct UnsafeTransfer2<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+final class Listener: EventLoopIOHandler {
+    let fd: Int32
+    let port: Int
+    let loop: EventLoop
+    var accepted = 0
+    var connections: [ObjectIdentifier: ServerConnection] = [:]
+    private var closed = false
+
+    init(host: String, port: Int, loop: EventLoop) throws {
+        guard let address = SocketAddress(ipAddress: host, port: port) else {
+            throw TestServerError("not an IP address: \(host)")
+        }
+        let fd = CHawser_socket_stream(address.family)
+        if fd < 0 { throw TestServerError("socket: errno \(CHawser_errno())") }
+        _ = CHawser_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        do {
+            try ServerSocket.bindAndListen(fd: fd, address: address)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        self.fd = fd
+        self.port = try ServerSocket.localPort(fd)
+        self.loop = loop
+        try loop.register(fd: fd, handler: self, readable: true, writable: false)
+    }
+
+    func ioReadable() {
+        while !self.closed {
+            let c = CHawser_accept4(self.fd, nil, nil)
+            if c < 0 { return }
+            self.accepted += 1
+            _ = CHawser_set_int_option(c, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let conn = ServerConnection(fd: c, listener: self)
+            do {
+                try self.loop.register(fd: c, handler: conn, readable: true, writable: false)
+                self.connections[ObjectIdentifier(conn)] = conn
+            } catch {
+                Glibc.close(c)
+            }
+        }
+    }
+
+    func ioWritable() {}
+
+    func remove(_ c: ServerConnection) {
+        self.connections.removeValue(forKey: ObjectIdentifier(c))
+    }
+
+    func close() {
+        guard !self.closed else { return }
+        self.closed = true
+        self.loop.deregister(fd: self.fd)
+        Glibc.close(self.fd)
+        for c in Array(self.connections.values) { c.close() }
+    }
+}
+
+struct TestServerError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { self.description = d }
+}
+
+enum ServerSocket {
+    static func bindAndListen(fd: Int32, address: SocketAddress) throws {
+        var storage = sockaddr_storage()
+        var len: socklen_t = 0
+        if address.family == AF_INET6 {
+            var sin6 = sockaddr_in6()
+            sin6.sin6_family = sa_family_t(AF_INET6)
+            sin6.sin6_port = UInt16(address.port).bigEndian
+            _ = inet_pton(AF_INET6, address.ipAddress, &sin6.sin6_addr)
+            withUnsafeBytes(of: &sin6) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
+            len = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        } else {
+            var sin = sockaddr_in()
+            sin.sin_family = sa_family_t(AF_INET)
+            sin.sin_port = UInt16(address.port).bigEndian
+            _ = inet_pton(AF_INET, address.ipAddress, &sin.sin_addr)
+            withUnsafeBytes(of: &sin) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
+            len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        }
+        let rc = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        if rc != 0 { throw TestServerError("bind \(address): errno \(CHawser_errno())") }
+        if listen(fd, 1024) != 0 { throw TestServerError("listen: errno \(CHawser_errno())") }
+    }
+
+    static func localPort(_ fd: Int32) throws -> Int {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        if rc != 0 { throw TestServerError("getsockname: errno \(CHawser_errno())") }
+        return withUnsafePointer(to: &storage) { p -> Int in
+            if Int32(p.pointee.ss_family) == AF_INET6 {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+// curl-compatible command-line options for `hawser get`.
+
+/// What `hawser get` was asked to do.
+struct CurlOptions {
+    var url: String?
+    var method: String?
+    var headers: [(String, String)] = []
+    var data: [UInt8]?
+    var includeHead = false        // -i
+    var headOnly = false           // -I
+    var dumpHeaderPath: String?    // -D
+    var outputPath: String?        // -o
+    var silent = false             // -s
+    var showError = false          // -S
+    var verbose = false            // -v
+    var maxTime: Double?           // --max-time
+    var connectTimeout: Double?    // --connect-timeout
+    var writeOut: String?          // -w
+    var failOnError = false        // -f
+
+    /// Exit status for a usage error, as curl (CURLE_FAILED_INIT is 2 for bad options).
+    static let usageExit: Int32 = 2
+
+    struct UsageError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let help = """
+    Usage: hawser get URL [options]
+      -X, --request METHOD       request method
+      -H, --header 'Name: value' add a header (repeatable)
+      -d, --data DATA            send DATA as the body (POST); @FILE reads FILE
+      -i, --include              include the response head (and interim heads) in the output
+      -I, --head                 send HEAD, print the head
+      -D, --dump-header FILE     write response heads to FILE ('-' for stdout)
+      -o, --output FILE          write the body to FILE
+      -s, --silent               no progress bar, no error messages
+      -S, --show-error           with -s, still print errors
+      -v, --verbose              print request and response heads and timings to stderr
+      -f, --fail                 exit 22 on HTTP status >= 400
+      -w, --write-out FORMAT     print FORMAT after the transfer: %{http_code} %{size_download}
+                                 %{size_header} %{time_connect} %{time_starttransfer} %{time_total}
+                                 %{num_connects} %{url_effective} %{content_type} %{remote_ip} %{remote_port}
+          --max-time SECONDS     limit the whole transfer
+          --connect-timeout S    limit connecting
+    Exit status (curl's): 0 ok, 2 usage, 3 bad URL, 6 cannot resolve, 7 cannot connect,
+      8 invalid response, 22 HTTP error with -f, 23 write error, 28 timeout, 52 empty reply, 56 connection lost.
+    """
+
+    static func parse(_ args: [String]) throws -> CurlOptions {
+        var o = CurlOptions()
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < args.count else { throw UsageError(description: "option \(flag) needs a value") }
+            return args[i]
+        }
+        while i < args.count {
+            let a = args[i]
+            switch a {
+            case "-X", "--request": o.method = try value(a)
+            case "-H", "--header":
+                let h = try value(a)
+                guard let colon = h.firstIndex(of: ":") else { throw UsageError(description: "header '\(h)' has no colon") }
+                let name = String(h[..<colon])
+                let v = String(h[h.index(after: colon)...]).drop(while: { $0 == " " || $0 == "\t" })
+                o.headers.append((name, String(v)))
+            case "-d", "--data", "--data-binary", "--data-raw":
+                let d = try value(a)
+                if d.hasPrefix("@") && a != "--data-raw" {
+                    o.data = try FileIO.readAll(path: String(d.dropFirst()))
+                } else {
+                    o.data = Array(d.utf8)
+                }
+            case "-i", "--include": o.includeHead = true
+            case "-I", "--head": o.headOnly = true
+            case "-D", "--dump-header": o.dumpHeaderPath = try value(a)
+            case "-o", "--output": o.outputPath = try value(a)
+            case "-s", "--silent": o.silent = true
+            case "-S", "--show-error": o.showError = true
+            case "-v", "--verbose": o.verbose = true
+            case "-f", "--fail": o.failOnError = true
+            case "-w", "--write-out": o.writeOut = try value(a)
+            case "--max-time", "-m":
+                let v = try value(a)
+                guard let t = Double(v), t > 0 else { throw UsageError(description: "\(a) needs a positive number, not '\(v)'") }
+                o.maxTime = t
+            case "--connect-timeout":
+                let v = try value(a)
+                guard let t = Double(v), t > 0 else { throw UsageError(description: "\(a) needs a positive number, not '\(v)'") }
+                o.connectTimeout = t
+            default:
+                if a.hasPrefix("-") && a.count > 2 && !a.hasPrefix("--") {
+                    // Combined short flags: -sS, -iv …
+                    var expanded: [String] = []
+                    for ch in a.dropFirst() { expanded.append("-\(ch)") }
+                    let known: Set<String> = ["-i", "-I", "-s", "-S", "-v", "-f"]
+                    if let bad = expanded.first(where: { !known.contains($0) }) {
+                        throw UsageError(description: "unknown option '\(bad)' in '\(a)'")
+                    }
+                    for e in expanded { _ = try Self.parse([e]).apply(to: &o) }
+                } else if a.hasPrefix("-") && a != "-" {
+                    throw UsageError(description: "unknown option '\(a)'")
+                } else if o.url == nil {
+                    o.url = a
+                } else {
+                    throw UsageError(description: "more than one URL given ('\(o.url!)' and '\(a)')")
+                }
+            }
+            i += 1
+        }
+        return o
+    }
+
+    /// Merges the boolean flags of `self` into `o` (for combined short flags).
+    func apply(to o: inout CurlOptions) -> Bool {
+        if self.includeHead { o.includeHead = true }
+        if self.headOnly { o.headOnly = true }
+        if self.silent { o.silent = true }
+        if self.showError { o.showError = true }
+        if self.verbose { o.verbose = true }
+        if self.failOnError { o.failOnError = true }
+        return true
+    }
+}

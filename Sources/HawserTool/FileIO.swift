@@ -1,0 +1,71 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Minimal unbuffered file output on a descriptor (stdout, stderr or a file).
+final class OutputFile: @unchecked Sendable {
+    let fd: Int32
+    private let owned: Bool
+    private(set) var failed = false
+
+    static let stdout = OutputFile(fd: 1, owned: false)
+    static let stderr = OutputFile(fd: 2, owned: false)
+
+    init(fd: Int32, owned: Bool) {
+        self.fd = fd
+        self.owned = owned
+    }
+
+    /// Opens (creates, truncates) `path`; "-" is stdout.
+    static func open(_ path: String) throws -> OutputFile {
+        if path == "-" { return .stdout }
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
+        return OutputFile(fd: fd, owned: true)
+    }
+
+    var isTerminal: Bool { isatty(self.fd) == 1 }
+
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        var off = 0
+        while off < bytes.count && !self.failed {
+            let n = Glibc.write(self.fd, bytes.baseAddress! + off, bytes.count - off)
+            if n < 0 {
+                if errno == EINTR { continue }
+                self.failed = true
+                return
+            }
+            off += n
+        }
+    }
+
+    func write(_ s: String) {
+        var s = s
+        s.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
+    }
+
+    func close() {
+        if self.owned { _ = Glibc.close(self.fd) }
+    }
+}
+
+enum FileIO {
+    struct Error: Swift.Error, CustomStringConvertible { var description: String }
+
+    static func readAll(path: String) throws -> [UInt8] {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
+        defer { _ = Glibc.close(fd) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: buf[0..<n])
+        }
+    }
+}

@@ -1,0 +1,158 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hawser get URL [curl options]`.
+enum GetCommand {
+    static func run(_ args: [String]) async -> Int32 {
+        let o: CurlOptions
+        do {
+            o = try CurlOptions.parse(args)
+        } catch {
+            OutputFile.stderr.write("hawser: \(error)\nTry 'hawser help'.\n")
+            return CurlOptions.usageExit
+        }
+        guard let text = o.url else {
+            OutputFile.stderr.write("hawser: no URL given\n\(CurlOptions.help)\n")
+            return CurlOptions.usageExit
+        }
+        guard let url = URL(string: text.contains("://") ? text : "http://" + text) else {
+            return Self.fail(o, 3, "malformed URL '\(text)'")
+        }
+        var config = SessionConfiguration()
+        if let t = o.connectTimeout { config.connectTimeout = t }
+        if let t = o.maxTime {
+            config.timeoutIntervalForResource = t
+            config.connectTimeout = min(config.connectTimeout, t)
+        }
+        let session = Session(configuration: config)
+        defer { session.shutdown() }
+
+        var request = HTTPClientRequest(url: url)
+        request.method = HTTPMethod(rawValue: o.method ?? (o.headOnly ? "HEAD" : (o.data != nil ? "POST" : "GET")))
+        for (n, v) in o.headers { request.headers.add(name: n, value: v) }
+        if let d = o.data {
+            request.body = .bytes(d)
+            if !request.headers.contains(name: "Content-Type") {
+                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            }
+        }
+
+        let body: OutputFile
+        do {
+            body = try o.outputPath.map(OutputFile.open) ?? .stdout
+        } catch {
+            return Self.fail(o, 23, "\(error)")
+        }
+        defer { body.close() }
+        let dump: OutputFile?
+        do {
+            dump = try o.dumpHeaderPath.map(OutputFile.open)
+        } catch {
+            return Self.fail(o, 23, "\(error)")
+        }
+        defer { dump?.close() }
+
+        let showProgress = !o.silent && !o.verbose && o.outputPath != nil && o.outputPath != "-" && OutputFile.stderr.isTerminal
+        let printer = TransferPrinter(options: o, body: body, dump: dump, progress: showProgress)
+        if o.verbose {
+            OutputFile.stderr.write("> \(request.method) \(url.absoluteString)\n")
+            for f in request.headers { OutputFile.stderr.write("> \(f.name): \(f.value)\n") }
+        }
+        let result = await printer.run(session: session, request: request)
+        if showProgress { printer.finishProgressLine() }
+        switch result {
+        case .failure(let e):
+            return Self.fail(o, Self.exitCode(for: e), e.description)
+        case .success(let (head, metrics)):
+            if o.verbose {
+                let ms = { (a: UInt64?, b: UInt64?) in TaskMetrics.span(a, b).map { String(format2: Double($0) / 1e6) + " ms" } ?? "-" }
+                OutputFile.stderr.write("* connect \(ms(metrics.connectStart, metrics.connectEnd)), first byte \(ms(metrics.fetchStart, metrics.responseStart)), total \(ms(metrics.fetchStart, metrics.responseEnd)), connection \(metrics.isReusedConnection ? "reused" : "new") to \(metrics.remoteAddress?.description ?? "?")\n")
+            }
+            if let w = o.writeOut {
+                OutputFile.stdout.write(WriteOut.render(w, head: head, metrics: metrics, url: url, bodyBytes: printer.bodyBytes, headBytes: printer.headBytes))
+            }
+            if body.failed { return Self.fail(o, 23, "failed writing the body") }
+            if o.failOnError && head.status >= 400 {
+                return Self.fail(o, 22, "the requested URL returned error: \(head.status)")
+            }
+            return 0
+        }
+    }
+
+    static func fail(_ o: CurlOptions, _ code: Int32, _ message: String) -> Int32 {
+        if !o.silent || o.showError {
+            OutputFile.stderr.write("hawser: (\(code)) \(message)\n")
+        }
+        return code
+    }
+
+    /// curl's exit codes, so scripts that know curl read ours the same way.
+    static func exitCode(for e: HawserError) -> Int32 {
+        switch e.code {
+        case .cannotResolveHost: return 6
+        case .cannotConnect: return 7
+        case .connectTimeout, .idleTimeout, .resourceTimeout: return 28
+        case .protocolError: return 8
+        case .invalidRequest: return 3
+        case .connectionLost:
+            return e.message.contains("before sending a response") ? 52 : 56
+        case .limitExceeded: return 63
+        case .cancelled: return 42
+        case .sessionShutDown, .ioError: return 55
+        }
+    }
+}
+
+extension String {
+    /// Fixed two decimals without Foundation's String(format:).
+    init(format2 value: Double) {
+        let scaled = (value * 100).rounded()
+        let whole = Int(scaled / 100)
+        let frac = Int(abs(scaled).truncatingRemainder(dividingBy: 100))
+        self = "\(whole).\(frac < 10 ? "0" : "")\(frac)"
+    }
+}
+
+/// curl's `-w` variables.
+enum WriteOut {
+    static func render(_ format: String, head: HTTPResponseHead, metrics: TaskMetrics, url: URL, bodyBytes: Int64, headBytes: Int) -> String {
+        func secs(_ a: UInt64?, _ b: UInt64?) -> String {
+            let ns = TaskMetrics.span(a, b) ?? 0
+            let us = Double(ns) / 1000
+            let s = us / 1e6
+            return String(format2: s * 1000).count > 0 ? Self.sixDecimals(s) : "0"
+        }
+        var out = format
+        let vars: [(String, String)] = [
+            ("http_code", String(head.status)),
+            ("response_code", String(head.status)),
+            ("size_download", String(bodyBytes)),
+            ("size_header", String(headBytes)),
+            ("time_connect", secs(metrics.fetchStart, metrics.connectEnd ?? metrics.requestStart)),
+            ("time_starttransfer", secs(metrics.fetchStart, metrics.responseStart)),
+            ("time_total", secs(metrics.fetchStart, metrics.responseEnd)),
+            ("num_connects", metrics.isReusedConnection ? "0" : "1"),
+            ("url_effective", url.absoluteString),
+            ("content_type", head.headers["Content-Type"] ?? ""),
+            ("remote_ip", metrics.remoteAddress?.ipAddress ?? ""),
+            ("remote_port", metrics.remoteAddress.map { String($0.port) } ?? ""),
+        ]
+        for (k, v) in vars { out = out.replacing("%{\(k)}", with: v) }
+        return out.replacing("\\n", with: "\n").replacing("\\t", with: "\t")
+    }
+
+    static func sixDecimals(_ s: Double) -> String {
+        let micros = Int((s * 1e6).rounded())
+        let whole = micros / 1_000_000
+        let frac = String(micros % 1_000_000)
+        return "\(whole)." + String(repeating: "0", count: 6 - frac.count) + frac
+    }
+}

@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// hawser: the command-line face of the Hawser engine.
+//   hawser demo            a tour of real requests against the embedded loopback test server
+//   hawser get URL [opts]  fetch a URL with curl's common flags
+//   hawser serve [PORT]    run the test server in the foreground
+let args = Array(CommandLine.arguments.dropFirst())
+let status: Int32
+switch args.first {
+case "demo":
+    status = await DemoCommand.run()
+case "get":
+    status = await GetCommand.run(Array(args.dropFirst()))
+case "serve":
+    status = ServeCommand.run(Array(args.dropFirst()))
+case "help", "--help", "-h", nil:
+    OutputFile.stdout.write("""
+    hawser: an HTTP/1.1 client on its own epoll engine (AFNetworking's architecture, for Linux)
+
+      hawser demo              a tour of real requests against the embedded loopback test server
+      hawser get URL [opts]    fetch URL; curl's common flags (hawser get --help)
+      hawser serve [PORT]      run the test server on 127.0.0.1 in the foreground
+
+    """)
+    if args.first == "get" { OutputFile.stdout.write(CurlOptions.help + "\n") }
+    status = args.isEmpty ? 2 : 0
+default:
+    OutputFile.stderr.write("hawser: unknown command '\(args[0])' (try 'hawser help')\n")
+    status = 2
+}
+exit(status)
