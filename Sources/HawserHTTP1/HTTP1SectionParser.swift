@@ -237,7 +237,7 @@ struct SectionRules: Sendable {
                 i &+= 1
             }
             guard i < end else { return .stopped(lineStart: s, fieldLines: count) }
-            guard p[i] == asciiColon else {
+            guard p[i] == asciiColon && i > s else {
                 return .failed(Self.nameError(p, i, end), lineStart: s, fieldLines: count)
             }
             let nameEnd = i
