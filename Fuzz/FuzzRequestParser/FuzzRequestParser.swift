@@ -71,6 +71,8 @@ struct Recorder {
 /// Feeds `pieces` in order, the way a connection would, then EOF.
 func observe(_ pieces: [ArraySlice<UInt8>], limits: HTTP1Limits) -> [Observed] {
     var parser = HTTP1RequestParser(limits: limits)
+    // The unconsumed bytes are copied into an exactly sized heap block before each call
+    // (when small enough that this stays cheap), so ASan sees any read past the input.
     var buffer: [UInt8] = []
     var start = 0  // unconsumed bytes are buffer[start...]
     var recorder = Recorder()
@@ -87,11 +89,16 @@ func observe(_ pieces: [ArraySlice<UInt8>], limits: HTTP1Limits) -> [Observed] {
             let rest = buffer.count - start
             let result = buffer.withUnsafeBytes { raw in
                 let unconsumed = UnsafeRawBufferPointer(rebasing: raw[start...])
+                let exact: UnsafeMutableRawBufferPointer? =
+                    rest <= 4096 ? UnsafeMutableRawBufferPointer.allocate(byteCount: rest, alignment: 1) : nil
+                defer { exact?.deallocate() }
+                if let exact { exact.copyMemory(from: unconsumed) }
+                let input = exact.map { UnsafeRawBufferPointer($0) } ?? unconsumed
                 return Result { () throws(HTTP1ParseError) in
-                    let (consumed, event) = try parser.next(unconsumed)
+                    let (consumed, event) = try parser.next(input)
                     if case .body(let range)? = event {
                         precondition(range.lowerBound >= 0 && range.upperBound <= consumed, "body range outside consumed")
-                        recorder.addBody(UnsafeRawBufferPointer(rebasing: unconsumed[range]))
+                        recorder.addBody(UnsafeRawBufferPointer(rebasing: input[range]))
                     }
                     return (consumed, event)
                 }

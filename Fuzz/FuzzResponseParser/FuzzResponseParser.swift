@@ -72,6 +72,8 @@ struct Recorder {
 func observe(_ pieces: [ArraySlice<UInt8>], method: HTTPMethod, limits: HTTP1Limits) -> [Observed] {
     var parser = HTTP1ResponseParser(limits: limits)
     parser.expectResponse(to: method)
+    // The unconsumed bytes are copied into an exactly sized heap block before each call
+    // (when small enough that this stays cheap), so ASan sees any read past the input.
     var buffer: [UInt8] = []
     var start = 0  // unconsumed bytes are buffer[start...]
     var recorder = Recorder()
@@ -88,11 +90,16 @@ func observe(_ pieces: [ArraySlice<UInt8>], method: HTTPMethod, limits: HTTP1Lim
             let rest = buffer.count - start
             let result = buffer.withUnsafeBytes { raw in
                 let unconsumed = UnsafeRawBufferPointer(rebasing: raw[start...])
+                let exact: UnsafeMutableRawBufferPointer? =
+                    rest <= 4096 ? UnsafeMutableRawBufferPointer.allocate(byteCount: rest, alignment: 1) : nil
+                defer { exact?.deallocate() }
+                if let exact { exact.copyMemory(from: unconsumed) }
+                let input = exact.map { UnsafeRawBufferPointer($0) } ?? unconsumed
                 return Result { () throws(HTTP1ParseError) in
-                    let (consumed, event) = try parser.next(unconsumed)
+                    let (consumed, event) = try parser.next(input)
                     if case .body(let range)? = event {
                         precondition(range.lowerBound >= 0 && range.upperBound <= consumed, "body range outside consumed")
-                        recorder.addBody(UnsafeRawBufferPointer(rebasing: unconsumed[range]))
+                        recorder.addBody(UnsafeRawBufferPointer(rebasing: input[range]))
                     }
                     return (consumed, event)
                 }

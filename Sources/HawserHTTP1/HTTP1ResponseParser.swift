@@ -41,6 +41,8 @@ public struct HTTP1ResponseParser: Sendable {
     @usableFromInline var limits: HTTP1Limits
     @usableFromInline var state: State = .head
     @usableFromInline var expecting: Expecting = .normal
+    /// Set by `expectResponse(to:)` during a message, for the one after it.
+    @usableFromInline var nextExpecting: Expecting?
     @usableFromInline var headScan: SectionScan?
     @usableFromInline var sawInterim = false
     @usableFromInline var keepAlive = true
@@ -54,17 +56,25 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// Before each response: the method of the request it answers. HEAD → no body;
     /// CONNECT with 2xx → no body, tunnel. Resets per-message state.
+    ///
+    /// Called while a response is still in progress (its body or its `.end` not yet handed
+    /// up), the expectation is kept for the next response and the current one is left alone.
     public mutating func expectResponse(to method: HTTPMethod) {
+        let expecting: Expecting
         switch method.rawValue {
-        case "HEAD": self.expecting = .head
-        case "CONNECT": self.expecting = .connect
-        default: self.expecting = .normal
+        case "HEAD": expecting = .head
+        case "CONNECT": expecting = .connect
+        default: expecting = .normal
         }
-        if self.state == .head || self.state == .endPending || self.state == .body {
-            self.state = .head
+        switch self.state {
+        case .head:
+            self.expecting = expecting
             self.headScan = nil
             self.sawInterim = false
-            self.body = BodyDecoder()
+        case .body, .endPending:
+            self.nextExpecting = expecting
+        case .closed, .failed:
+            break
         }
     }
 
@@ -161,7 +171,8 @@ public struct HTTP1ResponseParser: Sendable {
         let keepAlive = self.keepAlive
         if keepAlive {
             self.state = .head
-            self.expecting = .normal
+            self.expecting = self.nextExpecting ?? .normal
+            self.nextExpecting = nil
             self.sawInterim = false
             self.headScan = nil
             self.body = BodyDecoder()

@@ -282,3 +282,56 @@ struct ResponseParserTests {
         #expect(events.last == .error(.invalidFieldName, offset: 39 + 17 + 1))
     }
 }
+
+@Suite("Response parser: expectResponse(to:)")
+struct ExpectResponseTests {
+    @Test("HEAD then GET on one connection: the second response has its body")
+    func headThenGet() throws {
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .head)
+        let wire = bytes("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+        var kinds: [String] = []
+        try wire.withUnsafeBytes { raw in
+            var offset = 0
+            while true {
+                let (consumed, event) = try parser.next(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                offset += consumed
+                guard let event else { break }
+                switch event {
+                case .head: kinds.append("head")
+                case .body(let range): kinds.append("body \(range.count)")
+                case .trailers: kinds.append("trailers")
+                case .end(let keepAlive):
+                    kinds.append("end \(keepAlive)")
+                    parser.expectResponse(to: .get)
+                }
+            }
+        }
+        #expect(kinds == ["head", "end true", "head", "body 3", "end true"])
+    }
+
+    @Test("an expectation set during a body applies to the next response, not this one")
+    func expectationDuringBody() throws {
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .get)
+        let wire = bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n")
+        var kinds: [String] = []
+        try wire.withUnsafeBytes { raw in
+            var offset = 0
+            while true {
+                let (consumed, event) = try parser.next(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                offset += consumed
+                guard let event else { break }
+                switch event {
+                case .head:
+                    kinds.append("head")
+                    if kinds.count == 1 { parser.expectResponse(to: .head) }
+                case .body(let range): kinds.append("body \(range.count)")
+                case .trailers: kinds.append("trailers")
+                case .end(let keepAlive): kinds.append("end \(keepAlive)")
+                }
+            }
+        }
+        #expect(kinds == ["head", "body 2", "end true", "head", "end true"])
+    }
+}

@@ -5,6 +5,10 @@
 import HawserHTTP1
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A parse outcome in comparable form. Body bytes are materialized and adjacent body
 /// events merged, since how a body is cut depends on how the input was.
 enum Observed: Equatable, CustomStringConvertible {
@@ -96,11 +100,39 @@ struct RequestHarness: ParserHarness {
     mutating func messageEnded() {}
 }
 
-/// Feeds `pieces` as a connection would (unconsumed rest + next piece), then EOF.
+/// Bytes placed so that they end exactly at a PROT_NONE page: any read past the input
+/// faults (picohttpparser's test.c does the same with mmap + mprotect).
+final class GuardedBytes {
+    static let page = 4096
+    let base: UnsafeMutableRawPointer
+    let usable: Int
+
+    init(capacity: Int) {
+        let usable = (Swift.max(capacity, 1) + Self.page - 1) / Self.page * Self.page
+        let mapped = mmap(nil, usable + Self.page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        precondition(mapped != MAP_FAILED, "mmap failed")
+        self.base = mapped!
+        self.usable = usable
+        precondition(mprotect(self.base + usable, Self.page, PROT_NONE) == 0, "mprotect failed")
+    }
+
+    /// Copies `bytes` to end at the guard page; returns them there.
+    func place(_ bytes: [UInt8]) -> UnsafeRawBufferPointer {
+        precondition(bytes.count <= self.usable)
+        let start = self.base + self.usable - bytes.count
+        bytes.withUnsafeBytes { if let from = $0.baseAddress { start.copyMemory(from: from, byteCount: $0.count) } }
+        return UnsafeRawBufferPointer(start: start, count: bytes.count)
+    }
+
+    deinit { munmap(self.base, self.usable + Self.page) }
+}
+
+/// Feeds `pieces` as a connection would (unconsumed rest + next piece, ending at a guard
+/// page), then EOF.
 func run<H: ParserHarness>(_ harness: H, _ pieces: [ArraySlice<UInt8>], finish: Bool = true) -> [Observed] {
     var harness = harness
-    var buffer: [UInt8] = []
-    var start = 0
+    let guarded = GuardedBytes(capacity: pieces.reduce(0) { $0 + $1.count })
+    var pending: [UInt8] = []
     var events: [Observed] = []
     func record(_ event: Observed) {
         if case .body(let more) = event {
@@ -114,17 +146,18 @@ func run<H: ParserHarness>(_ harness: H, _ pieces: [ArraySlice<UInt8>], finish: 
         }
     }
     for piece in pieces {
-        buffer.append(contentsOf: piece)
+        pending.append(contentsOf: piece)
+        let window = guarded.place(pending)
+        var start = 0
+        defer { pending = Array(window[start...]) }
         while true {
-            var outcome: Result<(Int, Observed?), HTTP1ParseError> = .success((0, nil))
-            buffer.withUnsafeBytes { raw in
-                let input = UnsafeRawBufferPointer(rebasing: raw[start...])
-                do throws(HTTP1ParseError) {
-                    let (consumed, event) = try harness.next(input)
-                    outcome = .success((consumed, event.map { harness.observe($0, input) }))
-                } catch {
-                    outcome = .failure(error)
-                }
+            let input = UnsafeRawBufferPointer(rebasing: window[start...])
+            let outcome: Result<(Int, Observed?), HTTP1ParseError>
+            do throws(HTTP1ParseError) {
+                let (consumed, event) = try harness.next(input)
+                outcome = .success((consumed, event.map { harness.observe($0, input) }))
+            } catch {
+                outcome = .failure(error)
             }
             switch outcome {
             case .failure(let error):
