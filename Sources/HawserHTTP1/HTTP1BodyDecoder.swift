@@ -211,8 +211,9 @@ struct BodyDecoder: Sendable {
         let stopLine: Int
         let stopFields: Int
         var pending: HTTP1ParseError?
-        switch rules.parseFields(p, avail: avail, base: start, firstLine: start) {
-        case .complete(let summary):
+        var summary = FieldSummary()
+        switch rules.parseFields(p, avail: avail, base: start, firstLine: start, into: &summary) {
+        case .complete:
             if summary.headers.count == 0 { return (summary.end, .end) }
             return (summary.end, .trailers(summary.headers))
         case .stopped(let lineStart, let fieldLines):

@@ -146,8 +146,9 @@ public struct HTTP1RequestParser: Sendable {
         let stopLine: Int
         let stopFields: Int
         var pending: HTTP1ParseError?
-        switch rules.parseFields(p, avail: avail, base: 0, firstLine: lf &+ 1) {
-        case .complete(let summary):
+        var summary = FieldSummary()
+        switch rules.parseFields(p, avail: avail, base: 0, firstLine: lf &+ 1, into: &summary) {
+        case .complete:
             return try self.accept(p, line, summary)
         case .stopped(let lineStart, let fieldLines):
             (stopLine, stopFields) = (lineStart, fieldLines)

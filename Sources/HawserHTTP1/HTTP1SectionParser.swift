@@ -43,9 +43,9 @@ enum StartLineKind: Sendable {
 /// What the body framing needs to know from the fields, gathered while parsing them.
 @usableFromInline
 struct FieldSummary {
-    var headers: HTTPHeaders
+    var headers = HTTPHeaders()
     /// Index just after the blank line that ends the section.
-    var end: Int
+    var end = 0
     /// -1: no Content-Length field.
     var contentLength: Int = -1
     var hasTransferEncoding = false
@@ -61,7 +61,8 @@ struct FieldSummary {
 /// Outcome of the fast path.
 @usableFromInline
 enum FastResult {
-    case complete(FieldSummary)
+    /// The section is complete; the summary was filled in.
+    case complete
     /// Stopped at the line starting at `lineStart` (incomplete, or a limit to confirm).
     case stopped(lineStart: Int, fieldLines: Int)
     /// A bad byte in the field line at `lineStart`; reported once the section is complete.
@@ -179,14 +180,15 @@ struct SectionRules: Sendable {
         _ p: UnsafePointer<UInt8>,
         avail: Int,
         base: Int,
-        firstLine: Int
+        firstLine: Int,
+        into summary: inout FieldSummary
     ) -> FastResult {
         // Span scratch: 64 fields on the stack (1 KiB: below the stdlib's stack threshold);
         // more spill to the heap.
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { scratch in
             var spans = SpanBuffer(scratch.baseAddress!, capacity: 64)
             defer { spans.release() }
-            return self.parseFields(p, avail: avail, base: base, firstLine: firstLine, spans: &spans)
+            return self.parseFields(p, avail: avail, base: base, firstLine: firstLine, spans: &spans, into: &summary)
         }
     }
 
@@ -196,10 +198,10 @@ struct SectionRules: Sendable {
         avail: Int,
         base: Int,
         firstLine: Int,
-        spans: inout SpanBuffer
+        spans: inout SpanBuffer,
+        into summary: inout FieldSummary
     ) -> FastResult {
         let end = Swift.min(avail, base &+ self.maxSectionBytes)
-        var summary = FieldSummary(headers: HTTPHeaders(), end: 0)
         var s = firstLine
         var count = 0
         while true {
@@ -310,7 +312,7 @@ struct SectionRules: Sendable {
             }
             summary.headers = HTTPHeaders(storage: storage)
         }
-        return .complete(summary)
+        return .complete
     }
 
     /// Why a field name stopped at `i` (not a colon).
@@ -488,6 +490,18 @@ enum ContentLength {
     /// `1*DIGIT *( OWS "," OWS 1*DIGIT )`; the list form is accepted only when every
     /// element is the same number.
     static func parse(_ value: UnsafeRawBufferPointer) -> ContentLength {
+        // The usual value: up to 18 digits, nothing else (cannot overflow).
+        if value.count > 0 && value.count <= 18 {
+            var number = 0
+            var i = 0
+            while i < value.count {
+                let digit = value[i] &- 0x30
+                if digit >= 10 { break }
+                number = number &* 10 &+ Int(digit)
+                i &+= 1
+            }
+            if i == value.count { return .value(number) }
+        }
         var result = -1
         var i = 0
         let n = value.count
