@@ -2,6 +2,7 @@
 // in docs/HTTP1.md.
 
 /// Bounds on what a peer may make the parser look at. Each one hit is a typed error.
+/// Byte limits are used clamped to 0...UInt32.max.
 public struct HTTP1Limits: Sendable, Hashable {
     /// Bytes of a head, start line and blank line included (64 KiB).
     public var maxHeadBytes: Int

@@ -79,10 +79,15 @@ struct SectionRules: Sendable {
     /// Interpret Content-Length / Transfer-Encoding / Connection (heads, not trailers).
     var framingFields: Bool
 
+    /// Limits are clamped to 0...UInt32.max: offsets are stored as UInt32 in the span
+    /// table, and the bound arithmetic must not overflow.
+    @inline(__always)
+    static func clamp(_ limit: Int) -> Int { Swift.min(Swift.max(limit, 0), Int(UInt32.max)) }
+
     static func head(_ limits: HTTP1Limits, _ startLine: StartLineKind) -> SectionRules {
         SectionRules(
-            maxSectionBytes: limits.maxHeadBytes,
-            maxLineLength: limits.maxLineLength,
+            maxSectionBytes: clamp(limits.maxHeadBytes),
+            maxLineLength: clamp(limits.maxLineLength),
             maxFieldCount: limits.maxHeaderCount,
             tooLarge: .headTooLarge,
             startLine: startLine,
@@ -92,8 +97,8 @@ struct SectionRules: Sendable {
 
     static func trailers(_ limits: HTTP1Limits) -> SectionRules {
         SectionRules(
-            maxSectionBytes: limits.maxTrailerBytes,
-            maxLineLength: limits.maxLineLength,
+            maxSectionBytes: clamp(limits.maxTrailerBytes),
+            maxLineLength: clamp(limits.maxLineLength),
             maxFieldCount: limits.maxHeaderCount,
             tooLarge: .trailersTooLarge,
             startLine: .none,

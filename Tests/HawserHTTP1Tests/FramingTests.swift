@@ -144,3 +144,19 @@ struct FramingTests {
         #expect(events.last == .end(keepAlive: true))
     }
 }
+
+@Suite("Limits at the extremes")
+struct ExtremeLimitTests {
+    @Test("Int.max limits behave as no limit; zero limits refuse everything")
+    func extremes() {
+        let wire = bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e\r\nhello\r\n0\r\nT: 1\r\n\r\n")
+        let huge = HTTP1Limits(
+            maxHeadBytes: .max, maxHeaderCount: .max, maxLineLength: .max, maxChunkExtensionBytes: .max,
+            maxTrailerBytes: .max)
+        #expect(verify(wire, ResponseHarness(limits: huge)).last == .end(keepAlive: true))
+        let zero = HTTP1Limits(maxHeadBytes: 0, maxHeaderCount: 0, maxLineLength: 0, maxChunkExtensionBytes: 0, maxTrailerBytes: 0)
+        #expect(verify(wire, ResponseHarness(limits: zero)).last == .error(.headTooLarge, offset: 0))
+        let negative = HTTP1Limits(maxHeadBytes: -5, maxLineLength: -5)
+        #expect(verify(wire, ResponseHarness(limits: negative)).last == .error(.headTooLarge, offset: 0))
+    }
+}
