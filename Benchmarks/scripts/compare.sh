@@ -19,6 +19,8 @@
 #   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
 #       contract: `hawser-load -c CONNECTIONS -d SECONDS URL`, and a last line
 #       `RESULT requests=N errors=E seconds=S ...` (same as curl-multi)
+#       rebuilt first (swift build -c release --product hawser-load) when Package.swift
+#       declares it, unless SKIP_BUILD=1 or HAWSER_LOAD is given
 #   OUT [a new temp dir]  raw logs and results.tsv are kept there
 # Time bound: ROUNDS x |CONNS| x |CLIENTS| x (DURATION + ~1 s), each run killed
 # by `timeout` at DURATION+30 s.  nginx is stopped by its pid on exit.
@@ -35,6 +37,7 @@ WRK_THREADS="${WRK_THREADS:-1}"
 PIN="${PIN:-0}"
 NGINX_CPU="${NGINX_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
+HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
 CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-compare.XXXXXX)}"
@@ -43,6 +46,13 @@ mkdir -p "$OUT"
 [[ -x "$CURL_MULTI" ]] || "$bench/peers/build.sh" >&2
 command -v wrk >/dev/null || { echo "compare.sh: wrk not found" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "compare.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
+
+# Rebuild hawser-load when this package has it, so a stale binary is never measured
+# (incremental; SKIP_BUILD=1 to measure as is).
+if [[ " $CLIENTS " == *" hawser "* && -z "${HAWSER_LOAD_SET:-}" && "${SKIP_BUILD:-0}" != 1 ]] &&
+   grep -q '"hawser-load"' "$bench/Package.swift"; then
+    swift build -c release --package-path "$bench" --product hawser-load >&2
+fi
 
 clients=()
 for c in $CLIENTS; do

@@ -14,7 +14,8 @@
 # Environment: RUNS [5]  CALLGRIND [1]  PARSERS ["pico hp hawser"]  MESSAGES [Benchmarks/messages]
 #   ITER_R1 [200000] ITER_R2 [10000] ITER_R3 [50000]   CG_R1 [5000] CG_R2 [300] CG_R3 [2000]
 #   PIN_CPU [unset]: run every parser under taskset -c PIN_CPU
-#   PARSER_BENCH [Benchmarks/.build/release/parser-bench]  (built if missing)
+#   PARSER_BENCH [Benchmarks/.build/release/parser-bench]  (rebuilt first unless SKIP_BUILD=1)
+# Output: the table on stdout; header.txt, times.tsv, instr.tsv, summary.txt in a temp dir.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -31,9 +32,14 @@ pin=()
 [[ -n "${PIN_CPU:-}" ]] && pin=(taskset -c "$PIN_CPU")
 
 [[ -x "$CPARSERS" ]] || "$bench/peers/build.sh" >&2
-if [[ " $PARSERS " == *" hawser "* && ! -x "$PARSER_BENCH" ]]; then
+# Always (re)build parser-bench so it measures the current HawserHTTP1 sources
+# (incremental: a no-op when nothing changed).  SKIP_BUILD=1 to measure as is.
+if [[ " $PARSERS " == *" hawser "* && "${SKIP_BUILD:-0}" != 1 ]]; then
     swift build -c release --package-path "$bench" --product parser-bench >&2
 fi
+root="$(cd "$bench/.." && pwd)"
+rev="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+dirty="$(git -C "$root" status --porcelain -- Sources/HawserHTTP1 2>/dev/null | wc -l)"
 
 cmd_for() {   # parser message n
     case "$1" in
@@ -44,7 +50,10 @@ cmd_for() {   # parser message n
 }
 
 out="$(mktemp -d /tmp/hawser-parsers.XXXXXX)"
-echo "# parsers.sh $(date -u +%FT%TZ)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  runs $RUNS  logs $out" >&2
+{
+    echo "# parsers.sh $(date -u +%FT%TZ)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  runs $RUNS  logs $out"
+    echo "# HawserHTTP1 at $rev ($dirty uncommitted files under Sources/HawserHTTP1)"
+} | tee "$out/header.txt" >&2
 export PARSER_BENCH_QUIET=1
 # One validation pass (not timed): every parser must see the same message.
 for m in R1 R2 R3; do
@@ -110,3 +119,4 @@ END {
     }
     printf "\nns/msg: median of %d interleaved runs; instr/msg: callgrind (Ir(N)-Ir(0))/N.\n", runs
 }' "$out/times.tsv" "$out/instr.tsv" | tee "$out/summary.txt"
+echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/header.txt" >&2
