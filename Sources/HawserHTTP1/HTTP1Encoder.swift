@@ -13,8 +13,9 @@ public struct HTTP1EncodeError: Error, Sendable, Hashable, CustomStringConvertib
         case invalidTarget
         /// A field name is empty or not a token.
         case invalidFieldName(String)
-        /// A field value has a control byte (CR, LF, NUL…) or DEL, or leading/trailing whitespace.
-        case invalidFieldValue(name: String)
+        /// The value of the named field has a control byte (CR, LF, NUL…) or DEL, or leading or
+        /// trailing whitespace. The payload is the field's name.
+        case invalidFieldValue(String)
         /// The reason phrase has a control byte other than HTAB.
         case invalidReasonPhrase
         /// The version is not 1.0 or 1.1.
@@ -144,7 +145,7 @@ public enum HTTP1Encoder {
         for index in 0..<headers.count {
             let problem: HTTP1EncodeError.Kind? = headers.withRawField(at: index) { name, value in
                 if !isValidName(name) { return .invalidFieldName(String(decoding: name, as: UTF8.self)) }
-                if !isValidValue(value) { return .invalidFieldValue(name: String(decoding: name, as: UTF8.self)) }
+                if !isValidValue(value) { return .invalidFieldValue(String(decoding: name, as: UTF8.self)) }
                 return nil
             }
             if let problem { throw HTTP1EncodeError(problem) }

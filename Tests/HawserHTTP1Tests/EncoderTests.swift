@@ -66,12 +66,12 @@ struct EncoderTests {
     }
 
     @Test(arguments: [
-        Injection(name: "X", value: "a\r\nInjected: 1", kind: .invalidFieldValue(name: "X")),
-        Injection(name: "X", value: "a\nb", kind: .invalidFieldValue(name: "X")),
-        Injection(name: "X", value: "a\rb", kind: .invalidFieldValue(name: "X")),
-        Injection(name: "X", value: "a\u{0}b", kind: .invalidFieldValue(name: "X")),
-        Injection(name: "X", value: "a\u{7F}", kind: .invalidFieldValue(name: "X")),
-        Injection(name: "X", value: " padded", kind: .invalidFieldValue(name: "X")),
+        Injection(name: "X", value: "a\r\nInjected: 1", kind: .invalidFieldValue("X")),
+        Injection(name: "X", value: "a\nb", kind: .invalidFieldValue("X")),
+        Injection(name: "X", value: "a\rb", kind: .invalidFieldValue("X")),
+        Injection(name: "X", value: "a\u{0}b", kind: .invalidFieldValue("X")),
+        Injection(name: "X", value: "a\u{7F}", kind: .invalidFieldValue("X")),
+        Injection(name: "X", value: " padded", kind: .invalidFieldValue("X")),
         Injection(name: "X\r\nY", value: "a", kind: .invalidFieldName("X\r\nY")),
         Injection(name: "X\u{0}", value: "a", kind: .invalidFieldName("X\u{0}")),
         Injection(name: "X Y", value: "a", kind: .invalidFieldName("X Y")),
@@ -122,6 +122,6 @@ struct EncoderTests {
 
     @Test("encode errors describe the problem")
     func descriptions() {
-        #expect(HTTP1EncodeError(.invalidFieldValue(name: "X-A")).description.contains("X-A"))
+        #expect(HTTP1EncodeError(.invalidFieldValue("X-A")).description.contains("X-A"))
     }
 }
