@@ -201,32 +201,12 @@ struct BodyDecoder: Sendable {
         limits: HTTP1Limits
     ) throws(HTTP1ParseError) -> (consumed: Int, step: Step) {
         let rules = SectionRules.trailers(limits)
-        if var scan = self.trailerScan {
-            guard try rules.scan(p, avail: avail, base: start, state: &scan) != nil else {
-                self.trailerScan = scan
-                return (start, .needMore)
-            }
-            self.trailerScan = nil
-        }
-        let stopLine: Int
-        let stopFields: Int
-        var pending: HTTP1ParseError?
         var summary = FieldSummary()
-        switch rules.parseFields(p, avail: avail, base: start, firstLine: start, into: &summary) {
-        case .complete:
-            if summary.headers.count == 0 { return (summary.end, .end) }
-            return (summary.end, .trailers(summary.headers))
-        case .stopped(let lineStart, let fieldLines):
-            (stopLine, stopFields) = (lineStart, fieldLines)
-        case .failed(let error, let lineStart, let fieldLines):
-            (stopLine, stopFields, pending) = (lineStart, fieldLines, error)
-        }
-        var scan = SectionScan(lineStart: stopLine &- start, searchFrom: stopLine &- start, lineCount: stopFields)
-        guard try rules.scan(p, avail: avail, base: start, state: &scan) != nil else {
-            self.trailerScan = scan
-            return (start, .needMore)
-        }
-        guard let pending else { preconditionFailure("fast path stopped on a line the scan accepts") }
-        throw pending
+        guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan),
+            try rules.fields(
+                p, avail: avail, base: start, firstLine: start, linesBefore: 0, scan: &self.trailerScan, into: &summary)
+        else { return (start, .needMore) }
+        if summary.headers.count == 0 { return (summary.end, .end) }
+        return (summary.end, .trailers(summary.headers))
     }
 }

@@ -188,37 +188,23 @@ public struct HTTP1ResponseParser: Sendable {
         guard avail > 0, let raw = input.baseAddress else { return (0, nil) }
         let p = raw.assumingMemoryBound(to: UInt8.self)
         let rules = SectionRules.head(self.limits, .status)
-        if var scan = self.headScan {
-            guard try rules.scan(p, avail: avail, base: 0, state: &scan) != nil else {
-                self.headScan = scan
-                return (0, nil)
-            }
-            self.headScan = nil
+        if self.headScan != nil {
+            guard try rules.resume(p, avail: avail, base: 0, scan: &self.headScan) else { return (0, nil) }
         }
-        guard let lf = try rules.lineEnd(p, avail: avail, base: 0, lineStart: 0, from: 0) else {
-            self.headScan = SectionScan(lineStart: 0, searchFrom: avail, lineCount: 0)
-            return (0, nil)
-        }
-        let line = try StartLine.parseStatus(p, lineStart: 0, lf: lf)
-        let stopLine: Int
-        let stopFields: Int
-        var pending: HTTP1ParseError?
-        var summary = FieldSummary()
-        switch rules.parseFields(p, avail: avail, base: 0, firstLine: lf &+ 1, into: &summary) {
-        case .complete:
-            return try self.accept(p, line, summary)
-        case .stopped(let lineStart, let fieldLines):
-            (stopLine, stopFields) = (lineStart, fieldLines)
-        case .failed(let error, let lineStart, let fieldLines):
-            (stopLine, stopFields, pending) = (lineStart, fieldLines, error)
-        }
-        var scan = SectionScan(lineStart: stopLine, searchFrom: stopLine, lineCount: stopFields &+ 1)
-        guard try rules.scan(p, avail: avail, base: 0, state: &scan) != nil else {
+        var scan: SectionScan?
+        guard let lf = try rules.startLineEnd(p, avail: avail, scan: &scan) else {
             self.headScan = scan
             return (0, nil)
         }
-        guard let pending else { preconditionFailure("fast path stopped on a line the scan accepts") }
-        throw pending
+        let line = try StartLine.parseStatus(p, lineStart: 0, lf: lf)
+        var summary = FieldSummary()
+        guard
+            try rules.fields(p, avail: avail, base: 0, firstLine: lf &+ 1, linesBefore: 1, scan: &scan, into: &summary)
+        else {
+            self.headScan = scan
+            return (0, nil)
+        }
+        return try self.accept(p, line, summary)
     }
 
     /// Framing for a complete head (RFC 9112 §6.3, in its order).

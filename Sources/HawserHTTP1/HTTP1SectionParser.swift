@@ -176,6 +176,86 @@ struct SectionRules: Sendable {
         }
     }
 
+    // MARK: - Both paths together
+
+    /// Resumes a saved scan (if any). false: still incomplete (state saved); true: go on
+    /// and parse the section from its start.
+    @inline(__always)
+    func resume(
+        _ p: UnsafePointer<UInt8>,
+        avail: Int,
+        base: Int,
+        scan saved: inout SectionScan?
+    ) throws(HTTP1ParseError) -> Bool {
+        guard var state = saved else { return true }
+        guard try self.scan(p, avail: avail, base: base, state: &state) != nil else {
+            saved = state
+            return false
+        }
+        saved = nil
+        return true
+    }
+
+    /// The fields from `firstLine` to the blank line: the fast path, and when it stops, the
+    /// scan path from the stopping line (see the theory of operation). true: complete,
+    /// `summary` filled; false: more bytes needed, `saved` holds the scan state. Throws the
+    /// error the rules give for these bytes.
+    @inline(__always)
+    func fields(
+        _ p: UnsafePointer<UInt8>,
+        avail: Int,
+        base: Int,
+        firstLine: Int,
+        linesBefore: Int,
+        scan saved: inout SectionScan?,
+        into summary: inout FieldSummary
+    ) throws(HTTP1ParseError) -> Bool {
+        switch self.parseFields(p, avail: avail, base: base, firstLine: firstLine, into: &summary) {
+        case .complete:
+            return true
+        case .stopped(let lineStart, let fieldLines):
+            return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, nil, &saved)
+        case .failed(let error, let lineStart, let fieldLines):
+            return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, error, &saved)
+        }
+    }
+
+    /// The fast path stopped at the line starting at `lineStart`: scan from there.
+    @inline(never)
+    func fallBack(
+        _ p: UnsafePointer<UInt8>,
+        _ avail: Int,
+        _ base: Int,
+        _ lineStart: Int,
+        _ lines: Int,
+        _ pending: HTTP1ParseError?,
+        _ saved: inout SectionScan?
+    ) throws(HTTP1ParseError) -> Bool {
+        var state = SectionScan(lineStart: lineStart &- base, searchFrom: lineStart &- base, lineCount: lines)
+        guard try self.scan(p, avail: avail, base: base, state: &state) != nil else {
+            saved = state
+            return false
+        }
+        // The scan accepts every line up to the blank one, so the fast path stopped on a
+        // bad byte, never on a limit or a missing line end.
+        guard let pending else { preconditionFailure("fast path stopped on a line the scan accepts") }
+        throw pending
+    }
+
+    /// The start line's LF. nil: incomplete (scan state saved from the first byte).
+    @inline(__always)
+    func startLineEnd(
+        _ p: UnsafePointer<UInt8>,
+        avail: Int,
+        scan saved: inout SectionScan?
+    ) throws(HTTP1ParseError) -> Int? {
+        guard let lf = try self.lineEnd(p, avail: avail, base: 0, lineStart: 0, from: 0) else {
+            saved = SectionScan(lineStart: 0, searchFrom: avail, lineCount: 0)
+            return nil
+        }
+        return lf
+    }
+
     // MARK: - Fast path
 
     /// Parses field lines from `firstLine` to the blank line in one pass.
