@@ -55,7 +55,6 @@ struct FieldSummary {
     var chunkedSeen = false
     var connectionClose = false
     var connectionKeepAlive = false
-    var connectionUpgrade = false
 }
 
 /// Outcome of the fast path.
@@ -480,8 +479,6 @@ struct SectionRules: Sendable {
                     summary.connectionClose = true
                 } else if matches(token, "keep-alive") {
                     summary.connectionKeepAlive = true
-                } else if matches(token, "upgrade") {
-                    summary.connectionUpgrade = true
                 }
                 return true
             }

@@ -55,10 +55,6 @@ enum SWAR {
     @inlinable @inline(__always)
     static func zeroMask(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
 
-    /// Non-zero iff some byte of `x` is less than `n` (n <= 128).
-    @inlinable @inline(__always)
-    static func lessMask(_ x: UInt64, _ n: UInt8) -> UInt64 { (x &- ones &* UInt64(n)) & ~x & highs }
-
     /// Flags bytes below 0x20 or equal to 0x7F. The lowest flagged byte is at or before the
     /// first such byte (higher flags may be false: borrows and carries), so everything below
     /// it is a valid field-value byte other than HTAB.
