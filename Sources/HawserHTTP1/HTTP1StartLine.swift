@@ -38,8 +38,7 @@ enum StartLine {
         return nil
     }
 
-    /// "HTTP/1.0" or "HTTP/1.1" at `at` (8 bytes available); nil when the syntax is
-    /// HTTP-version but the number is another one; throws `kind` when not HTTP-version.
+    /// "HTTP/1.0" or "HTTP/1.1" at `at` (8 bytes must be available), else nil.
     @inline(__always)
     static func version(_ p: UnsafePointer<UInt8>, at: Int) -> HTTPVersion? {
         let word = UnsafeRawPointer(p + at).loadUnaligned(as: UInt64.self)
