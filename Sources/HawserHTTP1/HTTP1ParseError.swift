@@ -32,7 +32,7 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case conflictingContentLength
         /// Both Content-Length and Transfer-Encoding (RFC 9112 §6.3 rule 3).
         case contentLengthWithTransferEncoding
-        /// Transfer-Encoding is empty, or names chunked more than once.
+        /// Transfer-Encoding is empty, names chunked more than once, or gives chunked parameters.
         case invalidTransferEncoding
         /// A request whose final transfer coding is not chunked (RFC 9112 §6.3 rule 4).
         case unsupportedTransferEncoding
@@ -93,7 +93,7 @@ extension HTTP1ParseError.Kind {
         case .invalidContentLength: return "Content-Length is not a plain decimal number that fits in 63 bits"
         case .conflictingContentLength: return "Content-Length values differ"
         case .contentLengthWithTransferEncoding: return "both Content-Length and Transfer-Encoding"
-        case .invalidTransferEncoding: return "Transfer-Encoding is empty or applies chunked more than once"
+        case .invalidTransferEncoding: return "Transfer-Encoding is empty, applies chunked more than once, or gives it parameters"
         case .unsupportedTransferEncoding: return "a request's final transfer coding is not chunked"
         case .transferEncodingInHTTP1_0: return "Transfer-Encoding in an HTTP/1.0 message"
         case .invalidChunkSize: return "a chunk-size line is not hex digits followed by extensions and CRLF"

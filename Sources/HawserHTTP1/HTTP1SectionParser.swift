@@ -488,8 +488,9 @@ struct SectionRules: Sendable {
         return nil
     }
 
-    /// Transfer-Encoding: a list of codings; chunked may appear once, and frames the body
-    /// only as the final coding (RFC 9112 §6.1, §6.3). Several fields form one list.
+    /// Transfer-Encoding: a list of codings; chunked may appear once, without parameters,
+    /// and frames the body only as the final coding (RFC 9112 §6.1, §6.3, §7). Several
+    /// fields form one list.
     static func noteTransferEncoding(
         _ p: UnsafePointer<UInt8>,
         valueStart: Int,
@@ -502,7 +503,11 @@ struct SectionRules: Sendable {
         forEachListElement(value) { start, end in
             codings += 1
             let isChunked = matches(UnsafeRawBufferPointer(rebasing: value[start..<end]), "chunked")
-            if isChunked && summary.chunkedSeen {
+            var next = end
+            while next < value.count && isOWS(value[next]) { next += 1 }
+            let hasParameters = next < value.count && value[next] == 0x3B  // ";"
+            // chunked defines no parameters: "chunked;x" is not something to guess about.
+            if isChunked && (summary.chunkedSeen || hasParameters) {
                 error = HTTP1ParseError(.invalidTransferEncoding, offset: valueStart &+ start)
                 return false
             }

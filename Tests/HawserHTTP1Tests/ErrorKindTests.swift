@@ -89,6 +89,8 @@ let errorCases: [ErrorCase] = [
     ErrorCase("TE and CL in a request", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", .contentLengthWithTransferEncoding),
     ErrorCase("empty Transfer-Encoding", ok + "Transfer-Encoding: \r\n\r\n", .invalidTransferEncoding),
     ErrorCase("chunked twice", ok + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", .invalidTransferEncoding),
+    ErrorCase("chunked with a parameter", ok + "Transfer-Encoding: chunked ;q=1\r\n\r\n", .invalidTransferEncoding),
+    ErrorCase("chunked with a parameter in a request", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked;x\r\n\r\n", .invalidTransferEncoding),
     ErrorCase("request TE not ending in chunked", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", .unsupportedTransferEncoding),
     ErrorCase("request chunked then gzip", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", .unsupportedTransferEncoding),
     ErrorCase("TE in an HTTP/1.0 response", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .transferEncodingInHTTP1_0),

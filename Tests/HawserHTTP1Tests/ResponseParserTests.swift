@@ -203,6 +203,24 @@ let responseCases: [ResponseCase] = [
         [.head("HTTP/1.1 200 OK", ["!#$%&'*+-.^_`|~09azAZ: a\tb", "Content-Length: 0"]), .end(keepAlive: true)]
     ),
     ResponseCase(
+        "no space after the colon, leading zeros in Content-Length",
+        "HTTP/1.1 200 OK\r\nContent-Length:0003\r\n\r\nabc",
+        [.head("HTTP/1.1 200 OK", ["Content-Length: 0003"]), .body("abc"), .end(keepAlive: true)]
+    ),
+    ResponseCase(
+        "a parameter on another coding is fine; chunked still final",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;level=9 , chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n",
+        [.head("HTTP/1.1 200 OK", ["Transfer-Encoding: gzip;level=9 , chunked"]), .body("z"), .end(keepAlive: true)]
+    ),
+    ResponseCase(
+        "Content-Length in trailers does not frame anything",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\nContent-Length: oops\r\n\r\n",
+        [
+            .head("HTTP/1.1 200 OK", ["Transfer-Encoding: chunked"]), .body("z"), .trailers(["Content-Length: oops"]),
+            .end(keepAlive: true),
+        ]
+    ),
+    ResponseCase(
         "status 999 and an empty header section",
         "HTTP/1.1 999 Whatever\r\nContent-Length: 0\r\n\r\n",
         [.head("HTTP/1.1 999 Whatever", ["Content-Length: 0"]), .end(keepAlive: true)]
