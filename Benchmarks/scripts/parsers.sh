@@ -14,6 +14,7 @@
 # Environment: RUNS [5]  CALLGRIND [1]  PARSERS ["pico hp hawser"]  MESSAGES [Benchmarks/messages]
 #   ITER_R1 [200000] ITER_R2 [10000] ITER_R3 [50000]   CG_R1 [5000] CG_R2 [300] CG_R3 [2000]
 #   PIN_CPU [unset]: run every parser under taskset -c PIN_CPU
+#   NICE [unset]: run the timed parses under nice -n NICE (e.g. -10 as root, against concurrent builds)
 #   PARSER_BENCH [Benchmarks/.build/release/parser-bench]  (rebuilt first unless SKIP_BUILD=1)
 # Output: the table on stdout; header.txt, times.tsv, instr.tsv, summary.txt in a temp dir.
 set -euo pipefail
@@ -30,6 +31,8 @@ declare -A ITER=([R1]="${ITER_R1:-200000}" [R2]="${ITER_R2:-10000}" [R3]="${ITER
 declare -A CG=([R1]="${CG_R1:-5000}" [R2]="${CG_R2:-300}" [R3]="${CG_R3:-2000}")
 pin=()
 [[ -n "${PIN_CPU:-}" ]] && pin=(taskset -c "$PIN_CPU")
+# NICE=-10 (root only) gives the timed runs priority over concurrent builds on a shared box.
+[[ -n "${NICE:-}" ]] && pin=(nice -n "$NICE" "${pin[@]}")
 
 [[ -x "$CPARSERS" ]] || "$bench/peers/build.sh" >&2
 # Always (re)build parser-bench so it measures the current HawserHTTP1 sources
@@ -51,7 +54,7 @@ cmd_for() {   # parser message n
 
 out="$(mktemp -d /tmp/hawser-parsers.XXXXXX)"
 {
-    echo "# parsers.sh $(date -u +%FT%TZ)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  runs $RUNS  logs $out"
+    echo "# parsers.sh $(date -u +%FT%TZ)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  runs $RUNS  nice ${NICE:-0}  pin ${PIN_CPU:-none}  logs $out"
     echo "# HawserHTTP1 at $rev ($dirty uncommitted files under Sources/HawserHTTP1)"
 } | tee "$out/header.txt" >&2
 export PARSER_BENCH_QUIET=1
