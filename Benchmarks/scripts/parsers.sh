@@ -41,7 +41,7 @@ if [[ " $PARSERS " == *" hawser "* && "${SKIP_BUILD:-0}" != 1 ]]; then
     swift build -c release --package-path "$bench" --product parser-bench >&2
 fi
 root="$(cd "$bench/.." && pwd)"
-rev="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+rev="$(git -C "$root" log -1 --format=%h -- Sources/HawserHTTP1 2>/dev/null || echo unknown)"
 dirty="$(git -C "$root" status --porcelain -- Sources/HawserHTTP1 2>/dev/null | wc -l)"
 
 cmd_for() {   # parser message n
@@ -55,7 +55,7 @@ cmd_for() {   # parser message n
 out="$(mktemp -d /tmp/hawser-parsers.XXXXXX)"
 {
     echo "# parsers.sh $(date -u +%FT%TZ)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)  runs $RUNS  nice ${NICE:-0}  pin ${PIN_CPU:-none}  logs $out"
-    echo "# HawserHTTP1 at $rev ($dirty uncommitted files under Sources/HawserHTTP1)"
+    echo "# HawserHTTP1 at $rev (last commit touching Sources/HawserHTTP1; HEAD $(git -C "$root" rev-parse --short HEAD 2>/dev/null); $dirty uncommitted files under Sources/HawserHTTP1)"
 } | tee "$out/header.txt" >&2
 export PARSER_BENCH_QUIET=1
 # One validation pass (not timed): every parser must see the same message.
