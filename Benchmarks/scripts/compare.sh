@@ -15,6 +15,7 @@
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
 #   CLIENTS ["wrk curl hawser"]  WRK_THREADS [1]
+#   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PIN [0]  NGINX_CPU [0]  CLIENT_CPU [1]   (PIN=1 pins with taskset -c)
 #   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
 #       contract: `hawser-load -c CONNECTIONS -d SECONDS URL`, and a last line
@@ -40,6 +41,7 @@ CLIENT_CPU="${CLIENT_CPU:-1}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
 CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
+CURL_MULTI_ARGS="${CURL_MULTI_ARGS:-}"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-compare.XXXXXX)}"
 mkdir -p "$OUT"
 
@@ -82,7 +84,7 @@ hz="$(getconf CLK_TCK)"
 n_runs=$(( ROUNDS * $(wc -w <<<"$CONNS") * ${#clients[@]} ))
 {
     echo "# compare.sh $(date -u +%FT%TZ)  host $(uname -n)  $(nproc) CPUs  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# url $url  rounds $ROUNDS  duration ${DURATION}s  conns [$CONNS]  clients [${clients[*]}]  pin $PIN  wrk -t$WRK_THREADS"
+    echo "# url $url  rounds $ROUNDS  duration ${DURATION}s  conns [$CONNS]  clients [${clients[*]}]  pin $PIN  wrk -t$WRK_THREADS  curl-multi ${CURL_MULTI_ARGS:-(perform+poll)}"
     echo "# $n_runs runs, about $(( n_runs * (DURATION + 1) + 2 )) s; raw logs in $OUT"
 } | tee "$OUT/header.txt" >&2
 
@@ -97,7 +99,7 @@ run_one() {   # round conns client
     local cmd=()
     case "$cl" in
         wrk)    cmd=(wrk "-t$WRK_THREADS" "-c$c" "-d${DURATION}s" "$url") ;;
-        curl)   cmd=("$CURL_MULTI" -c "$c" -d "$DURATION" "$url") ;;
+        curl)   cmd=("$CURL_MULTI" $CURL_MULTI_ARGS -c "$c" -d "$DURATION" "$url") ;;
         hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
