@@ -291,21 +291,24 @@ struct SectionRules: Sendable {
         while true {
             guard s < end else { return .stopped(lineStart: s, fieldLines: count) }
             let first = p[s]
-            // The blank line ends the section.
-            if first == asciiCR {
-                guard s &+ 1 < end else { return .stopped(lineStart: s, fieldLines: count) }
-                guard p[s &+ 1] == asciiLF else {
-                    return .failed(HTTP1ParseError(.bareCR, offset: s), lineStart: s, fieldLines: count)
+            if first <= asciiSP {
+                // The blank line ends the section.
+                if first == asciiCR {
+                    guard s &+ 1 < end else { return .stopped(lineStart: s, fieldLines: count) }
+                    guard p[s &+ 1] == asciiLF else {
+                        return .failed(HTTP1ParseError(.bareCR, offset: s), lineStart: s, fieldLines: count)
+                    }
+                    summary.end = s &+ 2
+                    break
                 }
-                summary.end = s &+ 2
-                break
-            }
-            if first == asciiLF {
-                summary.end = s &+ 1
-                break
-            }
-            if isOWS(first) {
-                return .failed(HTTP1ParseError(.obsoleteLineFolding, offset: s), lineStart: s, fieldLines: count)
+                if first == asciiLF {
+                    summary.end = s &+ 1
+                    break
+                }
+                if isOWS(first) {
+                    return .failed(HTTP1ParseError(.obsoleteLineFolding, offset: s), lineStart: s, fieldLines: count)
+                }
+                // Another control byte: the name check below reports it.
             }
             // field-name = token, then ":" with no whitespace before it.
             // Letters 8 at a time (most names are letters and "-"), the rest byte by byte.
