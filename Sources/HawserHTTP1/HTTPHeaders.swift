@@ -1,6 +1,7 @@
 // HTTPHeaders.swift: ordered, case-insensitive, duplicate-preserving header fields.
 //
-// Storage: ONE byte array holding a span table followed by the raw field bytes:
+// Storage: ONE heap object (a ManagedBuffer) holding a span table followed by the raw
+// field bytes:
 //
 //     [ span 0 | span 1 | … | span (spanCapacity-1) ][ raw bytes … ]
 //       16 bytes each: nameStart, nameLength, valueStart, valueLength (UInt32,
