@@ -24,7 +24,9 @@
 #       declares it, unless SKIP_BUILD=1 or HAWSER_LOAD is given
 #   OUT [a new temp dir]  raw logs and results.tsv are kept there
 # Time bound: ROUNDS x |CONNS| x |CLIENTS| x (DURATION + ~1 s), each run killed
-# by `timeout` at DURATION+30 s.  nginx is stopped by its pid on exit.
+# by `timeout` at DURATION+30 s.  nginx is stopped by its pid on exit: Ctrl-C stops the
+# running client and nginx at once; a TERM sent to this script alone takes effect when
+# the current client run ends.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
