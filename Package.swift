@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "FuzzRequestParser", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
 
         // MARK: - Tests
-        .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], swiftSettings: strict),
+        .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
             dependencies: ["HawserCore", "HawserTestServer", "CHawser"],

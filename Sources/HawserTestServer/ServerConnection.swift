@@ -34,8 +34,8 @@ final class ServerConnection: EventLoopIOHandler {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
         if n == 0 {
-            // The client finished sending; finish any response in progress, then close.
-            if self.busy || self.outOffset < self.outbox.count { self.closeAfterWrite = true; self.setRead(false) } else { self.close() }
+            // The client is gone (HTTP clients do not half-close): drop any response in progress.
+            self.close()
             return
         }
         if n < 0 {

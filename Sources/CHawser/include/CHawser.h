@@ -15,7 +15,6 @@
 #include <sys/uio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -58,7 +57,6 @@ int CHawser_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int maxevents
 
 static inline int CHawser_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 static inline int CHawser_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-static inline int CHawser_timerfd(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); }
 
 // MARK: - sockets
 // SOCK_STREAM / SOCK_NONBLOCK / SOCK_CLOEXEC are __socket_type enum cases in Swift.

@@ -83,7 +83,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: h) }
             inet_ntop(AF_INET6, &a, &buf, socklen_t(buf.count))
         }
-        return String(cString: buf)
+        let len = buf.firstIndex(of: 0) ?? buf.count
+        return String(decoding: buf[0..<len].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     public var description: String {

@@ -1,0 +1,183 @@
+import CHawser
+import Foundation
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A raw-socket server for broken peers: each accepted connection runs the next script,
+/// step by step, on its own thread with blocking sockets. No HTTP library underneath.
+final class ScriptedServer: @unchecked Sendable {
+    enum Step: Sendable {
+        /// Read until a full request head ("\r\n\r\n") plus `body` bytes arrived.
+        case readRequest(body: Int = 0)
+        /// Write these bytes.
+        case send([UInt8])
+        /// Write a string.
+        case sendText(String)
+        /// Close the connection (FIN).
+        case close
+        /// Close with RST (SO_LINGER 0).
+        case reset
+        /// Wait for the client to close (or for the server to stop).
+        case waitForClose
+        /// Read and discard until the client closes (never answer).
+        case hang
+    }
+
+    let port: Int
+    private let listenFD: Int32
+    private let scripts: Mutex<[[Step]]>
+    private let stopped = Atomic<Bool>(false)
+    private let acceptThread: Thread
+    let connections = Atomic<Int>(0)
+    private let received = Mutex<[[UInt8]]>([])
+    /// Every thread (accept loop and scripts) is in this group until it has closed its sockets.
+    private let threads = DispatchGroup()
+
+    /// `scripts[i]` runs on the i-th accepted connection; later connections are closed at once.
+    init(_ scripts: [[Step]]) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        precondition(fd >= 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(4))
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_addr.s_addr = inet_addr("127.0.0.1")
+        sin.sin_port = 0
+        let rc = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        precondition(rc == 0)
+        listen(fd, 64)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) } }
+        self.port = Int(UInt16(bigEndian: sin.sin_port))
+        self.listenFD = fd
+        self.scripts = Mutex(scripts)
+        let state = ThreadState()
+        self.acceptThread = Thread { state.run() }
+        state.server = self
+        self.threads.enter()
+        self.acceptThread.start()
+    }
+
+    private final class ThreadState: @unchecked Sendable {
+        weak var server: ScriptedServer?
+        func run() { self.server?.acceptLoop() }
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(self.port)" }
+
+    /// Raw bytes each connection received.
+    var requests: [[UInt8]] { self.received.withLock { $0 } }
+
+    private func acceptLoop() {
+        defer { close(self.listenFD); self.threads.leave() }
+        let lfd = self.listenFD
+        while !self.stopped.load(ordering: .relaxed) {
+            var pfd = pollfd(fd: lfd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, 50)
+            if r <= 0 { continue }
+            let c = accept(lfd, nil, nil)
+            if c < 0 { continue }
+            self.connections.add(1, ordering: .relaxed)
+            let script = self.scripts.withLock { s -> [Step]? in s.isEmpty ? nil : s.removeFirst() }
+            guard let script else { close(c); continue }
+            self.threads.enter()
+            let t = Thread { [self] in self.runScript(script, fd: c); self.threads.leave() }
+            t.start()
+        }
+    }
+
+    private func runScript(_ script: [Step], fd: Int32) {
+        var inbox: [UInt8] = []
+        var closed = false
+        func readSome() -> Bool {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while !self.stopped.load(ordering: .relaxed) {
+                if poll(&pfd, 1, 50) > 0 { break }
+            }
+            if self.stopped.load(ordering: .relaxed) { return false }
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = read(fd, &buf, buf.count)
+            if n <= 0 { return false }
+            inbox.append(contentsOf: buf[0..<n])
+            return true
+        }
+        for step in script where !closed {
+            switch step {
+            case .readRequest(let body):
+                while true {
+                    if let end = Self.find(inbox, Array("\r\n\r\n".utf8)), inbox.count >= end + 4 + body {
+                        let req = Array(inbox[0..<(end + 4 + body)])
+                        self.received.withLock { $0.append(req) }
+                        inbox.removeFirst(end + 4 + body)
+                        break
+                    }
+                    if !readSome() { closed = true; break }
+                }
+            case .send(let bytes):
+                _ = bytes.withUnsafeBytes { CHawser_send(fd, $0.baseAddress, $0.count) }
+            case .sendText(let s):
+                let b = Array(s.utf8)
+                _ = b.withUnsafeBytes { CHawser_send(fd, $0.baseAddress, $0.count) }
+            case .close:
+                closed = true
+            case .reset:
+                _ = CHawser_set_linger_zero(fd)
+                closed = true
+            case .waitForClose, .hang:
+                while readSome() {}
+                closed = true
+            }
+        }
+        close(fd)
+    }
+
+    static func find(_ hay: [UInt8], _ needle: [UInt8]) -> Int? {
+        guard hay.count >= needle.count else { return nil }
+        for i in 0...(hay.count - needle.count) where hay[i] == needle[0] {
+            if Array(hay[i..<(i + needle.count)]) == needle { return i }
+        }
+        return nil
+    }
+
+    func stop() {
+        self.stopped.store(true, ordering: .relaxed)
+        // Threads poll with a 50 ms tick; wait until each has closed its socket.
+        self.threads.wait()
+    }
+}
+
+/// A listener with backlog 0 that never accepts, its queue filled by non-blocking connects:
+/// the kernel then drops further SYNs, so a connect to it neither succeeds nor fails.
+final class FullBacklogListener {
+    let port: Int
+    private let fd: Int32
+    private var fillers: [Int32] = []
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        listen(fd, 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        self.fd = fd
+        self.port = Int(UInt16(bigEndian: sin.sin_port))
+        // Backlog 0 admits one completed connection; a few more fill the SYN side too.
+        for _ in 0..<4 {
+            let c = CHawser_socket_stream(AF_INET)
+            _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            self.fillers.append(c)
+        }
+    }
+
+    func close() {
+        for c in self.fillers { Glibc.close(c) }
+        Glibc.close(self.fd)
+    }
+}
