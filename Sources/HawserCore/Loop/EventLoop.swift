@@ -48,11 +48,17 @@ public final class Scheduled: @unchecked Sendable {
     /// Cancels the task if it has not run yet. Safe from any thread.
     public func cancel() {
         if self.loop.inEventLoop {
-            self.cancelled = true
-            self.body = nil
+            self.cancelOnLoop()
         } else {
-            self.loop.execute { self.cancelled = true; self.body = nil }
+            self.loop.execute { self.cancelOnLoop() }
         }
+    }
+
+    fileprivate func cancelOnLoop() {
+        guard !self.cancelled else { return }   // already fired or cancelled
+        self.cancelled = true
+        self.body = nil
+        self.loop.timerCancelled()
     }
 }
 
@@ -240,6 +246,13 @@ public final class EventLoop: @unchecked Sendable {
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
     }
 
+    fileprivate func timerCancelled() {
+        self.timers.noteCancelled()
+    }
+
+    /// Timers in the heap, live and not yet dropped dead ones (tests, diagnostics).
+    var timerHeapCount: Int { self.timers.count }
+
     /// Registers a hook run on the loop thread when it shuts down (to fail pending work).
     func onShutdown(_ hook: @escaping () -> Void) {
         self.assertInLoop()
@@ -390,15 +403,28 @@ public final class EventLoop: @unchecked Sendable {
 
 // MARK: - Timer heap
 
-/// A binary min-heap of scheduled tasks ordered by deadline (ties by insertion order).
+/// A binary min-heap of scheduled tasks ordered by deadline.
+///
+/// Cancelling is O(1): the entry is marked dead and dropped when it reaches the top. So that
+/// long timeouts that are always cancelled (a task's 7-day resource timeout) cannot pile up,
+/// the heap is rebuilt without its dead entries once they are more than half of it.
 struct TimerHeap {
     private var items: [Scheduled] = []
+    private var dead = 0
 
     var count: Int { self.items.count }
 
-    mutating func removeAll() { self.items.removeAll() }
+    mutating func removeAll() {
+        self.items.removeAll()
+        self.dead = 0
+    }
 
     func peek() -> Scheduled? { self.items.first }
+
+    /// A timer still in the heap was cancelled.
+    mutating func noteCancelled() {
+        self.dead += 1
+    }
 
     /// The nearest deadline, dropping cancelled timers from the top.
     mutating func nextDeadline() -> UInt64? {
@@ -407,6 +433,7 @@ struct TimerHeap {
     }
 
     mutating func push(_ s: Scheduled) {
+        if self.dead > 64 && self.dead * 2 > self.items.count { self.compact() }
         self.items.append(s)
         var i = self.items.count - 1
         while i > 0 {
@@ -417,12 +444,29 @@ struct TimerHeap {
         }
     }
 
+    private mutating func compact() {
+        self.items.removeAll { $0.cancelled }
+        self.dead = 0
+        // Floyd's heapify.
+        var i = self.items.count / 2
+        while i > 0 {
+            i -= 1
+            self.siftDown(i)
+        }
+    }
+
+    /// Removes the top entry. A popped entry that was cancelled is no longer counted dead.
     mutating func pop() {
         guard !self.items.isEmpty else { return }
+        if self.items[0].cancelled && self.dead > 0 { self.dead -= 1 }
         let last = self.items.removeLast()
         guard !self.items.isEmpty else { return }
         self.items[0] = last
-        var i = 0
+        self.siftDown(0)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var i = start
         let n = self.items.count
         while true {
             let l = 2 * i + 1
