@@ -57,18 +57,21 @@ final class ConnectionPool: @unchecked Sendable {
         self.dispatch(task, front: false)
     }
 
+    // Origins are mutated in place through the dictionary's subscript: copying an Origin out
+    // and back would copy its arrays (copy-on-write) on every request.
     private func dispatch(_ task: RequestTask, front: Bool) {
         let key = task.key
-        var origin = self.origins[key] ?? Origin()
-        while let c = origin.idle.popLast() {
+        while let c = self.origins[key]?.idle.popLast() {
             if c.isClosed { continue }
-            self.origins[key] = origin
             c.execute(task)
             return
         }
         task.state = .queued
-        if front { origin.waiting.prepend(task) } else { origin.waiting.append(task) }
-        self.origins[key] = origin
+        if front {
+            self.origins[key, default: Origin()].waiting.prepend(task)
+        } else {
+            self.origins[key, default: Origin()].waiting.append(task)
+        }
         self.connectIfNeeded(key)
     }
 

@@ -44,7 +44,10 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
     private var streamLength: Int64?
     private var streamChunked = false
+    /// One long-lived timer per connection, re-armed lazily (see `startIdleTimer`).
     private var idleTimer: Scheduled?
+    private var idleSince: UInt64?
+    private var idleTimeoutNanos: UInt64 = 0
 
     init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, loop: EventLoop, pool: ConnectionPool,
          configuration: SessionConfiguration, timings: ConnectTimings) {
@@ -457,26 +460,48 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     // MARK: - Pool life
 
+    /// The connection went idle in the pool. Only the first call arms a timer; later ones just
+    /// note the time, and the timer re-arms itself for the remainder when it fires early. So
+    /// keep-alive reuse costs no timer work per request.
     func startIdleTimer(_ seconds: Double) {
         self.bodyProgress = 0
-        self.idleTimer = self.loop.scheduleInLoop(in: RequestTask.nanos(seconds)) { [unowned(unsafe) self] in
+        let now = TaskMetrics.now()
+        self.idleSince = now
+        self.idleTimeoutNanos = RequestTask.nanos(seconds)
+        if self.idleTimer == nil { self.armIdleTimer(after: self.idleTimeoutNanos) }
+    }
+
+    private func armIdleTimer(after nanos: UInt64) {
+        self.idleTimer = self.loop.scheduleInLoop(in: nanos) { [unowned(unsafe) self] in
             self.idleTimer = nil
-            _ = self.machine.abort()
-            self.close()
+            guard !self.isClosed else { return }
+            guard let since = self.idleSince else {
+                // Busy now: check again one timeout from now.
+                self.armIdleTimer(after: self.idleTimeoutNanos)
+                return
+            }
+            let elapsed = TaskMetrics.now() &- since
+            if elapsed >= self.idleTimeoutNanos {
+                _ = self.machine.abort()
+                self.close()
+            } else {
+                self.armIdleTimer(after: self.idleTimeoutNanos - elapsed)
+            }
         }
     }
 
     func cancelIdleTimer() {
         self.bodyProgress = 0
-        self.idleTimer?.cancel()
-        self.idleTimer = nil
+        self.idleSince = nil
     }
 
     /// Closes the socket and tells the pool. Pending write completions fail. Idempotent.
     func close() {
         guard !self.isClosed else { return }
         self.isClosed = true
-        self.cancelIdleTimer()
+        self.idleSince = nil
+        self.idleTimer?.cancel()
+        self.idleTimer = nil
         self.loop.deregister(fd: self.fd)
         Posix.close(self.fd)
         let pending = self.writes

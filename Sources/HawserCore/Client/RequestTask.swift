@@ -35,8 +35,10 @@ public final class RequestTask: @unchecked Sendable {
     var encodedHead: [UInt8] = []
     var lastActivity: UInt64 = 0
     var idleTimeoutNanos: UInt64 = 0
-    var idleTimer: Scheduled?
-    var resourceTimer: Scheduled?
+    var resourceDeadline: UInt64 = 0
+    var resourceSeconds: Double = 0
+    /// The task's one timer: due at the earlier of the idle and the resource deadline.
+    var timer: Scheduled?
     var readingPaused = false
     var bodyWriter: RequestBodyWriter?
     var bodyBytesSent: Int64 = 0
@@ -85,7 +87,6 @@ public final class RequestTask: @unchecked Sendable {
         self.onLoop {
             guard self.readingPaused else { return }
             self.readingPaused = false
-            // The idle clock does not run while the consumer holds the response back.
             self.lastActivity = TaskMetrics.now()
             if case .executing(let c) = self.state { c.resumeAfterPause() }
         }
@@ -102,19 +103,16 @@ public final class RequestTask: @unchecked Sendable {
 
     // MARK: - Loop-side lifecycle
 
-    /// Arms the timers; called once when the task is handed to the pool.
+    /// Arms the task's timer; called once when the task is handed to the pool.
     func start(configuration: SessionConfiguration) {
         let now = TaskMetrics.now()
         self.metrics.fetchStart = now
         self.lastActivity = now
         let idle = self.request.timeoutInterval ?? configuration.timeoutIntervalForRequest
         self.idleTimeoutNanos = Self.nanos(idle)
-        self.armIdleTimer(after: self.idleTimeoutNanos)
-        let resource = Self.nanos(configuration.timeoutIntervalForResource)
-        self.resourceTimer = self.eventLoop.scheduleInLoop(in: resource) { [unowned(unsafe) self] in
-            self.fail(HawserError(.resourceTimeout,
-                                  "the task did not finish within \(configuration.timeoutIntervalForResource) s"))
-        }
+        self.resourceSeconds = configuration.timeoutIntervalForResource
+        self.resourceDeadline = now &+ Self.nanos(configuration.timeoutIntervalForResource)
+        self.armTimer(now: now)
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
@@ -123,28 +121,33 @@ public final class RequestTask: @unchecked Sendable {
         return UInt64(seconds * 1e9)
     }
 
-    private func armIdleTimer(after nanos: UInt64) {
-        self.idleTimer = self.eventLoop.scheduleInLoop(in: nanos) { [unowned(unsafe) self] in
-            self.idleTimerFired()
+    /// One timer per task, re-armed lazily: activity only updates `lastActivity`, and when the
+    /// timer fires early it re-arms for whichever deadline is now nearest. A busy download costs
+    /// no timer work per read, and a task costs one heap entry, not two.
+    private func armTimer(now: UInt64) {
+        let idleDue = self.lastActivity &+ self.idleTimeoutNanos
+        let due = min(idleDue, self.resourceDeadline)
+        self.timer = self.eventLoop.scheduleInLoop(in: due > now ? due - now : 0) { [unowned(unsafe) self] in
+            self.timerFired()
         }
     }
 
-    /// The idle timer is re-armed lazily: activity only updates `lastActivity`; when the timer
-    /// fires early it re-arms for the remainder. So a busy download costs no timer work per read.
-    private func idleTimerFired() {
+    private func timerFired() {
+        self.timer = nil
         guard !self.isFinished else { return }
-        if self.readingPaused {
-            self.armIdleTimer(after: self.idleTimeoutNanos)
+        let now = TaskMetrics.now()
+        if now >= self.resourceDeadline {
+            self.fail(HawserError(.resourceTimeout, "the task did not finish within \(self.resourceSeconds) s"))
             return
         }
-        let now = TaskMetrics.now()
-        let elapsed = now &- self.lastActivity
-        if elapsed >= self.idleTimeoutNanos {
+        // The idle clock does not run while the consumer holds the response back.
+        if self.readingPaused { self.lastActivity = now }
+        if now &- self.lastActivity >= self.idleTimeoutNanos {
             let seconds = Double(self.idleTimeoutNanos) / 1e9
             self.fail(HawserError(.idleTimeout, "no data moved for \(seconds) s"))
-        } else {
-            self.armIdleTimer(after: self.idleTimeoutNanos - elapsed)
+            return
         }
+        self.armTimer(now: now)
     }
 
     /// Ends the task with an error. Idempotent; closes the connection if one is in use.
@@ -166,10 +169,8 @@ public final class RequestTask: @unchecked Sendable {
     func finish(_ result: Result<HTTPHeaders?, HawserError>) {
         if case .finished = self.state { return }
         self.state = .finished
-        self.idleTimer?.cancel()
-        self.resourceTimer?.cancel()
-        self.idleTimer = nil
-        self.resourceTimer = nil
+        self.timer?.cancel()
+        self.timer = nil
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = TaskMetrics.now() }
         self.bodyWriter?.taskEnded(result)
         self.bodyWriter = nil
@@ -185,7 +186,6 @@ public final class RequestBodyWriter: @unchecked Sendable {
     // Loop-confined.
     var ended: Result<HTTPHeaders?, HawserError>?
     var written: Int64 = 0
-    var pendingResume: [CheckedContinuation<Void, any Error>] = []
 
     init(task: RequestTask) { self.task = task }
 
