@@ -6,6 +6,7 @@
 //   ParserBenchmarks  ordo-one/benchmark suite: HTTP1ResponseParser on R1, R2, R3
 //   parser-bench      `parser-bench FILE|R1|R2|R3 N`: parse N times, print ns/message
 //                     (N=0 only loads the message: the callgrind baseline)
+//   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -17,6 +18,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "parser-bench", targets: ["ParserBench"]),
+        .executable(name: "hawser-load", targets: ["HawserLoad"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -25,6 +27,7 @@ let package = Package(
         // is not in the mirror.  No jemalloc needed.
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
                  traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
     ],
     targets: [
         .target(
@@ -37,6 +40,15 @@ let package = Package(
             name: "ParserBench",
             dependencies: ["BenchSupport", .product(name: "HawserHTTP1", package: "Hawser")],
             path: "Sources/ParserBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "HawserLoad",
+            dependencies: [
+                .product(name: "HawserCore", package: "Hawser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Sources/HawserLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

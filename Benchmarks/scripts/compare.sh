@@ -14,7 +14,7 @@
 #
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
-#   CLIENTS ["wrk curl hawser"]  WRK_THREADS [1]
+#   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API)  WRK_THREADS [1]
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PIN [0]  NGINX_CPU [0]  CLIENT_CPU [1]   (PIN=1 pins with taskset -c)
 #   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
@@ -35,7 +35,7 @@ ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-5}"
 CONNS="${CONNS:-1 64}"
 URL_PATH="${URL_PATH:-/hello}"
-CLIENTS="${CLIENTS:-wrk curl hawser}"
+CLIENTS="${CLIENTS:-wrk curl hawser session}"
 WRK_THREADS="${WRK_THREADS:-1}"
 PIN="${PIN:-0}"
 NGINX_CPU="${NGINX_CPU:-0}"
@@ -53,7 +53,7 @@ command -v wrk >/dev/null || { echo "compare.sh: wrk not found" >&2; exit 1; }
 
 # Rebuild hawser-load when this package has it, so a stale binary is never measured
 # (incremental; SKIP_BUILD=1 to measure as is).
-if [[ " $CLIENTS " == *" hawser "* && -z "${HAWSER_LOAD_SET:-}" && "${SKIP_BUILD:-0}" != 1 ]] &&
+if [[ " $CLIENTS " == *" hawser"* && -z "${HAWSER_LOAD_SET:-}" && "${SKIP_BUILD:-0}" != 1 ]] &&
    grep -q '"hawser-load"' "$bench/Package.swift"; then
     swift build -c release --package-path "$bench" --product hawser-load >&2
 fi
@@ -63,6 +63,7 @@ for c in $CLIENTS; do
     case "$c" in
         wrk|curl) clients+=("$c") ;;
         hawser) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(hawser); else echo "compare.sh: $HAWSER_LOAD not built: hawser-load column pending" >&2; fi ;;
+        session) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(session); else echo "compare.sh: $HAWSER_LOAD not built: session column pending" >&2; fi ;;
         *) echo "compare.sh: unknown client $c" >&2; exit 2 ;;
     esac
 done
@@ -103,6 +104,7 @@ run_one() {   # round conns client
         wrk)    cmd=(wrk "-t$WRK_THREADS" "-c$c" "-d${DURATION}s" "$url") ;;
         curl)   cmd=("$CURL_MULTI" $CURL_MULTI_ARGS -c "$c" -d "$DURATION" "$url") ;;
         hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
+        session) cmd=("$HAWSER_LOAD" --session -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
     t0="$(cpu_ticks "$worker")"
@@ -179,7 +181,7 @@ END {
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-8s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2]), cnt[key],
+        printf "%-5s %-8s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],

@@ -1,0 +1,272 @@
+// hawser-load: a wrk-like HTTP/1.1 load generator on HawserCore.
+//
+//   hawser-load [-c CONNECTIONS] [-t LOOPS] [-d SECONDS | -n REQUESTS] [--latency] [--session] URL
+//
+// Default (raw) mode: each connection lives on one of the -t event loops and runs
+// request → parse → next request from the readiness event, with HawserHTTP1's parser over
+// the connection's own buffer: the engine's floor, comparable to wrk.
+// --session: the same load through the engine's public API (`Session.response(for:)`, async),
+// -c concurrent Swift tasks over a pool of -c connections: what an application gets.
+//
+// The summary uses wrk's wording (Requests/sec:, Transfer/sec:, Latency Distribution), and the
+// last line is `RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K`
+// (the same as Benchmarks/peers/curl-multi) for Benchmarks/scripts/compare.sh.
+import FoundationEssentials
+import HawserCore
+import Histogram
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var connections = 10
+    var loops = 1
+    var seconds: Double? = nil
+    var requests: Int? = nil
+    var latency = false
+    var session = false
+    var onLoop = false
+    var url: URL?
+}
+
+func usage(_ message: String) -> Never {
+    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop]] URL\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    exit(2)
+}
+
+func parseOptions() -> Options {
+    var o = Options()
+    var args = Array(CommandLine.arguments.dropFirst())[...]
+    func value(_ flag: String) -> String {
+        guard let v = args.popFirst() else { usage("\(flag) needs a value") }
+        return v
+    }
+    while let a = args.popFirst() {
+        switch a {
+        case "-c", "--connections": o.connections = Int(value(a)) ?? 0
+        case "-t", "--threads": o.loops = Int(value(a)) ?? 0
+        case "-d", "--duration":
+            var v = value(a)
+            if v.hasSuffix("s") { v.removeLast() }
+            o.seconds = Double(v)
+        case "-n", "--requests": o.requests = Int(value(a))
+        case "--latency": o.latency = true
+        case "--session": o.session = true
+        case "--executor":
+            switch value(a) {
+            case "loop": o.onLoop = true
+            case "global": o.onLoop = false
+            default: usage("--executor takes loop or global")
+            }
+        default:
+            if a.hasPrefix("-") { usage("unknown option '\(a)'") }
+            o.url = URL(string: a)
+        }
+    }
+    guard o.url != nil else { usage("no URL") }
+    guard o.connections > 0, o.loops > 0 else { usage("-c and -t must be positive") }
+    if o.seconds == nil && o.requests == nil { o.seconds = 10 }
+    return o
+}
+
+func raiseFileLimit() {
+    var r = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &r)
+    r.rlim_cur = r.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &r)
+}
+
+func resolve(_ url: URL) -> SocketAddress {
+    let host = url.host(percentEncoded: false) ?? "127.0.0.1"
+    let port = url.port ?? 80
+    if let a = SocketAddress(ipAddress: host, port: port) { return a }
+    let box = Mutex<[SocketAddress]?>(nil)
+    let done = DispatchSemaphoreLite()
+    Resolver.shared.resolve(host: host, port: port) { r in box.withLock { $0 = (try? r.get()) ?? [] }; done.signal() }
+    done.wait()
+    guard let a = box.withLock({ $0 })?.first else { usage("cannot resolve \(host)") }
+    return a
+}
+
+/// A tiny semaphore (no Dispatch needed for one wait).
+final class DispatchSemaphoreLite: @unchecked Sendable {
+    private var m = pthread_mutex_t()
+    private var c = pthread_cond_t()
+    private var count = 0
+    init() { pthread_mutex_init(&m, nil); pthread_cond_init(&c, nil) }
+    func signal() { pthread_mutex_lock(&m); count += 1; pthread_cond_signal(&c); pthread_mutex_unlock(&m) }
+    func wait() { pthread_mutex_lock(&m); while count == 0 { pthread_cond_wait(&c, &m) }; count -= 1; pthread_mutex_unlock(&m) }
+}
+
+struct Totals {
+    var requests = 0
+    var errors = 0
+    var bytes = 0
+    var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+    var perLoopRPS: [Double] = []
+}
+
+func runRaw(_ o: Options) -> (Totals, Double) {
+    let url = o.url!
+    let address = resolve(url)
+    var target = url.path(percentEncoded: true)
+    if target.isEmpty { target = "/" }
+    if let q = url.query(percentEncoded: true) { target += "?" + q }
+    var hostHeader = url.host(percentEncoded: false) ?? "127.0.0.1"
+    if let p = url.port { hostHeader += ":\(p)" }
+    var request: [UInt8] = []
+    try! HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: .get, target: target, headers: ["Host": hostHeader]), into: &request)
+
+    let group = try! EventLoopGroup(numberOfThreads: o.loops)
+    let stats = group.loops.map { _ in LoopStats() }
+    let remaining = Atomic<Int>(o.connections)
+    let allDone = DispatchSemaphoreLite()
+    var connections: [UnsafeTransferBox<LoadConnection>] = []
+    let quota = o.requests.map { max(1, ($0 + o.connections - 1) / o.connections) } ?? Int.max
+    for i in 0..<o.connections {
+        let li = i % o.loops
+        let c = LoadConnection(loop: group.loops[li], address: address, request: request, stats: stats[li], quota: quota)
+        connections.append(UnsafeTransferBox(c))
+    }
+    let start = TaskMetrics.now()
+    for (i, box) in connections.enumerated() {
+        group.loops[i % o.loops].execute {
+            box.value.start {
+                if remaining.subtract(1, ordering: .relaxed).newValue == 0 { allDone.signal() }
+            }
+        }
+    }
+    if let s = o.seconds {
+        // Stop every connection at the deadline (each on its own loop).
+        for (i, box) in connections.enumerated() {
+            group.loops[i % o.loops].schedule(in: UInt64(s * 1e9)) { box.value.stop() }
+        }
+    }
+    allDone.wait()
+    let elapsed = Double(TaskMetrics.now() - start) / 1e9
+    var t = Totals()
+    for (i, s) in stats.enumerated() {
+        let r = try! group.loops[i].submitAndWait { UnsafeTransferBox((s.requests, s.errors + s.connectErrors, s.bytesRead, s.histogram)) }.value
+        t.requests += r.0
+        t.errors += r.1
+        t.bytes += r.2
+        t.histogram.add(r.3)
+        t.perLoopRPS.append(Double(r.0) / elapsed)
+    }
+    group.shutdown()
+    return (t, elapsed)
+}
+
+/// A shared request budget for the --session tasks.
+final class Budget: Sendable {
+    private let left: Atomic<Int>
+    init(_ n: Int) { self.left = Atomic(n) }
+    func take() -> Bool { self.left.subtract(1, ordering: .relaxed).newValue >= 0 }
+}
+
+struct UnsafeTransferBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ v: T) { self.value = v }
+}
+
+func runSession(_ o: Options) async -> (Totals, Double) {
+    var config = SessionConfiguration()
+    config.maximumConnectionsPerHost = o.connections
+    let loop = try! EventLoop(name: "hawser-load")
+    let session = Session(configuration: config, eventLoop: loop)
+    let request = HTTPClientRequest(url: o.url!)
+    let deadline = o.seconds.map { TaskMetrics.now() + UInt64($0 * 1e9) } ?? UInt64.max
+    let budget = Budget(o.requests ?? Int.max)
+    let start = TaskMetrics.now()
+    let t = await withTaskGroup(of: Totals.self) { g in
+        for _ in 0..<o.connections {
+            g.addTask(executorPreference: o.onLoop ? loop : nil) {
+                var local = Totals()
+                while TaskMetrics.now() < deadline && budget.take() {
+                    let sent = TaskMetrics.now()
+                    do {
+                        let r = try await session.response(for: request)
+                        _ = local.histogram.record((TaskMetrics.now() - sent) / 1000)
+                        local.requests += 1
+                        local.bytes += Int(r.metrics.bytesReceived)
+                    } catch {
+                        local.errors += 1
+                    }
+                }
+                return local
+            }
+        }
+        var all = Totals()
+        for await l in g {
+            all.requests += l.requests
+            all.errors += l.errors
+            all.bytes += l.bytes
+            all.histogram.add(l.histogram)
+        }
+        return all
+    }
+    let elapsed = Double(TaskMetrics.now() - start) / 1e9
+    session.shutdown()
+    loop.shutdown()
+    var out = t
+    out.perLoopRPS = [Double(t.requests) / elapsed]
+    return (out, elapsed)
+}
+
+func fmtTime(_ us: Int) -> String { fmtTime(Double(us)) }
+func fmtTime(_ us: Double) -> String {
+    if us >= 1_000_000 { return String(format2: us / 1_000_000) + "s" }
+    if us >= 1000 { return String(format2: us / 1000) + "ms" }
+    return String(format2: us) + "us"
+}
+
+func fmtBytes(_ b: Double) -> String {
+    if b >= 1_073_741_824 { return String(format2: b / Double(1 << 30)) + "GB" }
+    if b >= 1_048_576 { return String(format2: b / Double(1 << 20)) + "MB" }
+    if b >= 1024 { return String(format2: b / 1024) + "KB" }
+    return String(format2: b) + "B"
+}
+
+extension String {
+    init(format2 v: Double) {
+        let scaled = (v * 100).rounded()
+        let whole = Int(scaled / 100)
+        let frac = Int(abs(scaled).truncatingRemainder(dividingBy: 100))
+        self = "\(whole).\(frac < 10 ? "0" : "")\(frac)"
+    }
+}
+
+func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
+
+raiseFileLimit()
+signal(SIGPIPE, SIG_IGN)
+let options = parseOptions()
+let mode = options.session ? "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))" : "raw engine"
+print("Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)")
+print("  \(options.session ? 1 : options.loops) loop(s) and \(options.connections) connections, \(mode)")
+let (totals, elapsed) = options.session ? await runSession(options) : runRaw(options)
+var usage = rusage()
+getrusage(RUSAGE_SELF.rawValue, &usage)
+let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+let sys = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+let h = totals.histogram
+print("  Thread Stats   Avg      Stdev     Max   +/- Stdev")
+let rpsMean = totals.perLoopRPS.reduce(0, +) / Double(max(1, totals.perLoopRPS.count))
+let rpsStd = (totals.perLoopRPS.map { ($0 - rpsMean) * ($0 - rpsMean) }.reduce(0, +) / Double(max(1, totals.perLoopRPS.count))).squareRoot()
+print("    Latency \(pad(fmtTime(h.mean), 9)) \(pad(fmtTime(h.stdDeviation), 9)) \(pad(fmtTime(Double(h.max)), 9))")
+print("    Req/Sec \(pad(String(format2: rpsMean / 1000) + "k", 9)) \(pad(String(format2: rpsStd / 1000) + "k", 9))")
+if options.latency {
+    print("  Latency Distribution")
+    for p in [50.0, 75.0, 90.0, 99.0] {
+        print("  \(pad(String(Int(p)), 4))% \(pad(fmtTime(Double(h.valueAtPercentile(p))), 9))")
+    }
+}
+print("  \(totals.requests) requests in \(String(format2: elapsed))s, \(fmtBytes(Double(totals.bytes))) read")
+if totals.errors > 0 { print("  Non-2xx or socket errors: \(totals.errors)") }
+print("Requests/sec: \(pad(String(format2: Double(totals.requests) / elapsed), 10))")
+print("Transfer/sec: \(pad(fmtBytes(Double(totals.bytes) / elapsed), 10))")
+print("RESULT requests=\(totals.requests) errors=\(totals.errors) seconds=\(String(format2: elapsed)) rps=\(String(format2: Double(totals.requests) / elapsed)) cpu_user=\(String(format2: user)) cpu_sys=\(String(format2: sys)) maxrss_kb=\(usage.ru_maxrss)")
+exit(totals.requests > 0 ? 0 : 1)
