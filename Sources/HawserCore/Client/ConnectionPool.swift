@@ -17,10 +17,15 @@ final class ConnectionPool: @unchecked Sendable {
     private var connectors: [ObjectIdentifier: Connector] = [:]
     private var tasks: [ObjectIdentifier: RequestTask] = [:]
     private(set) var isShutDown = false
+    /// The one receive buffer all of this pool's connections read into (they share a thread,
+    /// so one at a time), and which connection holds it right now.
+    let readBuffer: ReadBuffer
+    var readBufferOwner: ObjectIdentifier?
 
     init(loop: EventLoop, configuration: SessionConfiguration) {
         self.loop = loop
         self.configuration = configuration
+        self.readBuffer = ReadBuffer(capacity: configuration.readChunkSize)
     }
 
     // MARK: - Introspection (tests, diagnostics)

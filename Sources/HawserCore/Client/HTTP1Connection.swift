@@ -34,7 +34,10 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     private var machine = HTTP1ConnectionStateMachine()
     private var parser: HTTP1ResponseParser
-    private let buffer: ReadBuffer
+    /// This connection's unparsed bytes between reads: usually empty; at most a partial head or
+    /// chunk-size line, or what arrived while reading was paused. Reads go into the pool's one
+    /// shared buffer (see `acquireBuffer`), so an idle connection holds no buffer at all.
+    private var stash: [UInt8] = []
     private(set) var task: RequestTask?
     private var writes: [PendingWrite] = []
     private var writingInterest = false
@@ -59,7 +62,6 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.connectTimings = timings
         self.readChunkSize = configuration.readChunkSize
         self.parser = HTTP1ResponseParser(limits: configuration.parserLimits)
-        self.buffer = ReadBuffer(capacity: configuration.readChunkSize)
     }
 
     var isReused: Bool { self.machine.isReused }
@@ -115,9 +117,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         self.flush()
         self.updateReadInterest()
-        // Bytes may already be buffered (a response that raced ahead is a protocol error,
-        // caught by the parser as garbage before a status line).
-        if self.buffer.readableCount > 0 { self.processBuffer() }
+        // No stash to process: a connection is reused only when nothing followed its last response.
     }
 
     /// Runs the body producer as a Swift task; its writes hop to the loop and wait for the socket.
@@ -220,28 +220,62 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     func resumeAfterPause() {
         self.updateReadInterest()
-        if self.buffer.readableCount > 0 || !self.parser.isIdle { self.processBuffer() }
+        guard !self.stash.isEmpty || !self.parser.isIdle, let task = self.task else { return }
+        // Deferred to the next turn of the loop: this may be called from inside another
+        // connection's delegate callback, while that connection owns the shared buffer.
+        self.loop.executeInLoop { [unowned(unsafe) self] in
+            guard self.task === task, !task.readingPaused, !self.isClosed else { return }
+            self.processBuffer(self.acquireBuffer())
+        }
+    }
+
+    // MARK: - The shared read buffer
+
+    /// Takes the pool's shared read buffer, with this connection's stash in front.
+    /// Only one connection owns it at a time; it is released before any completion runs.
+    private func acquireBuffer() -> ReadBuffer {
+        let b = self.pool.readBuffer
+        precondition(self.pool.readBufferOwner == nil, "the shared read buffer is already in use")
+        self.pool.readBufferOwner = ObjectIdentifier(self)
+        b.clear()
+        if !self.stash.isEmpty {
+            b.append(self.stash)
+            self.stash = []
+        }
+        return b
+    }
+
+    /// Keeps what was not parsed in the stash and gives the shared buffer back.
+    private func releaseBuffer(_ b: ReadBuffer) {
+        if b.readableCount > 0 { self.stash = [UInt8](b.readable) }
+        b.clear()
+        self.pool.readBufferOwner = nil
     }
 
     func ioReadable() {
         guard !self.isClosed else { return }
-        let space = self.buffer.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
+        let b = self.acquireBuffer()
+        let space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
         let result: IOResult<Int>
         do {
             result = try Posix.read(self.fd, space)
         } catch {
+            self.releaseBuffer(b)
             self.connectionFailed(HawserError(.connectionLost, "reading from \(self.remoteAddress) failed: \(error)", underlying: error))
             return
         }
         switch result {
         case .wouldBlock:
-            return
+            self.releaseBuffer(b)
         case .processed(0):
+            self.releaseBuffer(b)
             self.peerClosed()
         case .processed(let n):
-            self.buffer.didWrite(n)
+            b.didWrite(n)
             guard let task = self.task else {
                 // Bytes or EOF on an idle pooled connection: the server gave up on it (or is broken).
+                b.clear()
+                self.releaseBuffer(b)
                 _ = self.machine.connectionFailed()
                 self.close()
                 return
@@ -250,50 +284,52 @@ final class HTTP1Connection: EventLoopIOHandler {
             task.lastActivity = TaskMetrics.now()
             if task.metrics.responseStart == nil { task.metrics.responseStart = task.lastActivity }
             self.machine.responseBytesReceived()
-            self.processBuffer()
+            self.processBuffer(b)
         }
     }
 
-    /// Turns buffered bytes into delegate events until the buffer is drained, the response
-    /// ends, reading is paused, or the task goes away.
-    private func processBuffer() {
+    /// Turns the bytes in `buffer` (owned by this connection until released here) into delegate
+    /// events until they are drained, the response ends, reading is paused, or the task goes away.
+    private func processBuffer(_ buffer: ReadBuffer) {
         var completed: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
         while let task = self.task, !task.readingPaused, !self.isClosed {
             let consumed: Int
             let event: HTTP1ResponseEvent?
             do {
-                (consumed, event) = try self.parser.next(self.buffer.readable)
+                (consumed, event) = try self.parser.next(buffer.readable)
             } catch {
+                self.releaseBuffer(buffer)
                 self.protocolError(error, task: task)
                 return
             }
             guard let event else {
-                self.buffer.consume(consumed)
+                buffer.consume(consumed)
                 break
             }
             switch event {
             case .head(let head):
-                self.buffer.consume(consumed)
+                buffer.consume(consumed)
                 if head.isInterim {
                     task.delegate.task(task, didReceiveInterimHead: head)
                 } else {
                     task.delegate.task(task, didReceiveHead: head)
                 }
             case .body(let range):
-                let slice = UnsafeRawBufferPointer(rebasing: self.buffer.readable[range])
+                let slice = UnsafeRawBufferPointer(rebasing: buffer.readable[range])
                 task.delegate.task(task, didReceiveBody: slice)
-                self.buffer.consume(consumed)
+                buffer.consume(consumed)
             case .trailers(let t):
-                self.buffer.consume(consumed)
+                buffer.consume(consumed)
                 self.trailers = t
             case .end(let keepAlive):
-                self.buffer.consume(consumed)
-                let action = self.machine.responseEnded(keepAlive: keepAlive, leftoverBytes: self.buffer.readableCount > 0)
+                buffer.consume(consumed)
+                let action = self.machine.responseEnded(keepAlive: keepAlive, leftoverBytes: buffer.readableCount > 0)
                 self.task = nil
                 completed = (task, action)
             }
             if completed != nil { break }
         }
+        self.releaseBuffer(buffer)
         guard let (task, action) = completed else { return }
         task.metrics.responseEnd = TaskMetrics.now()
         let trailers = self.trailers

@@ -49,6 +49,13 @@ final class ReadBuffer {
 
     func didWrite(_ n: Int) { self.writerIndex += n }
 
+    /// Appends `bytes` after the unread ones.
+    func append(_ bytes: [UInt8]) {
+        let space = self.writableSpace(minimum: bytes.count)
+        bytes.withUnsafeBytes { space.copyMemory(from: $0) }
+        self.writerIndex += bytes.count
+    }
+
     func consume(_ n: Int) {
         self.readerIndex += n
         if self.readerIndex == self.writerIndex {
