@@ -28,6 +28,8 @@ struct Options {
     var latency = false
     var session = false
     var onLoop = false
+    var idleSeconds: Double? = nil
+    var hold = false
     var url: URL?
 }
 
@@ -54,6 +56,8 @@ func parseOptions() -> Options {
             o.seconds = Double(v)
         case "-n", "--requests": o.requests = Int(value(a))
         case "--latency": o.latency = true
+        case "--idle": o.idleSeconds = Double(value(a))
+        case "--hold": o.hold = true
         case "--session": o.session = true
         case "--executor":
             switch value(a) {
@@ -66,6 +70,7 @@ func parseOptions() -> Options {
             o.url = URL(string: a)
         }
     }
+    if o.idleSeconds != nil { return o }
     guard o.url != nil else { usage("no URL") }
     guard o.connections > 0, o.loops > 0 else { usage("-c and -t must be positive") }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
@@ -241,9 +246,86 @@ extension String {
 
 func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
 
+func cpuSeconds() -> Double {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+}
+
+/// Resident set size now (VmRSS), in KiB.
+func currentRSSKiB() -> Int {
+    let fd = open("/proc/self/statm", O_RDONLY)
+    guard fd >= 0 else { return 0 }
+    defer { close(fd) }
+    var buf = [UInt8](repeating: 0, count: 128)
+    let n = read(fd, &buf, buf.count)
+    guard n > 0 else { return 0 }
+    let fields = String(decoding: buf[0..<n], as: UTF8.self).split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+}
+
+func maxRSSKiB() -> Int {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return u.ru_maxrss
+}
+
+/// `--idle S`: an EventLoopGroup (one loop per core) and a Session on it, doing nothing for S seconds.
+func runIdle(_ seconds: Double) {
+    let group = try! EventLoopGroup()
+    let session = Session(eventLoop: group.next())
+    let before = cpuSeconds()
+    let start = TaskMetrics.now()
+    usleep(UInt32(seconds * 1e6))
+    let used = cpuSeconds() - before
+    let wall = Double(TaskMetrics.now() - start) / 1e9
+    print("idle EventLoopGroup: \(group.loops.count) loops for \(String(format2: wall)) s used \(String(format2: used * 1000)) ms CPU (\(String(format2: used / wall * 100))%)")
+    print("RESULT idle_seconds=\(String(format2: wall)) cpu_ms=\(String(format2: used * 1000)) loops=\(group.loops.count)")
+    session.shutdown()
+    group.shutdown()
+}
+
+/// `--hold -c N -d S URL`: N concurrent requests through one Session (so N keep-alive
+/// connections end up idle in its pool), then hold them for S seconds; report the peak RSS.
+func runHold(_ o: Options) async {
+    var config = SessionConfiguration()
+    config.maximumConnectionsPerHost = o.connections
+    config.idleConnectionTimeout = 3600
+    let loop = try! EventLoop(name: "hawser-hold")
+    let session = Session(configuration: config, eventLoop: loop)
+    let rssBefore = maxRSSKiB()
+    let request = HTTPClientRequest(url: o.url!)
+    let ok = await withTaskGroup(of: Bool.self) { g in
+        for _ in 0..<o.connections {
+            g.addTask { (try? await session.response(for: request))?.status == 200 }
+        }
+        var n = 0
+        for await r in g where r { n += 1 }
+        return n
+    }
+    let stats = session.poolStatistics()
+    usleep(UInt32((o.seconds ?? 5) * 1e6))
+    let still = session.poolStatistics()
+    let holding = currentRSSKiB()
+    print("held \(still.idleConnections) idle keep-alive connections (\(ok) requests answered 200; \(stats.openConnections) open after the burst)")
+    print("RSS while holding \(holding / 1024) MiB; peak RSS \(maxRSSKiB() / 1024) MiB (the burst of requests included); \(rssBefore / 1024) MiB before connecting")
+    print("RESULT connections=\(still.idleConnections) ok=\(ok) rss_holding_kb=\(holding) maxrss_kb=\(maxRSSKiB()) rss_before_kb=\(rssBefore)")
+    session.shutdown()
+    loop.shutdown()
+}
+
 raiseFileLimit()
 signal(SIGPIPE, SIG_IGN)
 let options = parseOptions()
+if let idle = options.idleSeconds {
+    runIdle(idle)
+    exit(0)
+}
+if options.hold {
+    await runHold(options)
+    exit(0)
+}
 let mode = options.session ? "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))" : "raw engine"
 print("Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)")
 print("  \(options.session ? 1 : options.loops) loop(s) and \(options.connections) connections, \(mode)")
