@@ -14,7 +14,8 @@
 #
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
-#   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API)  WRK_THREADS [1]
+#   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API;
+#       session-loop: the same with the calling tasks on the session's event loop, --executor loop)  WRK_THREADS [1]
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PIN [0]  NGINX_CPU [0]  CLIENT_CPU [1]   (PIN=1 pins with taskset -c)
 #   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
@@ -63,7 +64,7 @@ for c in $CLIENTS; do
     case "$c" in
         wrk|curl) clients+=("$c") ;;
         hawser) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(hawser); else echo "compare.sh: $HAWSER_LOAD not built: hawser-load column pending" >&2; fi ;;
-        session) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(session); else echo "compare.sh: $HAWSER_LOAD not built: session column pending" >&2; fi ;;
+        session|session-loop) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
         *) echo "compare.sh: unknown client $c" >&2; exit 2 ;;
     esac
 done
@@ -105,6 +106,7 @@ run_one() {   # round conns client
         curl)   cmd=("$CURL_MULTI" $CURL_MULTI_ARGS -c "$c" -d "$DURATION" "$url") ;;
         hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
         session) cmd=("$HAWSER_LOAD" --session -c "$c" -d "$DURATION" "$url") ;;
+        session-loop) cmd=("$HAWSER_LOAD" --session --executor loop -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
     t0="$(cpu_ticks "$worker")"
@@ -181,7 +183,7 @@ END {
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-8s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2]), cnt[key],
+        printf "%-5s %-8s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],

@@ -135,24 +135,7 @@ struct TestServerError: Error, CustomStringConvertible {
 
 enum ServerSocket {
     static func bindAndListen(fd: Int32, address: SocketAddress) throws {
-        var storage = sockaddr_storage()
-        var len: socklen_t = 0
-        if address.family == AF_INET6 {
-            var sin6 = sockaddr_in6()
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = UInt16(address.port).bigEndian
-            _ = inet_pton(AF_INET6, address.ipAddress, &sin6.sin6_addr)
-            withUnsafeBytes(of: &sin6) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            len = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = UInt16(address.port).bigEndian
-            _ = inet_pton(AF_INET, address.ipAddress, &sin.sin_addr)
-            withUnsafeBytes(of: &sin) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
-        let rc = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        let rc = address.withSockAddr { bind(fd, $0, $1) }
         if rc != 0 { throw TestServerError("bind \(address): errno \(CHawser_errno())") }
         if listen(fd, 1024) != 0 { throw TestServerError("listen: errno \(CHawser_errno())") }
     }

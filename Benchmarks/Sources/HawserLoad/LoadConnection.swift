@@ -171,24 +171,7 @@ final class LoadConnection: EventLoopIOHandler {
 
 enum LoadAddress {
     static func connect(_ fd: Int32, _ address: SocketAddress) -> Int32 {
-        var storage = sockaddr_storage()
-        var len: socklen_t
-        if address.family == AF_INET6 {
-            var sin6 = sockaddr_in6()
-            sin6.sin6_family = sa_family_t(AF_INET6)
-            sin6.sin6_port = UInt16(address.port).bigEndian
-            _ = inet_pton(AF_INET6, address.ipAddress, &sin6.sin6_addr)
-            withUnsafeBytes(of: &sin6) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            len = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = UInt16(address.port).bigEndian
-            _ = inet_pton(AF_INET, address.ipAddress, &sin.sin_addr)
-            withUnsafeBytes(of: &sin) { src in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) } }
-            len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        }
-        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) } }
+        address.withSockAddr { Glibc.connect(fd, $0, $1) }
     }
 }
 

@@ -286,9 +286,39 @@ func runIdle(_ seconds: Double) {
     group.shutdown()
 }
 
-/// `--hold -c N -d S URL`: N concurrent requests through one Session (so N keep-alive
-/// connections end up idle in its pool), then hold them for S seconds; report the peak RSS.
-func runHold(_ o: Options) async {
+/// Holds every response at its head (pauseReading) until all N have a connection, so the pool
+/// cannot serve a late request on a connection an early one released: N requests, N connections.
+final class HoldDelegate: ResponseDelegate, @unchecked Sendable {
+    let total: Int
+    let state = Mutex<(heads: Int, paused: [RequestTask], ok: Int, done: Int)>((0, [], 0, 0))
+    let finished = DispatchSemaphoreLite()
+    init(total: Int) { self.total = total }
+
+    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {
+        task.pauseReading()
+        let release: [RequestTask] = self.state.withLock { s in
+            s.heads += 1
+            s.paused.append(task)
+            if s.heads == self.total { defer { s.paused = [] }; return s.paused }
+            return []
+        }
+        for t in release { t.resumeReading() }
+    }
+    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {}
+    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        let all = self.state.withLock { s -> Bool in
+            if case .success = result { s.ok += 1 }
+            s.done += 1
+            return s.done == self.total
+        }
+        if all { self.finished.signal() }
+    }
+}
+
+/// `--hold -c N -d S URL`: N concurrent requests through one Session, each held at its head
+/// until all N are in flight (so N keep-alive connections open), then released to go idle in
+/// the pool; hold them for S seconds and report the RSS.
+func runHold(_ o: Options) {
     var config = SessionConfiguration()
     config.maximumConnectionsPerHost = o.connections
     config.idleConnectionTimeout = 3600
@@ -296,19 +326,15 @@ func runHold(_ o: Options) async {
     let session = Session(configuration: config, eventLoop: loop)
     let rssBefore = maxRSSKiB()
     let request = HTTPClientRequest(url: o.url!)
-    let ok = await withTaskGroup(of: Bool.self) { g in
-        for _ in 0..<o.connections {
-            g.addTask { (try? await session.response(for: request))?.status == 200 }
-        }
-        var n = 0
-        for await r in g where r { n += 1 }
-        return n
-    }
+    let delegate = HoldDelegate(total: o.connections)
+    for _ in 0..<o.connections { session.execute(request, delegate: delegate) }
+    delegate.finished.wait()
+    let ok = delegate.state.withLock { $0.ok }
     let stats = session.poolStatistics()
     usleep(UInt32((o.seconds ?? 5) * 1e6))
     let still = session.poolStatistics()
     let holding = currentRSSKiB()
-    print("held \(still.idleConnections) idle keep-alive connections (\(ok) requests answered 200; \(stats.openConnections) open after the burst)")
+    print("held \(still.idleConnections) idle keep-alive connections (\(ok) requests answered; \(stats.openConnections) open after the burst)")
     print("RSS while holding \(holding / 1024) MiB; peak RSS \(maxRSSKiB() / 1024) MiB (the burst of requests included); \(rssBefore / 1024) MiB before connecting")
     print("RESULT connections=\(still.idleConnections) ok=\(ok) rss_holding_kb=\(holding) maxrss_kb=\(maxRSSKiB()) rss_before_kb=\(rssBefore)")
     session.shutdown()
@@ -323,7 +349,7 @@ if let idle = options.idleSeconds {
     exit(0)
 }
 if options.hold {
-    await runHold(options)
+    runHold(options)
     exit(0)
 }
 let mode = options.session ? "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))" : "raw engine"

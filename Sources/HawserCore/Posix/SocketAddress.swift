@@ -94,7 +94,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    /// Calls `body` with this address as a `sockaddr` and its length (for bind, connect, sendto).
+    public func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         switch self.storage {
         case .v4(let h, let p):
             var sin = sockaddr_in()
