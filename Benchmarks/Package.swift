@@ -6,6 +6,7 @@
 //   ParserBenchmarks  ordo-one/benchmark suite: HTTP1ResponseParser on R1, R2, R3
 //   parser-bench      `parser-bench FILE|R1|R2|R3 N`: parse N times, print ns/message
 //                     (N=0 only loads the message: the callgrind baseline)
+//   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
@@ -50,6 +51,17 @@ let package = Package(
             ],
             path: "Sources/HawserLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "LoopbackBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HawserCore", package: "Hawser"),
+                .product(name: "HawserTestServer", package: "Hawser"),
+            ],
+            path: "Benchmarks/LoopbackBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
             name: "ParserBenchmarks",
