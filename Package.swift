@@ -53,6 +53,11 @@ let package = Package(
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
+            name: "HawserToolTests",
+            dependencies: ["HawserTool", "HawserCore", "HawserTestServer"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "HawserCoreTests",
             dependencies: ["HawserCore", "HawserTestServer", "CHawser"],
             swiftSettings: strict
