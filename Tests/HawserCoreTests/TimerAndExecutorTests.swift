@@ -77,5 +77,42 @@ extension NetworkTests {
                 #expect(status == 200)
             }
         }
+
+        @Test("releasing a Session fails its pending task with sessionShutDown and frees its pool")
+        func releasedSession() async throws {
+            let server = try ScriptedServer([[.readRequest(), .hang]])
+            defer { server.stop() }
+            try await expectNoFDLeak {
+                let loop = try EventLoop()
+                defer { loop.shutdown() }
+                let d = RecordingDelegate()
+                do {
+                    let session = Session(eventLoop: loop)
+                    session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
+                    #expect(try loop.submitAndWait { loop.shutdownHookCount } == 1)
+                }
+                let r = await d.wait()
+                #expect(r.completions == 1)
+                #expect(d.error?.code == .sessionShutDown)
+                #expect(try loop.submitAndWait { loop.shutdownHookCount } == 0)
+            }
+        }
+
+        @Test("a request on a session whose loop has shut down completes at once, exactly once")
+        func deadLoop() async throws {
+            let loop = try EventLoop()
+            let session = Session(eventLoop: loop)
+            loop.shutdown()
+            #expect(loop.isShutDown)
+            let d = RecordingDelegate()
+            session.execute(HTTPClientRequest(url: url("http://127.0.0.1:1/")), delegate: d)
+            let r = await d.wait()
+            #expect(r.completions == 1)
+            #expect(d.error?.code == .sessionShutDown)
+            // Work submitted to the dead loop is dropped, never run and never written to its old eventfd.
+            let ran = Mutex(false)
+            loop.execute { ran.withLock { $0 = true } }
+            #expect(ran.withLock { $0 } == false)
+        }
     }
 }

@@ -165,8 +165,9 @@ public final class RequestTask: @unchecked Sendable {
         self.finish(.failure(error.with(url: self.request.url)))
     }
 
-    /// Tells the delegate, exactly once, and releases the timers.
-    func finish(_ result: Result<HTTPHeaders?, HawserError>) {
+    /// Tells the delegate, exactly once, and releases the timers. `notifyPool` is false only for a
+    /// task that never reached its pool (its loop had shut down): the pool is not ours to touch then.
+    func finish(_ result: Result<HTTPHeaders?, HawserError>, notifyPool: Bool = true) {
         if case .finished = self.state { return }
         self.state = .finished
         self.timer?.cancel()
@@ -174,7 +175,7 @@ public final class RequestTask: @unchecked Sendable {
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = TaskMetrics.now() }
         self.bodyWriter?.taskEnded(result)
         self.bodyWriter = nil
-        self.pool.taskFinished(self)
+        if notifyPool { self.pool.taskFinished(self) }
         self.delegate.task(self, didCompleteWith: result, metrics: self.metrics)
     }
 }

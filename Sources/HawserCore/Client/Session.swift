@@ -28,7 +28,19 @@ public final class Session: Sendable {
         self.pool = pool
         self.additionalHeaderNames = configuration.httpAdditionalHeaders.map { $0.name }
         let transfer = UnsafeTransfer(pool)
-        loop.execute { loop.onShutdown { transfer.value.shutdown() } }
+        loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
+    }
+
+    /// Releasing a session shuts it down: pending tasks fail with `sessionShutDown`, connections
+    /// close, and the pool is freed (nothing of it stays behind on the loop).
+    deinit {
+        let transfer = UnsafeTransfer(self.pool)
+        let loop = self.eventLoop
+        let body: @Sendable () -> Void = {
+            transfer.value.shutdown()
+            loop.removeShutdownHook(for: ObjectIdentifier(transfer.value))
+        }
+        if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
     }
 
     // MARK: - Executing
@@ -50,7 +62,11 @@ public final class Session: Sendable {
         let task = RequestTask(request: request, key: key, encodedHead: head, eventLoop: self.eventLoop,
                                delegate: delegate, pool: self.pool)
         let pool = UnsafeTransfer(self.pool)
-        if let failure {
+        if self.eventLoop.isShutDown {
+            // The loop will never run this task: complete it here, on the caller's thread.
+            task.finish(.failure(HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url)),
+                        notifyPool: false)
+        } else if let failure {
             self.onLoop { task.finish(.failure(failure)) }
         } else {
             self.onLoop { pool.value.submit(task) }

@@ -74,8 +74,12 @@ public final class EventLoop: @unchecked Sendable {
     private var thread: pthread_t? = nil
     private let threadID = Atomic<UInt>(0)
 
-    private struct Pending { var tasks: [() -> Void] = [] }
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private struct Pending {
+        var tasks: [@Sendable () -> Void] = []
+        /// Set (under the lock) before the eventfd is closed: from then on nothing writes to it.
+        var closed = false
+    }
+    private let pending = Mutex(Pending())
     private let wakeupPending = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
 
@@ -86,7 +90,7 @@ public final class EventLoop: @unchecked Sendable {
     private var generation: UInt32 = 0
     private var eventsBuffer = [UInt32](repeating: 0, count: 256)
     private var dataBuffer = [UInt64](repeating: 0, count: 256)
-    private var shutdownHooks: [() -> Void] = []
+    private var shutdownHooks: [ObjectIdentifier: () -> Void] = [:]
     private let finished = Mutex<Bool>(false)
     private let finishedCondition = ConditionVariable()
 
@@ -151,12 +155,20 @@ public final class EventLoop: @unchecked Sendable {
             self.localTasks.append(task)
             return
         }
-        self.pending.withLock { $0.append(task) }
-        if !self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
-            var one: UInt64 = 1
-            _ = Glibc.write(self.wakeFD, &one, 8)
+        self.pending.withLock { p in
+            // After shutdown the task is dropped: the loop will never run again, and its
+            // eventfd's number may already belong to another descriptor.
+            guard !p.closed else { return }
+            p.tasks.append(task)
+            if !self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
+                var one: UInt64 = 1
+                _ = Glibc.write(self.wakeFD, &one, 8)
+            }
         }
     }
+
+    /// True once `shutdown()` was called: work submitted from now on is not run.
+    public var isShutDown: Bool { self.stopRequested.load(ordering: .acquiring) }
 
     /// Loop-thread variant of `execute` for closures that are not Sendable (loop-confined state).
     func executeInLoop(_ task: @escaping () -> Void) {
@@ -246,6 +258,14 @@ public final class EventLoop: @unchecked Sendable {
         UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
     }
 
+    /// Registered shutdown hooks (tests, diagnostics).
+    var shutdownHookCount: Int { self.shutdownHooks.count }
+
+    func removeShutdownHook(for owner: ObjectIdentifier) {
+        self.assertInLoop()
+        self.shutdownHooks.removeValue(forKey: owner)
+    }
+
     fileprivate func timerCancelled() {
         self.timers.noteCancelled()
     }
@@ -254,9 +274,10 @@ public final class EventLoop: @unchecked Sendable {
     var timerHeapCount: Int { self.timers.count }
 
     /// Registers a hook run on the loop thread when it shuts down (to fail pending work).
-    func onShutdown(_ hook: @escaping () -> Void) {
+    /// The hook is keyed by `owner`, which removes it with `removeShutdownHook(for:)` when it goes away.
+    func onShutdown(for owner: ObjectIdentifier, _ hook: @escaping () -> Void) {
         self.assertInLoop()
-        self.shutdownHooks.append(hook)
+        self.shutdownHooks[owner] = hook
     }
 
     // MARK: - Running
@@ -336,19 +357,9 @@ public final class EventLoop: @unchecked Sendable {
         if self.wakeupPending.load(ordering: .relaxed) {
             // Clear before draining: a submitter that sees `false` after this writes the eventfd again.
             self.wakeupPending.store(false, ordering: .releasing)
-            let remote = self.pending.withLock { q -> [@Sendable () -> Void] in
-                let r = q
-                q.removeAll(keepingCapacity: true)
-                return r
-            }
-            for t in remote { t() }
-        } else if !self.pending.withLock({ $0.isEmpty }) {
-            let remote = self.pending.withLock { q -> [@Sendable () -> Void] in
-                let r = q
-                q.removeAll(keepingCapacity: true)
-                return r
-            }
-            for t in remote { t() }
+            for t in self.takePending() { t() }
+        } else if !self.pending.withLock({ $0.tasks.isEmpty }) {
+            for t in self.takePending() { t() }
         }
         // Tasks may enqueue more tasks; run a bounded number of rounds so IO is not starved.
         var rounds = 0
@@ -357,6 +368,14 @@ public final class EventLoop: @unchecked Sendable {
             self.localTasks.removeAll(keepingCapacity: true)
             for t in batch { t() }
             rounds += 1
+        }
+    }
+
+    private func takePending() -> [@Sendable () -> Void] {
+        self.pending.withLock { p in
+            let r = p.tasks
+            p.tasks.removeAll(keepingCapacity: true)
+            return r
         }
     }
 
@@ -371,8 +390,11 @@ public final class EventLoop: @unchecked Sendable {
             self.waitUntilFinished()
             return
         }
-        var one: UInt64 = 1
-        _ = Glibc.write(self.wakeFD, &one, 8)
+        self.pending.withLock { p in
+            guard !p.closed else { return }
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeFD, &one, 8)
+        }
         if let t = self.thread {
             pthread_join(t, nil)
             self.thread = nil
@@ -388,12 +410,20 @@ public final class EventLoop: @unchecked Sendable {
         self.runTasks()
         let hooks = self.shutdownHooks
         self.shutdownHooks.removeAll()
-        for h in hooks { h() }
+        for h in hooks.values { h() }
         self.runTasks()
         for i in 0..<self.handlers.count where self.handlers[i] != nil {
             self.handlers[i] = nil
         }
         self.timers.removeAll()
+        // Work submitted after this point is dropped (see `execute`); what came before ran above.
+        let late = self.pending.withLock { p -> [@Sendable () -> Void] in
+            p.closed = true
+            let r = p.tasks
+            p.tasks.removeAll()
+            return r
+        }
+        for t in late { t() }
         Posix.close(self.wakeFD)
         Posix.close(self.epfd)
         self.finished.withLock { $0 = true }
