@@ -277,5 +277,50 @@ extension NetworkTests {
                 #expect(r.completions == 1)
             }
         }
+
+        @Test("cancel while writing a large body that the server never reads")
+        func cancelWhileWriting() async throws {
+            let server = try ScriptedServer([[.stall]])
+            defer { server.stop() }
+            try await Self.withSession { session in
+                let d = RecordingDelegate()
+                let body = [UInt8](repeating: 7, count: 64 * 1024 * 1024)
+                let task = session.execute(HTTPClientRequest(method: .put, url: url(server.baseURL + "/"), body: .bytes(body)), delegate: d)
+                // Wait until the loop has written some of it and is blocked on a full socket.
+                while d.record.withLock({ $0.sentProgress.isEmpty }) && session.poolStatistics().runningTasks > 0 {
+                    try session.eventLoop.submitAndWait { }
+                    await Task.yield()
+                }
+                task.cancel()
+                let r = await d.wait()
+                #expect(r.completions == 1)
+                #expect(Self.error(r)?.code == .cancelled)
+            }
+        }
+
+        @Test("cancel while resolving a name: exactly one completion; names record DNS timings")
+        func cancelWhileResolving() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            try await Self.withSession { session in
+                // A name goes through the resolver threads; cancelling at once lands while it resolves
+                // (or, if the resolver is quicker, later): either way one completion.
+                for _ in 0..<10 {
+                    let d = RecordingDelegate()
+                    session.execute(HTTPClientRequest(url: url("http://localhost:\(server.port)/hello")), delegate: d).cancel()
+                    let r = await d.wait()
+                    #expect(r.completions == 1)
+                    #expect(Self.error(r)?.code == .cancelled || r.head?.status == 200)
+                }
+                // A connection made for a name carries DNS timings in its first task's metrics.
+                let fresh = Session(eventLoop: session.eventLoop)
+                defer { fresh.shutdown() }
+                let ok = try await fresh.response(for: HTTPClientRequest(url: url("http://localhost:\(server.port)/hello")))
+                #expect(ok.status == 200)
+                #expect(ok.metrics.domainLookupStart != nil && ok.metrics.domainLookupEnd != nil)
+                #expect(ok.metrics.domainLookupEnd! >= ok.metrics.domainLookupStart!)
+                #expect(ok.metrics.remoteAddress?.ipAddress == "127.0.0.1" || ok.metrics.remoteAddress?.ipAddress == "::1")
+            }
+        }
     }
 }

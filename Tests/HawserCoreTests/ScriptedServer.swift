@@ -25,6 +25,9 @@ final class ScriptedServer: @unchecked Sendable {
         case waitForClose
         /// Read and discard until the client closes (never answer).
         case hang
+        /// Read nothing at all until the server stops or the client closes (the client's
+        /// writes fill the socket buffers and block).
+        case stall
     }
 
     let port: Int
@@ -129,6 +132,15 @@ final class ScriptedServer: @unchecked Sendable {
                 closed = true
             case .waitForClose, .hang:
                 while readSome() {}
+                closed = true
+            case .stall:
+                // Poll for the peer's close without reading: POLLRDHUP reports it, POLLIN would
+                // only say there is data.
+                let rdhup: Int16 = 0x2000   // POLLRDHUP: Linux, but _GNU_SOURCE-only in glibc's headers
+                var pfd = pollfd(fd: fd, events: rdhup, revents: 0)
+                while !self.stopped.load(ordering: .relaxed) {
+                    if poll(&pfd, 1, 50) > 0 && pfd.revents & (rdhup | Int16(POLLHUP) | Int16(POLLERR)) != 0 { break }
+                }
                 closed = true
             }
         }

@@ -210,5 +210,19 @@ extension NetworkTests {
                 #expect(r.metrics.remoteAddress?.family == AF_INET6)
             }
         }
+
+        @Test("upload progress rises as bytes reach the socket and ends at the body's size")
+        func uploadProgress() async throws {
+            try await Self.withServer { server, session in
+                let body = [UInt8](repeating: 3, count: 3 * 1024 * 1024)
+                let d = RecordingDelegate()
+                session.execute(HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes(body)), delegate: d)
+                let r = await d.wait()
+                #expect(r.completions == 1 && r.body.count == body.count)
+                #expect(!r.sentProgress.isEmpty)
+                #expect(zip(r.sentProgress, r.sentProgress.dropFirst()).allSatisfy { $0 < $1 })
+                #expect(r.sentProgress.last == Int64(body.count))
+            }
+        }
     }
 }

@@ -19,8 +19,14 @@ final class HTTP1Connection: EventLoopIOHandler {
     private struct PendingWrite {
         var bytes: [UInt8]
         var offset = 0
-        /// How many of `bytes` are request-body bytes (for upload progress).
+        /// How many of `bytes` are request-body bytes; they are always the tail of `bytes`
+        /// (a head with a small body appended, or body only). For upload progress.
         var bodyBytes = 0
+
+        /// Body bytes among `bytes[from..<to]`.
+        func bodyBytes(from: Int, to: Int) -> Int {
+            max(0, to - max(from, self.bytes.count - self.bodyBytes))
+        }
         var completion: ((HawserError?) -> Void)?
     }
 
@@ -199,11 +205,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.flush()
     }
 
-    /// The task gave up (cancelled, timed out, limit): the connection cannot be reused.
+    /// The task gave up (cancelled, timed out, limit): the connection cannot be reused. It is
+    /// reset (SO_LINGER 0) rather than closed: a graceful close would leave the kernel retrying
+    /// unsent request bytes to a peer that may never read them, and the FIN queued behind them.
     func abort(_ task: RequestTask) {
         guard self.task === task else { return }
         self.task = nil
         _ = self.machine.abort()
+        _ = CHawser_set_linger_zero(self.fd)
         self.close()
     }
 
@@ -466,14 +475,18 @@ final class HTTP1Connection: EventLoopIOHandler {
             task.metrics.bytesSent += Int64(n)
             task.lastActivity = TaskMetrics.now()
         }
+        // Progress counts body bytes as they reach the socket, also inside a partly written
+        // buffer, so a large upload reports progress from its first write.
         while !self.writes.isEmpty {
-            let remaining = self.writes[0].bytes.count - self.writes[0].offset
+            let w = self.writes[0]
+            let remaining = w.bytes.count - w.offset
             if n >= remaining {
                 n -= remaining
-                let w = self.writes.removeFirst()
-                bodyDone += w.bodyBytes
+                bodyDone += w.bodyBytes(from: w.offset, to: w.bytes.count)
+                self.writes.removeFirst()
                 if let c = w.completion { done.append(c) }
             } else {
+                bodyDone += w.bodyBytes(from: w.offset, to: w.offset + n)
                 self.writes[0].offset += n
                 break
             }
