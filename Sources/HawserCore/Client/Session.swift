@@ -17,7 +17,6 @@ public final class Session: Sendable {
     /// The loop that runs this session's connections and delivers its callbacks.
     public let eventLoop: EventLoop
     private let pool: ConnectionPool
-    private let additionalHeaderNames: [String]
 
     /// Creates a session on `eventLoop` (by default the next loop of ``EventLoopGroup/shared``).
     public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil) {
@@ -26,7 +25,6 @@ public final class Session: Sendable {
         self.eventLoop = loop
         let pool = ConnectionPool(loop: loop, configuration: configuration)
         self.pool = pool
-        self.additionalHeaderNames = configuration.httpAdditionalHeaders.map { $0.name }
         let transfer = UnsafeTransfer(pool)
         loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
     }
