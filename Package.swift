@@ -47,8 +47,9 @@ let package = Package(
         ),
 
         // MARK: - Fuzz targets (libFuzzer with -DFUZZING; replay mode otherwise)
-        .executableTarget(name: "FuzzResponseParser", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
-        .executableTarget(name: "FuzzRequestParser", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
+        .target(name: "FuzzSupport", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzSupport", swiftSettings: strict),
+        .executableTarget(name: "FuzzResponseParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
+        .executableTarget(name: "FuzzRequestParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
 
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
