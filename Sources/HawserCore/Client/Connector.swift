@@ -137,7 +137,6 @@ final class Connector: EventLoopIOHandler {
         c(self, result)
     }
 
-    var isRunning: Bool { self.completion != nil }
 }
 
 /// Moves a loop-confined reference through a @Sendable closure that only uses it back on

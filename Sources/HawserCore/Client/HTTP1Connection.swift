@@ -70,8 +70,6 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.parser = HTTP1ResponseParser(limits: configuration.parserLimits)
     }
 
-    var isReused: Bool { self.machine.isReused }
-
     // MARK: - Executing a task
 
     func execute(_ task: RequestTask) {

@@ -116,12 +116,6 @@ struct CircularQueue<Element> {
         return nil
     }
 
-    mutating func removeAll() -> [Element] {
-        var out: [Element] = []
-        while let e = self.popFirst() { out.append(e) }
-        return out
-    }
-
     private mutating func grow() {
         let newCap = max(8, self.items.count * 2)
         var fresh = [Element?](repeating: nil, count: newCap)
