@@ -13,6 +13,14 @@ public struct HTTPClientRequest: Sendable {
     public var body: RequestBody?
     /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds.
     public var timeoutInterval: Double?
+    /// How the session's HTTP cache is used for this request; nil means the configuration's policy.
+    public var cachePolicy: CachePolicy?
+    /// Whether cookies from the configuration's jar are sent and `Set-Cookie` stored; nil means
+    /// the configuration's `httpShouldSetCookies`.
+    public var shouldHandleCookies: Bool?
+    /// Send `Expect: 100-continue` and wait for the server before the body; nil means automatic
+    /// (above the configuration's `expectContinueThreshold`).
+    public var expectsContinue: Bool?
 
     public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
         self.method = method
@@ -23,6 +31,18 @@ public struct HTTPClientRequest: Sendable {
 }
 
 /// A request body: bytes in memory, or a stream produced on demand with back-pressure.
+/// How a request uses the HTTP cache (NSURLRequest.CachePolicy's cases that mean something here).
+public enum CachePolicy: Sendable, Hashable {
+    /// RFC 9111: use a fresh stored response, revalidate a stale one, store what may be stored.
+    case useProtocolCachePolicy
+    /// Never read the cache (a response may still be stored).
+    case reloadIgnoringLocalCacheData
+    /// Use any stored response, however old; load from the network only when there is none.
+    case returnCacheDataElseLoad
+    /// Use any stored response, however old; never touch the network (fails with `resourceUnavailable`).
+    case returnCacheDataDontLoad
+}
+
 public enum RequestBody: Sendable {
     /// The whole body in memory; sent with Content-Length.
     case bytes([UInt8])

@@ -36,6 +36,27 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         case sessionShutDown
         /// Any other system-call failure (see ``underlying``).
         case ioError
+        /// A redirect chain went past the configured maximum, or a redirect was refused
+        /// (an HTTPS → HTTP downgrade, a loop, an unusable `Location`).
+        case tooManyRedirects
+        case redirectRefused
+        /// The TLS handshake failed (protocol version, alert, garbage instead of a ServerHello).
+        case secureConnectionFailed
+        /// The server's certificate chain was refused by the trust evaluation or the
+        /// security policy (URLError's -1202). `underlying` says why.
+        case serverCertificateUntrusted
+        /// The server asked for a client certificate and none was given or it was refused.
+        case clientCertificateRequired
+        /// A content coding (gzip, deflate) could not be decoded, or decoding went past its bounds.
+        case cannotDecodeContent
+        /// The server demanded authentication that the delegates and credentials could not satisfy.
+        case userAuthenticationRequired
+        /// Authentication was cancelled by a challenge handler.
+        case userCancelledAuthentication
+        /// A proxy refused the tunnel or the request, or spoke nonsense.
+        case proxyError
+        /// A cache-only request (`returnCacheDataDontLoad`) found nothing usable in the cache.
+        case resourceUnavailable
     }
 
     public var code: Code
@@ -54,6 +75,32 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     }
 
     /// True for failures that are caused by timeouts of any kind.
+    /// The `NSURLErrorDomain` code Foundation would report for this error, for code that
+    /// matches on those numbers (Hawser does not link FoundationNetworking, so it has no `URLError`).
+    public var urlErrorCode: Int {
+        switch self.code {
+        case .cancelled: return -999
+        case .invalidRequest: return -1000
+        case .connectTimeout, .idleTimeout, .resourceTimeout: return -1001
+        case .cannotResolveHost: return -1003
+        case .cannotConnect: return -1004
+        case .connectionLost: return -1005
+        case .tooManyRedirects: return -1007
+        case .resourceUnavailable: return -1008
+        case .protocolError, .redirectRefused: return -1011
+        case .userCancelledAuthentication: return -1012
+        case .userAuthenticationRequired: return -1013
+        case .cannotDecodeContent: return -1015
+        case .limitExceeded: return -1103
+        case .secureConnectionFailed: return -1200
+        case .serverCertificateUntrusted: return -1202
+        case .clientCertificateRequired: return -1206
+        case .proxyError: return -1004
+        case .sessionShutDown: return -999
+        case .ioError: return -1
+        }
+    }
+
     public var isTimeout: Bool {
         self.code == .connectTimeout || self.code == .idleTimeout || self.code == .resourceTimeout
     }
