@@ -107,6 +107,15 @@ enum GetCommand {
         case .limitExceeded: return 63
         case .cancelled: return 42
         case .sessionShutDown, .ioError: return 55
+        case .tooManyRedirects: return 47
+        case .redirectRefused: return 1
+        case .secureConnectionFailed: return 35
+        case .serverCertificateUntrusted: return 60
+        case .clientCertificateRequired: return 58
+        case .cannotDecodeContent: return 61
+        case .userAuthenticationRequired, .userCancelledAuthentication: return 22
+        case .proxyError: return 5
+        case .resourceUnavailable: return 37
         }
     }
 }
