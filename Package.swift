@@ -59,6 +59,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "HawserTests",
+            dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "HawserCoreTests",
             dependencies: ["HawserCore", "HawserTestServer", "CHawser"],
             swiftSettings: strict
