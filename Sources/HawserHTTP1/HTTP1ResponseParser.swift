@@ -105,6 +105,12 @@ public struct HTTP1ResponseParser: Sendable {
         }
     }
 
+    /// True while reading a body that only the end of the connection delimits (no
+    /// Content-Length, not chunked). Over TLS, an EOF without close_notify then means truncation.
+    public var isReadingCloseDelimitedBody: Bool {
+        self.state == .body && self.body.framing == .untilClose
+    }
+
     /// The peer closed the connection. A close-delimited body ends (`.end(keepAlive: false)`);
     /// between messages: nil; inside a head or a framed body: throws truncatedHead/Body.
     public mutating func finish() throws(HTTP1ParseError) -> HTTP1ResponseEvent? {

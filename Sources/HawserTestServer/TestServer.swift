@@ -23,8 +23,31 @@ import Glibc
 /// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.
 /// - `GET /close`: 200 with `Connection: close`, then the server closes.
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
-///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`.
+///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
+///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify).
+///
+/// With ``TLS`` settings the server speaks https (TLS through OpenSSL, as the client does).
 public final class TestServer: @unchecked Sendable {
+    /// How a test server speaks TLS.
+    public struct TLS: Sendable {
+        /// PEM: the certificate chain to present (leaf first) and its private key.
+        public var certificateChainPath: String
+        public var privateKeyPath: String
+        public var minimumVersion: TLSVersion = .tls1_2
+        public var maximumVersion: TLSVersion? = nil
+        /// PEM CA certificates; when set, the server requires a client certificate they issued.
+        public var clientCAPath: String? = nil
+
+        public init(certificateChainPath: String, privateKeyPath: String, minimumVersion: TLSVersion = .tls1_2,
+                    maximumVersion: TLSVersion? = nil, clientCAPath: String? = nil) {
+            self.certificateChainPath = certificateChainPath
+            self.privateKeyPath = privateKeyPath
+            self.minimumVersion = minimumVersion
+            self.maximumVersion = maximumVersion
+            self.clientCAPath = clientCAPath
+        }
+    }
+
     /// The port the server listens on (127.0.0.1 or ::1).
     public let port: Int
     /// The host the server listens on.
@@ -34,21 +57,36 @@ public final class TestServer: @unchecked Sendable {
     private let listener: Listener
 
     /// Starts a server on `host`, on a free port unless `port` is given.
-    public init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil) throws {
+    public init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil, tls: TLS? = nil) throws {
+        let context = try tls.map {
+            try TLSContext(serverCertificateChainPath: $0.certificateChainPath, privateKeyPath: $0.privateKeyPath,
+                           minimum: $0.minimumVersion, maximum: $0.maximumVersion, clientCAPath: $0.clientCAPath)
+        }
         let l = try loop ?? EventLoop(name: "test-server")
         self.ownsLoop = loop == nil
         self.loop = l
         self.host = host
+        self.isTLS = tls != nil
         let listener = try l.submitAndWait { () throws -> UnsafeTransfer2<Listener> in
-            UnsafeTransfer2(try Listener(host: host, port: port, loop: l))
+            UnsafeTransfer2(try Listener(host: host, port: port, loop: l, tls: context))
         }.value
         self.listener = listener
         self.port = listener.port
     }
 
-    /// `http://host:port` (with brackets for IPv6).
+    /// Whether the server speaks https.
+    public let isTLS: Bool
+
+    /// `http://host:port` or `https://host:port` (with brackets for IPv6).
     public var baseURL: String {
-        self.host.contains(":") ? "http://[\(self.host)]:\(self.port)" : "http://\(self.host):\(self.port)"
+        let scheme = self.isTLS ? "https" : "http"
+        return self.host.contains(":") ? "\(scheme)://[\(self.host)]:\(self.port)" : "\(scheme)://\(self.host):\(self.port)"
+    }
+
+    /// TLS handshakes that failed so far (https only).
+    public var handshakeFailures: Int {
+        let l = UnsafeTransfer2(self.listener)
+        return (try? self.loop.submitAndWait { l.value.handshakeFailures }) ?? 0
     }
 
     /// Connections accepted so far.
@@ -75,10 +113,13 @@ final class Listener: EventLoopIOHandler {
     let port: Int
     let loop: EventLoop
     var accepted = 0
+    var handshakeFailures = 0
     var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var closed = false
+    private let tls: TLSContext?
 
-    init(host: String, port: Int, loop: EventLoop) throws {
+    init(host: String, port: Int, loop: EventLoop, tls: TLSContext?) throws {
+        self.tls = tls
         guard let address = SocketAddress(ipAddress: host, port: port) else {
             throw TestServerError("not an IP address: \(host)")
         }
@@ -103,7 +144,14 @@ final class Listener: EventLoopIOHandler {
             if c < 0 { return }
             self.accepted += 1
             _ = CHawser_set_int_option(c, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let conn = ServerConnection(fd: c, listener: self)
+            let stream: TLSStream?
+            do {
+                stream = try self.tls.map { try TLSStream(server: $0, fd: c) }
+            } catch {
+                Glibc.close(c)
+                continue
+            }
+            let conn = ServerConnection(fd: c, listener: self, tls: stream)
             do {
                 try self.loop.register(fd: c, handler: conn, readable: true, writable: false)
                 self.connections[ObjectIdentifier(conn)] = conn

@@ -115,13 +115,12 @@ final class ConnectionPool: @unchecked Sendable {
         self.origins[key] = origin
     }
 
-    private func connectFinished(key: ConnectionKey,
-                                 result: Result<(fd: Int32, address: SocketAddress, timings: HTTP1Connection.ConnectTimings), HawserError>) {
+    private func connectFinished(key: ConnectionKey, result: Result<Connector.Established, HawserError>) {
         self.origins[key, default: Origin()].connecting -= 1
         switch result {
         case .success(let r):
             let c = HTTP1Connection(fd: r.fd, remoteAddress: r.address, key: key, loop: self.loop, pool: self,
-                                    configuration: self.configuration, timings: r.timings)
+                                    configuration: self.configuration, timings: r.timings, tls: r.tls)
             do {
                 try self.loop.register(fd: r.fd, handler: c, readable: true, writable: false)
             } catch {

@@ -1,6 +1,6 @@
-// Opens one TCP connection for the pool: resolve (off-loop unless the host is a literal),
-// then try each address in turn with a non-blocking connect, all under one connect
-// timeout. Loop-confined.
+// Opens one connection for the pool: resolve (off-loop unless the host is a literal), try
+// each address in turn with a non-blocking connect, then for https run the TLS handshake and
+// have the server's chain evaluated — all under one connect timeout. Loop-confined.
 import CHawser
 
 #if canImport(Glibc)
@@ -8,12 +8,29 @@ import Glibc
 #endif
 
 final class Connector: EventLoopIOHandler {
-    typealias Completion = (Connector, Result<(fd: Int32, address: SocketAddress, timings: HTTP1Connection.ConnectTimings), HawserError>) -> Void
+    /// A connected (and for https, handshaken and trusted) socket.
+    struct Established {
+        var fd: Int32
+        var address: SocketAddress
+        var timings: HTTP1Connection.ConnectTimings
+        var tls: TLSStream?
+    }
+    typealias Completion = (Connector, Result<Established, HawserError>) -> Void
+    /// Decides whether the server's chain (DER, leaf first) is trusted for `key.host`; calls
+    /// `decide` exactly once, with nil to accept or the error that refuses it. May answer later.
+    typealias TrustHook = (_ connector: Connector, _ chain: [[UInt8]], _ decide: @escaping (HawserError?) -> Void) -> Void
+
+    private enum Phase { case connecting, handshaking, evaluating }
 
     let key: ConnectionKey
     private let loop: EventLoop
     private let timeoutSeconds: Double
     private var completion: Completion?
+    private let tlsContext: TLSContext?
+    private let trustHook: TrustHook?
+    private var tls: TLSStream?
+    private var phase = Phase.connecting
+    private var handshakeInterest: (read: Bool, write: Bool) = (false, false)
     private var addresses: [SocketAddress] = []
     private var index = 0
     private var fd: Int32 = -1
@@ -21,10 +38,13 @@ final class Connector: EventLoopIOHandler {
     private var timings = HTTP1Connection.ConnectTimings()
     private var errors: [String] = []
 
-    init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, completion: @escaping Completion) {
+    init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, tlsContext: TLSContext? = nil,
+         trustHook: TrustHook? = nil, completion: @escaping Completion) {
         self.key = key
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
+        self.tlsContext = tlsContext
+        self.trustHook = trustHook
         self.completion = completion
     }
 
@@ -69,7 +89,7 @@ final class Connector: EventLoopIOHandler {
                 try Posix.setOption(fd, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
                 switch try Posix.connect(fd, address) {
                 case .processed:
-                    self.connected()
+                    self.connected(registered: false)
                     return
                 case .wouldBlock:
                     try self.loop.register(fd: fd, handler: self, readable: false, writable: true)
@@ -86,17 +106,20 @@ final class Connector: EventLoopIOHandler {
         }
     }
 
-    func ioWritable() { self.checkConnect() }
-    func ioReadable() { self.checkConnect() }
+    func ioWritable() {
+        if self.phase == .handshaking { self.continueHandshake() } else { self.checkConnect() }
+    }
+    func ioReadable() {
+        if self.phase == .handshaking { self.continueHandshake() } else { self.checkConnect() }
+    }
 
     private func checkConnect() {
-        guard self.fd >= 0, self.completion != nil else { return }
+        guard self.fd >= 0, self.completion != nil, self.phase == .connecting else { return }
         let address = self.addresses[self.index - 1]
         do {
             let err = try Posix.socketError(self.fd)
             if err == 0 {
-                self.loop.deregister(fd: self.fd)
-                self.connected()
+                self.connected(registered: true)
                 return
             }
             self.errors.append("\(address): \(IOError(errnoCode: err, function: "connect"))")
@@ -107,8 +130,85 @@ final class Connector: EventLoopIOHandler {
         self.tryNext()
     }
 
-    private func connected() {
+    private func connected(registered: Bool) {
         self.timings.connectEnd = TaskMetrics.now()
+        guard let context = self.tlsContext else {
+            if registered { self.loop.deregister(fd: self.fd) }
+            self.succeed()
+            return
+        }
+        // TLS: the handshake runs under the same connect timeout.
+        self.phase = .handshaking
+        self.timings.secureConnectionStart = TaskMetrics.now()
+        do {
+            let host = self.key.host
+            let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host : nil
+            self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: "\(host):\(self.key.port)")
+            if !registered {
+                try self.loop.register(fd: self.fd, handler: self, readable: false, writable: true)
+                self.handshakeInterest = (false, true)
+            } else {
+                self.handshakeInterest = (false, true)
+            }
+        } catch let e as HawserError {
+            self.finish(.failure(e))
+            return
+        } catch {
+            self.finish(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
+            return
+        }
+        self.continueHandshake()
+    }
+
+    private func continueHandshake() {
+        guard let tls = self.tls, self.completion != nil else { return }
+        switch tls.handshake() {
+        case .wantRead:
+            self.setHandshakeInterest(read: true, write: false)
+        case .wantWrite:
+            self.setHandshakeInterest(read: false, write: true)
+        case .failed(let message, let reasons):
+            self.tlsContext?.removeSession(for: tls.origin)
+            let code: HawserError.Code =
+                reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)) || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
+                ? .clientCertificateRequired : .secureConnectionFailed
+            self.finish(.failure(HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")))
+        case .done:
+            self.timings.secureConnectionEnd = TaskMetrics.now()
+            self.timings.tlsResumed = tls.isResumed
+            self.timings.tlsProtocol = tls.protocolVersion
+            self.timings.tlsCipherSuite = tls.cipherSuite
+            self.setHandshakeInterest(read: false, write: false)
+            self.phase = .evaluating
+            guard let hook = self.trustHook else {
+                self.loop.deregister(fd: self.fd)
+                self.succeed()
+                return
+            }
+            let chain = tls.peerCertificateChainDER()
+            var decided = false
+            hook(self, chain) { [unowned(unsafe) self] error in
+                guard !decided else { return }
+                decided = true
+                guard self.completion != nil else { return }
+                if let error {
+                    self.tlsContext?.removeSession(for: tls.origin)
+                    self.finish(.failure(error))
+                } else {
+                    self.loop.deregister(fd: self.fd)
+                    self.succeed()
+                }
+            }
+        }
+    }
+
+    private func setHandshakeInterest(read: Bool, write: Bool) {
+        guard self.handshakeInterest != (read, write) else { return }
+        self.handshakeInterest = (read, write)
+        self.loop.setInterest(fd: self.fd, readable: read, writable: write)
+    }
+
+    private func succeed() {
         let fd = self.fd
         self.fd = -1
         let address = self.addresses[self.index - 1]
@@ -116,10 +216,13 @@ final class Connector: EventLoopIOHandler {
         self.timer = nil
         let c = self.completion
         self.completion = nil
-        c?(self, .success((fd, address, self.timings)))
+        let tls = self.tls
+        self.tls = nil
+        c?(self, .success(Established(fd: fd, address: address, timings: self.timings, tls: tls)))
     }
 
     private func closeSocket() {
+        self.tls = nil
         if self.fd >= 0 {
             self.loop.deregister(fd: self.fd)
             Posix.close(self.fd)
@@ -128,7 +231,7 @@ final class Connector: EventLoopIOHandler {
     }
 
     /// Ends the attempt with `result`; closes any half-open socket. Idempotent.
-    func finish(_ result: Result<(fd: Int32, address: SocketAddress, timings: HTTP1Connection.ConnectTimings), HawserError>) {
+    func finish(_ result: Result<Established, HawserError>) {
         guard let c = self.completion else { return }
         self.completion = nil
         self.timer?.cancel()

@@ -14,6 +14,11 @@ final class HTTP1Connection: EventLoopIOHandler {
         var domainLookupEnd: UInt64?
         var connectStart: UInt64?
         var connectEnd: UInt64?
+        var secureConnectionStart: UInt64?
+        var secureConnectionEnd: UInt64?
+        var tlsResumed: Bool?
+        var tlsProtocol: String?
+        var tlsCipherSuite: String?
     }
 
     private struct PendingWrite {
@@ -31,6 +36,12 @@ final class HTTP1Connection: EventLoopIOHandler {
     }
 
     let fd: Int32
+    /// The TLS session over `fd`, for https; nil for plain http.
+    private let tls: TLSStream?
+    /// A TLS read that needs the socket writable, or a TLS write that needs it readable
+    /// (renegotiation-like record flows); the next event of that kind retries the other side.
+    private var tlsReadWantsWrite = false
+    private var tlsWriteWantsRead = false
     let loop: EventLoop
     let key: ConnectionKey
     let remoteAddress: SocketAddress
@@ -59,8 +70,9 @@ final class HTTP1Connection: EventLoopIOHandler {
     private var idleTimeoutNanos: UInt64 = 0
 
     init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, loop: EventLoop, pool: ConnectionPool,
-         configuration: SessionConfiguration, timings: ConnectTimings) {
+         configuration: SessionConfiguration, timings: ConnectTimings, tls: TLSStream? = nil) {
         self.fd = fd
+        self.tls = tls
         self.remoteAddress = remoteAddress
         self.key = key
         self.loop = loop
@@ -86,7 +98,12 @@ final class HTTP1Connection: EventLoopIOHandler {
             task.metrics.domainLookupEnd = self.connectTimings.domainLookupEnd
             task.metrics.connectStart = self.connectTimings.connectStart
             task.metrics.connectEnd = self.connectTimings.connectEnd
+            task.metrics.secureConnectionStart = self.connectTimings.secureConnectionStart
+            task.metrics.secureConnectionEnd = self.connectTimings.secureConnectionEnd
+            task.metrics.isResumedTLSSession = self.connectTimings.tlsResumed
         }
+        task.metrics.tlsProtocolVersion = self.connectTimings.tlsProtocol
+        task.metrics.tlsCipherSuite = self.connectTimings.tlsCipherSuite
         task.metrics.requestStart = now
         task.lastActivity = now
         switch self.machine.startRequest(idempotent: task.request.method.isIdempotent) {
@@ -211,6 +228,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.task = nil
         _ = self.machine.abort()
         _ = CHawser_set_linger_zero(self.fd)
+        self.tls?.abandon()
         self.close()
     }
 
@@ -260,23 +278,59 @@ final class HTTP1Connection: EventLoopIOHandler {
     }
 
     func ioReadable() {
+        if self.tls != nil {
+            if self.tlsWriteWantsRead {
+                self.tlsWriteWantsRead = false
+                self.flush()
+            }
+            // OpenSSL may hold decrypted bytes epoll cannot see: read until it holds none.
+            repeat {
+                self.readOnce()
+            } while !self.isClosed && self.tls!.hasBufferedPlaintext && !(self.task?.readingPaused ?? true)
+            return
+        }
+        self.readOnce()
+    }
+
+    private func readOnce() {
         guard !self.isClosed else { return }
         let b = self.acquireBuffer()
         let space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
         let result: IOResult<Int>
-        do {
-            result = try Posix.read(self.fd, space)
-        } catch {
-            self.releaseBuffer(b)
-            self.connectionFailed(HawserError(.connectionLost, "reading from \(self.remoteAddress) failed: \(error)", underlying: error))
-            return
+        if let tls = self.tls {
+            switch tls.read(into: space) {
+            case .bytes(let n):
+                result = .processed(n)
+            case .wantRead:
+                result = .wouldBlock
+            case .wantWrite:
+                self.tlsReadWantsWrite = true
+                self.setWriteInterest(true)
+                result = .wouldBlock
+            case .closed(let clean):
+                self.releaseBuffer(b)
+                self.peerClosed(cleanTLSClose: clean)
+                return
+            case .failed(let message):
+                self.releaseBuffer(b)
+                self.connectionFailed(HawserError(.secureConnectionFailed, "TLS read from \(self.remoteAddress) failed: \(message)"))
+                return
+            }
+        } else {
+            do {
+                result = try Posix.read(self.fd, space)
+            } catch {
+                self.releaseBuffer(b)
+                self.connectionFailed(HawserError(.connectionLost, "reading from \(self.remoteAddress) failed: \(error)", underlying: error))
+                return
+            }
         }
         switch result {
         case .wouldBlock:
             self.releaseBuffer(b)
         case .processed(0):
             self.releaseBuffer(b)
-            self.peerClosed()
+            self.peerClosed(cleanTLSClose: true)
         case .processed(let n):
             b.didWrite(n)
             guard let task = self.task else {
@@ -355,10 +409,22 @@ final class HTTP1Connection: EventLoopIOHandler {
         task.fail(HawserError(.protocolError, "invalid response from \(self.remoteAddress): \(error)", underlying: error))
     }
 
-    private func peerClosed() {
+    /// EOF. Over TLS, `cleanTLSClose` says whether close_notify came first: a close-delimited
+    /// body cut off without it may be a truncation attack, so it fails instead of ending.
+    private func peerClosed(cleanTLSClose: Bool) {
         guard let task = self.task else {
             _ = self.machine.connectionFailed()
             self.close()
+            return
+        }
+        if !cleanTLSClose, self.tls != nil, self.parser.isReadingCloseDelimitedBody {
+            let action = self.machine.connectionFailed()
+            _ = action
+            self.task = nil
+            self.close()
+            task.finish(.failure(HawserError(.connectionLost,
+                "\(self.remoteAddress) closed the TLS connection without close_notify during a close-delimited body: the response may be truncated",
+                url: task.request.url)))
             return
         }
         do {
@@ -407,6 +473,12 @@ final class HTTP1Connection: EventLoopIOHandler {
     }
 
     func ioWritable() {
+        if self.tlsReadWantsWrite {
+            self.tlsReadWantsWrite = false
+            if self.writes.isEmpty { self.setWriteInterest(false) }
+            self.ioReadable()
+            if self.isClosed { return }
+        }
         self.flush()
     }
 
@@ -432,8 +504,27 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.setWriteInterest(false)
     }
 
-    /// One send/writev of up to 8 pending buffers.
+    /// One send/writev of up to 8 pending buffers (over TLS: one SSL_write of the first buffer,
+    /// at most 64 KiB, which OpenSSL cuts into records).
     private func writeSome() throws(IOError) -> IOResult<Int> {
+        if let tls = self.tls {
+            let w = self.writes[0]
+            if w.bytes.count == w.offset { return .processed(0) }
+            let status = w.bytes.withUnsafeBytes { raw in
+                tls.write(UnsafeRawBufferPointer(rebasing: raw[w.offset..<min(raw.count, w.offset + 64 * 1024)]))
+            }
+            switch status {
+            case .bytes(let n): return .processed(n)
+            case .wantWrite: return .wouldBlock
+            case .wantRead:
+                self.tlsWriteWantsRead = true
+                return .wouldBlock
+            case .closed:
+                throw IOError(errnoCode: EPIPE, function: "SSL_write")
+            case .failed(let message):
+                throw IOError(errnoCode: EPROTO, function: "SSL_write: \(message)")
+            }
+        }
         if self.writes.count == 1 || self.writes[0].bytes.count - self.writes[0].offset >= 64 * 1024 {
             let w = self.writes[0]
             if w.bytes.count == w.offset { return .processed(0) }
@@ -550,6 +641,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.idleTimer?.cancel()
         self.idleTimer = nil
         self.loop.deregister(fd: self.fd)
+        self.tls?.shutdown()
         Posix.close(self.fd)
         let pending = self.writes
         self.writes.removeAll()

@@ -10,6 +10,11 @@ public struct TaskMetrics: Sendable, Hashable {
     public var connectEnd: UInt64?
     public var secureConnectionStart: UInt64?
     public var secureConnectionEnd: UInt64?
+    /// For a new TLS connection: whether the handshake resumed an earlier session.
+    public var isResumedTLSSession: Bool?
+    /// The TLS protocol version ("TLSv1.3") and cipher suite of the connection, if TLS.
+    public var tlsProtocolVersion: String?
+    public var tlsCipherSuite: String?
     public var requestStart: UInt64?
     public var requestEnd: UInt64?
     public var responseStart: UInt64?

@@ -1,0 +1,48 @@
+// Public TLS settings of a session: protocol floor, client identity, session resumption.
+// What to *trust* is decided by the server-trust evaluation (see ServerTrust and
+// SecurityPolicy); these settings only shape the handshake.
+
+/// A TLS protocol version.
+public enum TLSVersion: Int, Sendable, Comparable, CustomStringConvertible {
+    case tls1_0 = 0x0301
+    case tls1_1 = 0x0302
+    case tls1_2 = 0x0303
+    case tls1_3 = 0x0304
+
+    public static func < (a: TLSVersion, b: TLSVersion) -> Bool { a.rawValue < b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .tls1_0: return "TLSv1"
+        case .tls1_1: return "TLSv1.1"
+        case .tls1_2: return "TLSv1.2"
+        case .tls1_3: return "TLSv1.3"
+        }
+    }
+}
+
+/// A client certificate and its private key, presented when a server asks for one (mutual TLS).
+public enum TLSClientIdentity: Sendable, Hashable {
+    /// A PEM file holding the certificate (and optionally its chain), and a PEM private key
+    /// (which may be the same file). `password` decrypts an encrypted key.
+    case pem(certificateChainPath: String, privateKeyPath: String, password: String? = nil)
+    /// A PKCS#12 (.p12 / .pfx) bundle.
+    case pkcs12(path: String, password: String)
+}
+
+/// How a session speaks TLS.
+public struct TLSConfiguration: Sendable, Hashable {
+    /// The lowest protocol version offered (default TLS 1.2; TLS 1.0 and 1.1 are refused).
+    public var minimumVersion: TLSVersion = .tls1_2
+    /// The highest protocol version offered (nil: the highest OpenSSL supports, TLS 1.3).
+    public var maximumVersion: TLSVersion? = nil
+    /// The identity presented when a server requests a client certificate.
+    public var clientIdentity: TLSClientIdentity? = nil
+    /// Resume TLS sessions per origin (host and port), so a second connection skips the full
+    /// handshake. Metrics say whether a handshake was resumed.
+    public var sessionResumption = true
+    /// OpenSSL cipher list for TLS 1.2 and below (nil: OpenSSL's default).
+    public var cipherList: String? = nil
+
+    public init() {}
+}

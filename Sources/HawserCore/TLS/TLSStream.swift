@@ -1,0 +1,228 @@
+// One TLS connection over a non-blocking socket (OpenSSL with a socket BIO). The event loop
+// drives it: every call may answer "want read" or "want write", and the caller sets its
+// epoll interest accordingly. Loop-confined.
+import CHawser
+
+package final class TLSStream {
+    package enum IOStatus: Equatable {
+        /// `n` plaintext bytes were read or written.
+        case bytes(Int)
+        /// Wait until the socket is readable, then call again.
+        case wantRead
+        /// Wait until the socket is writable, then call again.
+        case wantWrite
+        /// The peer closed: `clean` when it sent close_notify first (a truncation attack or a
+        /// crashed server looks like an unclean close).
+        case closed(clean: Bool)
+        /// A fatal TLS or socket error, described.
+        case failed(String)
+    }
+
+    package enum HandshakeStatus: Equatable {
+        case done
+        case wantRead
+        case wantWrite
+        case failed(String, reasons: [Int32])
+    }
+
+    let ssl: OpaquePointer
+    let context: TLSContext
+    let origin: String
+    private var sessionSaved = false
+    private var shutDown = false
+
+    /// A client stream for `fd`, sending SNI `serverName` (nil for an IP literal, as RFC 6066 says)
+    /// and offering the cached session for `origin` ("host:port").
+    init(client context: TLSContext, fd: Int32, serverName: String?, origin: String) throws(HawserError) {
+        guard let ssl = SSL_new(context.ctx) else {
+            throw HawserError(.secureConnectionFailed, "cannot create a TLS connection: \(drainOpenSSLErrors().message)")
+        }
+        self.ssl = ssl
+        self.context = context
+        self.origin = origin
+        guard SSL_set_fd(ssl, fd) == 1 else {
+            SSL_free(ssl)
+            throw HawserError(.secureConnectionFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
+        }
+        if let serverName {
+            _ = CHawser_SSL_set_tlsext_host_name(ssl, serverName)
+        }
+        if let session = context.cachedSession(for: origin) {
+            _ = SSL_set_session(ssl, session)
+        }
+        SSL_set_connect_state(ssl)
+    }
+
+    /// A server stream for an accepted `fd`.
+    package init(server context: TLSContext, fd: Int32) throws(HawserError) {
+        guard let ssl = SSL_new(context.ctx) else {
+            throw HawserError(.secureConnectionFailed, "cannot create a TLS connection: \(drainOpenSSLErrors().message)")
+        }
+        self.ssl = ssl
+        self.context = context
+        self.origin = ""
+        guard SSL_set_fd(ssl, fd) == 1 else {
+            SSL_free(ssl)
+            throw HawserError(.secureConnectionFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
+        }
+        SSL_set_accept_state(ssl)
+    }
+
+    deinit {
+        SSL_free(self.ssl)
+    }
+
+    // MARK: - Handshake
+
+    package func handshake() -> HandshakeStatus {
+        ERR_clear_error()
+        let r = SSL_do_handshake(self.ssl)
+        if r == 1 {
+            self.saveSessionIfResumable()
+            return .done
+        }
+        switch SSL_get_error(self.ssl, r) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_SYSCALL:
+            let (message, reasons) = drainOpenSSLErrors()
+            let errno = Glibc.errno
+            if !message.isEmpty { return .failed(message, reasons: reasons) }
+            return .failed(errno == 0 ? "the peer closed the connection during the TLS handshake"
+                                      : "socket error during the TLS handshake: \(IOError(errnoCode: errno, function: "SSL_do_handshake"))",
+                           reasons: reasons)
+        default:
+            let (message, reasons) = drainOpenSSLErrors()
+            return .failed(message.isEmpty ? "the TLS handshake failed" : message, reasons: reasons)
+        }
+    }
+
+    // MARK: - Data
+
+    package func read(into buffer: UnsafeMutableRawBufferPointer) -> IOStatus {
+        ERR_clear_error()
+        var n = 0
+        let r = SSL_read_ex(self.ssl, buffer.baseAddress, buffer.count, &n)
+        if r == 1 {
+            // TLS 1.3 delivers session tickets after the handshake, so the session becomes
+            // resumable only once application data flows.
+            if !self.sessionSaved { self.saveSessionIfResumable() }
+            return .bytes(n)
+        }
+        return self.status(after: Int32(r), operation: "read")
+    }
+
+    package func write(_ bytes: UnsafeRawBufferPointer) -> IOStatus {
+        if bytes.isEmpty { return .bytes(0) }
+        ERR_clear_error()
+        var n = 0
+        let r = SSL_write_ex(self.ssl, bytes.baseAddress, bytes.count, &n)
+        if r == 1 { return .bytes(n) }
+        return self.status(after: Int32(r), operation: "write")
+    }
+
+    /// Decrypted bytes OpenSSL holds that epoll cannot see.
+    package var hasBufferedPlaintext: Bool { SSL_pending(self.ssl) > 0 }
+
+    private func status(after r: Int32, operation: String) -> IOStatus {
+        switch SSL_get_error(self.ssl, r) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN: return .closed(clean: true)
+        case SSL_ERROR_SYSCALL:
+            let errno = Glibc.errno
+            let (message, _) = drainOpenSSLErrors()
+            if !message.isEmpty { return .failed(message) }
+            if errno == 0 || errno == ECONNRESET && operation == "read" { return .closed(clean: false) }
+            return .failed("TLS \(operation) failed: \(IOError(errnoCode: errno, function: "SSL_\(operation)"))")
+        case SSL_ERROR_SSL:
+            let (message, reasons) = drainOpenSSLErrors()
+            // OpenSSL 3 reports an EOF without close_notify as an error of its own.
+            if reasons.contains(Int32(SSL_R_UNEXPECTED_EOF_WHILE_READING)) { return .closed(clean: false) }
+            return .failed(message.isEmpty ? "TLS \(operation) failed" : message)
+        default:
+            let (message, _) = drainOpenSSLErrors()
+            return .failed(message.isEmpty ? "TLS \(operation) failed" : message)
+        }
+    }
+
+    /// Sends close_notify once, without waiting for the peer's (RFC 8446 §6.1 allows a
+    /// half-close; the socket is closed right after).
+    package func shutdown() {
+        guard !self.shutDown else { return }
+        self.shutDown = true
+        ERR_clear_error()
+        _ = SSL_shutdown(self.ssl)
+        _ = drainOpenSSLErrors()
+    }
+
+    /// Marks the stream as not to be shut down gracefully (it is being reset).
+    func abandon() {
+        self.shutDown = true
+        SSL_set_quiet_shutdown(self.ssl, 1)
+    }
+
+    // MARK: - What the handshake established
+
+    /// The peer's certificates as presented, leaf first, DER.
+    package func peerCertificateChainDER() -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        // For a client, SSL_get_peer_cert_chain includes the leaf.
+        guard let chain = SSL_get_peer_cert_chain(self.ssl) else {
+            if let leaf = SSL_get1_peer_certificate(self.ssl) {
+                defer { X509_free(leaf) }
+                if let der = Self.der(leaf) { out.append(der) }
+            }
+            return out
+        }
+        for i in 0..<CHawser_sk_X509_num(chain) {
+            if let x = CHawser_sk_X509_value(chain, i), let der = Self.der(x) { out.append(der) }
+        }
+        return out
+    }
+
+    private static func der(_ x: OpaquePointer) -> [UInt8]? {
+        let len = i2d_X509(x, nil)
+        guard len > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(len))
+        let written = bytes.withUnsafeMutableBufferPointer { p -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = p.baseAddress
+            return i2d_X509(x, &cursor)
+        }
+        return written == len ? bytes : nil
+    }
+
+    package var isResumed: Bool { SSL_session_reused(self.ssl) == 1 }
+
+    package var protocolVersion: String {
+        guard let v = SSL_get_version(self.ssl) else { return "unknown" }
+        return String(cString: v)
+    }
+
+    package var cipherSuite: String? {
+        guard let c = SSL_get_current_cipher(self.ssl), let name = SSL_CIPHER_get_name(c) else { return nil }
+        return String(cString: name)
+    }
+
+    package var negotiatedALPN: String? {
+        var data: UnsafePointer<UInt8>? = nil
+        var len: UInt32 = 0
+        SSL_get0_alpn_selected(self.ssl, &data, &len)
+        guard let data, len > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(len)), as: UTF8.self)
+    }
+
+    private func saveSessionIfResumable() {
+        guard !self.context.isServer, !self.sessionSaved, let s = SSL_get1_session(self.ssl) else { return }
+        if SSL_SESSION_is_resumable(s) == 1 {
+            self.context.store(session: s, for: self.origin)
+            self.sessionSaved = true
+        } else {
+            SSL_SESSION_free(s)
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
