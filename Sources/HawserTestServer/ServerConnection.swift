@@ -168,6 +168,13 @@ final class ServerConnection: EventLoopIOHandler {
             let n = Int(parts[1]) ?? 0
             let location = n <= 1 ? "/hello" : "/redirect/\(n - 1)"
             self.send(status: 302, body: [], extra: [("Location", location)], head: isHead)
+        case ("redirect-to", 1):
+            // 302 (or ?status=N) to ?url=… (percent-encoded), for redirect rules and cross-origin tests.
+            let status = query["status"].flatMap(Int.init) ?? 302
+            let location = Self.percentDecoded(query["url"] ?? "/hello")
+            self.send(status: status, body: Array("redirecting".utf8), extra: [("Location", location)], head: isHead)
+        case ("redirect-loop", 1):
+            self.send(status: 302, body: [], extra: [("Location", "/redirect-loop")], head: isHead)
         case ("gzip", 1):
             let json = Array(#"{"gzipped":true,"text":"Hello, World! Hello, World! Hello, World!"}"#.utf8)
             self.send(status: 200, body: Gzip.compress(json), extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], head: isHead)
@@ -346,6 +353,21 @@ final class ServerConnection: EventLoopIOHandler {
         var out = [UInt8](repeating: 0, count: max(0, n))
         for i in 0..<out.count { out[i] = UInt8(i % 251) }
         return out
+    }
+
+    static func percentDecoded(_ s: String) -> String {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            if b == UInt8(ascii: "%"), bytes.count >= 2,
+               let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                out.append(v)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b == UInt8(ascii: "+") ? UInt8(ascii: " ") : b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func split(_ target: String) -> (String, [String: String]) {

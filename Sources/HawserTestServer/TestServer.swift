@@ -18,6 +18,8 @@ import Glibc
 /// - `GET /status/N`: status N with an empty body.
 /// - `GET /delay/MS`: 200 after MS milliseconds.
 /// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
+/// - `ANY /redirect-to?url=U[&status=N]`: status N (default 302) to the percent-encoded `U`.
+/// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
 /// - `GET /close-delimited/N`: N bytes, no Content-Length, then the server closes.
 /// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.

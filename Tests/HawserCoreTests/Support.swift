@@ -56,7 +56,7 @@ func expectNoFDLeak(_ what: String = "", _ body: () async throws -> Void) async 
 }
 
 /// Counts every delegate event and records the order, for exactly-once assertions.
-final class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
+class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
     struct Record: Sendable {
         var interim: [Int] = []
         var head: HTTPResponseHead?
@@ -96,6 +96,15 @@ final class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
             $0.metrics = metrics
         }
         self.finished.signal()
+    }
+
+    // The protocol's defaults, as methods so subclasses can override them.
+    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+        completion(newRequest)
+    }
+    func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+        completion(nil)
     }
 
     /// Waits for the completion, then gives the loop a moment to deliver a (wrong) second one.

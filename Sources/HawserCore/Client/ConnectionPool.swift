@@ -80,6 +80,15 @@ final class ConnectionPool: @unchecked Sendable {
         self.connectIfNeeded(key)
     }
 
+    /// Sends a task that is already the pool's again, with a new request (a followed redirect).
+    func redispatch(_ task: RequestTask) {
+        if self.isShutDown {
+            task.finish(.failure(HawserError(.sessionShutDown, "the session has been shut down", url: task.request.url)))
+            return
+        }
+        self.dispatch(task, front: false)
+    }
+
     /// Replays `task` once on another connection (its reused one was dead).
     func retry(_ task: RequestTask) {
         task.state = .created

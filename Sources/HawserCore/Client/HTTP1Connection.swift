@@ -165,7 +165,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     private static func endStream(_ writer: RequestBodyWriter) async {
         await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
             writer.task.eventLoop.execute {
-                if writer.ended == nil, case .executing(let c) = writer.task.state {
+                if writer.ended == nil, writer.task.bodyWriter === writer, case .executing(let c) = writer.task.state {
                     c.finishBodyStream(for: writer.task)
                 }
                 cont.resume()
@@ -236,7 +236,7 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     func updateReadInterest() {
         guard !self.isClosed else { return }
-        let wantRead = !(self.task?.readingPaused ?? false)
+        let wantRead = !(self.task?.readingSuspended ?? false)
         if wantRead != self.readingInterest {
             self.readingInterest = wantRead
             self.loop.setInterest(fd: self.fd, readable: wantRead, writable: self.writingInterest)
@@ -248,8 +248,8 @@ final class HTTP1Connection: EventLoopIOHandler {
         guard !self.stash.isEmpty || !self.parser.isIdle, let task = self.task else { return }
         // Deferred to the next turn of the loop: this may be called from inside another
         // connection's delegate callback, while that connection owns the shared buffer.
-        self.loop.executeInLoop { [unowned(unsafe) self] in
-            guard self.task === task, !task.readingPaused, !self.isClosed else { return }
+        self.loop.executeInLoop { [self] in  // strong: the connection may close (and leave the pool) before this runs
+            guard self.task === task, !task.readingSuspended, !self.isClosed else { return }
             self.processBuffer(self.acquireBuffer())
         }
     }
@@ -286,7 +286,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             // OpenSSL may hold decrypted bytes epoll cannot see: read until it holds none.
             repeat {
                 self.readOnce()
-            } while !self.isClosed && self.tls!.hasBufferedPlaintext && !(self.task?.readingPaused ?? true)
+            } while !self.isClosed && self.tls!.hasBufferedPlaintext && !(self.task?.readingSuspended ?? true)
             return
         }
         self.readOnce()
@@ -353,7 +353,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// events until they are drained, the response ends, reading is paused, or the task goes away.
     private func processBuffer(_ buffer: ReadBuffer) {
         var completed: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
-        while let task = self.task, !task.readingPaused, !self.isClosed {
+        while let task = self.task, !task.readingSuspended, !self.isClosed {
             let consumed: Int
             let event: HTTP1ResponseEvent?
             do {
@@ -373,11 +373,11 @@ final class HTTP1Connection: EventLoopIOHandler {
                 if head.isInterim {
                     task.delegate.task(task, didReceiveInterimHead: head)
                 } else {
-                    task.delegate.task(task, didReceiveHead: head)
+                    task.receivedHead(head)
                 }
             case .body(let range):
                 let slice = UnsafeRawBufferPointer(rebasing: buffer.readable[range])
-                task.delegate.task(task, didReceiveBody: slice)
+                task.receivedBody(slice)
                 buffer.consume(consumed)
             case .trailers(let t):
                 buffer.consume(consumed)

@@ -22,7 +22,10 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     /// The request as given.
-    public let request: HTTPClientRequest
+    public let originalRequest: HTTPClientRequest
+    /// The request being executed: the original one, or where redirects led (NSURLSessionTask's
+    /// currentRequest). Changes only on the event loop; read it from delegate callbacks.
+    public internal(set) var request: HTTPClientRequest
     /// The loop this task runs on.
     public let eventLoop: EventLoop
     let delegate: any ResponseDelegate
@@ -40,6 +43,16 @@ public final class RequestTask: @unchecked Sendable {
     /// The task's one timer: due at the earlier of the idle and the resource deadline.
     var timer: Scheduled?
     var readingPaused = false
+    /// Reading is held while a delegate decides about this response (a redirect, a challenge).
+    var decisionPending = false
+    /// Whether the connection should stop reading for this task now.
+    var readingSuspended: Bool { self.readingPaused || self.decisionPending }
+    /// The request that replaces this one once the current response (a followed redirect) ends.
+    var followUp: HTTPClientRequest?
+    /// A redirect's body is being drained while the delegate finds a new body stream;
+    /// `responseDrained` records that it ended before the answer came.
+    var drainingResponse = false
+    var responseDrained = false
     var bodyWriter: RequestBodyWriter?
     var bodyBytesSent: Int64 = 0
 
@@ -49,6 +62,7 @@ public final class RequestTask: @unchecked Sendable {
     init(request: HTTPClientRequest, key: ConnectionKey, encodedHead: [UInt8], eventLoop: EventLoop,
          delegate: any ResponseDelegate, pool: ConnectionPool) {
         self.request = request
+        self.originalRequest = request
         self.key = key
         self.encodedHead = encodedHead
         self.eventLoop = eventLoop
@@ -141,7 +155,7 @@ public final class RequestTask: @unchecked Sendable {
             return
         }
         // The idle clock does not run while the consumer holds the response back.
-        if self.readingPaused { self.lastActivity = now }
+        if self.readingSuspended { self.lastActivity = now }
         if now &- self.lastActivity >= self.idleTimeoutNanos {
             let seconds = Double(self.idleTimeoutNanos) / 1e9
             self.fail(HawserError(.idleTimeout, "no data moved for \(seconds) s"))
@@ -169,6 +183,18 @@ public final class RequestTask: @unchecked Sendable {
     /// task that never reached its pool (its loop had shut down): the pool is not ours to touch then.
     func finish(_ result: Result<HTTPHeaders?, HawserError>, notifyPool: Bool = true) {
         if case .finished = self.state { return }
+        if case .success = result {
+            if let next = self.followUp {
+                self.followUp = nil
+                self.restart(with: next)
+                return
+            }
+            if self.drainingResponse {
+                self.responseDrained = true
+                self.state = .created
+                return
+            }
+        }
         self.state = .finished
         self.timer?.cancel()
         self.timer = nil
@@ -183,7 +209,9 @@ public final class RequestTask: @unchecked Sendable {
 /// Writes a streamed request body. Each `write` suspends until the bytes were handed to the
 /// socket (back-pressure), and throws if the task ended meanwhile.
 public final class RequestBodyWriter: @unchecked Sendable {
-    unowned(unsafe) let task: RequestTask
+    /// Strong: the producer may outlive the task's exchange (a failure, a redirect), and must
+    /// find out safely. The cycle through `task.bodyWriter` is broken when the exchange ends.
+    let task: RequestTask
     // Loop-confined.
     var ended: Result<HTTPHeaders?, HawserError>?
     var written: Int64 = 0
@@ -199,7 +227,7 @@ public final class RequestBodyWriter: @unchecked Sendable {
                     cont.resume(throwing: Self.endedError(ended))
                     return
                 }
-                guard case .executing(let c) = self.task.state else {
+                guard self.task.bodyWriter === self, case .executing(let c) = self.task.state else {
                     cont.resume(throwing: HawserError(.cancelled, "the task is no longer running"))
                     return
                 }

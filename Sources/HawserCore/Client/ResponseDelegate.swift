@@ -17,9 +17,27 @@ public protocol ResponseDelegate: AnyObject, Sendable {
     func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?)
     /// The task ended: with the trailers (if any) on success, or with the error. Called exactly once.
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics)
+
+    /// A redirect (`response`, 301/302/303/307/308) is about to be followed with `newRequest`
+    /// (NSURLSession's willPerformHTTPRedirection). Call `completion` once, from any thread:
+    /// with `newRequest`, a changed request, or nil to refuse — then the redirect response itself
+    /// is delivered as the final response. Reading pauses until it is called. Default: follow.
+    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+              completion: @escaping @Sendable (HTTPClientRequest?) -> Void)
+
+    /// A 307/308 redirect must send the request body again but it was a stream, which cannot be
+    /// replayed: answer a new stream, or nil to fail the task. Default: nil.
+    func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void)
 }
 
 extension ResponseDelegate {
     public func task(_ task: RequestTask, didReceiveInterimHead head: HTTPResponseHead) {}
     public func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {}
+    public func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+                     completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+        completion(newRequest)
+    }
+    public func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+        completion(nil)
+    }
 }

@@ -51,9 +51,7 @@ public final class Session: Sendable {
         var head: [UInt8] = []
         var failure: HawserError? = nil
         do {
-            let info = try request.wireInfo()
-            key = info.key
-            head = try self.encodeHead(request, target: info.target, hostHeader: info.hostHeader)
+            (key, head) = try Self.prepare(request, configuration: self.configuration)
         } catch {
             failure = error
         }
@@ -127,12 +125,19 @@ public final class Session: Sendable {
         if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
     }
 
-    private func encodeHead(_ request: HTTPClientRequest, target: String, hostHeader: String) throws(HawserError) -> [UInt8] {
+    /// The origin `request` goes to and its encoded head.
+    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> (key: ConnectionKey, head: [UInt8]) {
+        let info = try request.wireInfo()
+        return (info.key, try Self.encodeHead(request, target: info.target, hostHeader: info.hostHeader, configuration: configuration))
+    }
+
+    private static func encodeHead(_ request: HTTPClientRequest, target: String, hostHeader: String,
+                                   configuration: SessionConfiguration) throws(HawserError) -> [UInt8] {
         var headers = request.headers
         if !headers.contains(name: "Host") {
             headers.add(name: "Host", value: hostHeader)
         }
-        for field in self.configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
+        for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
             headers.add(name: field.name, value: field.value)
         }
         if let body = request.body {

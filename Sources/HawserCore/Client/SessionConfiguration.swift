@@ -21,6 +21,8 @@ public struct SessionConfiguration: Sendable {
     public var maximumBufferedBodySize: Int = 256 * 1024 * 1024
     /// Bytes read from a socket per read call. Default 64 KiB.
     public var readChunkSize: Int = 64 * 1024
+    /// Which redirects are followed, how many, and whether https may lead to http.
+    public var redirects = RedirectConfiguration()
 
     public init() {}
 

@@ -23,6 +23,8 @@ public struct TaskMetrics: Sendable, Hashable {
     public var isReusedConnection = false
     /// How many times the task was retried on a fresh connection after a stale one failed.
     public var retryCount = 0
+    /// How many redirects the task followed (the timings above are those of the last request).
+    public var redirectCount = 0
     /// The peer's address.
     public var remoteAddress: SocketAddress?
     /// Bytes of request head and body written to the socket.

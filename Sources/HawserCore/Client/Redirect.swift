@@ -1,0 +1,113 @@
+// Following redirects (RFC 9110 §15.4), as a pure function of the request and the response,
+// so every rule is testable without a socket.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserHTTP1
+
+/// How a session follows redirects.
+public struct RedirectConfiguration: Sendable, Hashable {
+    /// Follow 301, 302, 303, 307 and 308 responses that carry a `Location` (default true).
+    public var followsRedirects = true
+    /// The most redirects one task follows; one more is a `tooManyRedirects` error (default 16).
+    public var maximumRedirects = 16
+    /// Allow an https URL to redirect to an http one (default false: such a redirect fails with
+    /// `redirectRefused`, since it would send the request, and its cookies, in the clear).
+    public var allowsInsecureDowngrade = false
+
+    public init() {}
+}
+
+enum Redirect {
+    static let statuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// Fields that describe a request body: dropped with the body.
+    static let bodyFields = ["Content-Length", "Content-Type", "Transfer-Encoding", "Content-Encoding",
+                             "Content-Language", "Content-Location", "Expect"]
+    /// Credentials that must not follow a request to another origin.
+    static let credentialFields = ["Authorization", "Cookie", "Proxy-Authorization"]
+
+    /// The request that follows `response` to `request`, nil when the response is not a redirect
+    /// to follow, or an error when it is one that must not be followed. `redirectsSoFar` counts
+    /// the redirects already followed by this task.
+    static func nextRequest(after request: HTTPClientRequest, response: HTTPResponseHead,
+                            redirectsSoFar: Int, configuration: RedirectConfiguration) -> Result<HTTPClientRequest, HawserError>? {
+        guard configuration.followsRedirects, Self.statuses.contains(response.status),
+              let location = response.headers["Location"] else { return nil }
+        if redirectsSoFar >= configuration.maximumRedirects {
+            return .failure(HawserError(.tooManyRedirects,
+                "more than \(configuration.maximumRedirects) redirects (the last one, \(response.status), to \(location))",
+                url: request.url))
+        }
+        guard let target = Self.resolve(location, against: request.url) else {
+            return .failure(HawserError(.redirectRefused, "the \(response.status) redirect's Location '\(location)' is not a valid URL",
+                                        url: request.url))
+        }
+        let scheme = target.scheme?.lowercased() ?? ""
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(HawserError(.redirectRefused, "refusing a redirect to the unsupported scheme '\(scheme)' (\(target.absoluteString))",
+                                        url: request.url))
+        }
+        if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
+            return .failure(HawserError(.redirectRefused,
+                "refusing to follow a redirect from https to http (\(target.absoluteString)); set allowsInsecureDowngrade to allow it",
+                url: request.url))
+        }
+
+        var next = request
+        next.url = target
+        // 301 and 302 turn POST into GET (what every client does, RFC 9110 §15.4.2-3);
+        // 303 turns everything but HEAD into GET; 307 and 308 keep the method and the body.
+        let toGet: Bool
+        switch response.status {
+        case 301, 302: toGet = request.method == .post
+        case 303: toGet = request.method != .head && request.method != .get
+        default: toGet = false
+        }
+        if toGet || response.status == 303 {
+            if toGet { next.method = .get }
+            next.body = nil
+            for f in Self.bodyFields { next.headers.remove(name: f) }
+        }
+        next.headers.remove(name: "Host")
+        if !Self.sameOrigin(request.url, target) {
+            for f in Self.credentialFields { next.headers.remove(name: f) }
+        }
+        return .success(next)
+    }
+
+    /// RFC 3986 reference resolution; a target without a fragment inherits the original's
+    /// (RFC 9110 §10.2.2).
+    static func resolve(_ location: String, against base: URL) -> URL? {
+        let trimmed = location.trimmingASCIIWhitespace
+        guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL,
+              url.host(percentEncoded: false)?.isEmpty == false else { return nil }
+        if url.fragment(percentEncoded: true) == nil, let f = base.fragment(percentEncoded: true),
+           let withFragment = URL(string: url.absoluteString + "#" + f) {
+            return withFragment
+        }
+        return url
+    }
+
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        let sa = a.scheme?.lowercased(), sb = b.scheme?.lowercased()
+        return sa == sb
+            && a.host(percentEncoded: false)?.lowercased() == b.host(percentEncoded: false)?.lowercased()
+            && Self.port(a) == Self.port(b)
+    }
+
+    static func port(_ u: URL) -> Int {
+        u.port ?? (u.scheme?.lowercased() == "https" ? 443 : 80)
+    }
+}
+
+extension String {
+    var trimmingASCIIWhitespace: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}
