@@ -74,6 +74,10 @@ final class ScriptedServer: @unchecked Sendable {
 
     /// Raw bytes each connection received.
     var requests: [[UInt8]] { self.received.withLock { $0 } }
+    /// Bytes read after the last `readRequest` step of each finished script (e.g. a body the
+    /// client sent although the server had answered).
+    var unrequestedBytes: Int { self.extra.withLock { $0 } }
+    private let extra = Mutex<Int>(0)
 
     private func acceptLoop() {
         defer { close(self.listenFD); self.threads.leave() }
@@ -144,6 +148,7 @@ final class ScriptedServer: @unchecked Sendable {
                 closed = true
             }
         }
+        self.extra.withLock { $0 += inbox.count }
         close(fd)
     }
 

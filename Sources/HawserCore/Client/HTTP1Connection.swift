@@ -118,27 +118,66 @@ final class HTTP1Connection: EventLoopIOHandler {
             task.metrics.requestEnd = TaskMetrics.now()
             _ = self.machine.requestSent()
         }
+        if task.request.body != nil, Session.expectsContinue(task.request, configuration: self.pool.configuration) {
+            // Expect: 100-continue: the head now, the body on 100, on the timeout, or never
+            // (a final status came first).
+            self.enqueue(PendingWrite(bytes: head))
+            self.heldBody = { [unowned(unsafe) self] in self.sendBody(of: task, head: [], sent: sent) }
+            self.continueTimer = self.loop.scheduleInLoop(in: RequestTask.nanos(self.pool.configuration.expectContinueTimeout)) {
+                [unowned(unsafe) self] in
+                self.continueTimer = nil
+                self.releaseHeldBody()
+            }
+        } else {
+            self.sendBody(of: task, head: head, sent: sent)
+        }
+        self.flush()
+        self.updateReadInterest()
+        // No stash to process: a connection is reused only when nothing followed its last response.
+    }
+
+    /// The body held back for 100 Continue, and the timer that sends it anyway.
+    private var heldBody: (() -> Void)?
+    private var continueTimer: Scheduled?
+
+    private func releaseHeldBody() {
+        self.continueTimer?.cancel()
+        self.continueTimer = nil
+        guard let body = self.heldBody else { return }
+        self.heldBody = nil
+        body()
+        self.flush()
+    }
+
+    /// A final status arrived before the body was sent: it never will be (the connection then
+    /// closes after the response, RFC 9110 §10.1.1).
+    private func dropHeldBody() {
+        self.continueTimer?.cancel()
+        self.continueTimer = nil
+        self.heldBody = nil
+    }
+
+    /// Queues the request body (after `head`, which may be empty).
+    private func sendBody(of task: RequestTask, head: [UInt8], sent: @escaping (HawserError?) -> Void) {
+        var head = head
         switch task.request.body {
         case nil:
             self.enqueue(PendingWrite(bytes: head, completion: sent))
-        case .bytes(let body) where body.count <= 16 * 1024:
+        case .bytes(let body) where body.count <= 16 * 1024 && !head.isEmpty:
             head.append(contentsOf: body)
             self.enqueue(PendingWrite(bytes: head, bodyBytes: body.count, completion: sent))
         case .bytes(let body):
-            self.enqueue(PendingWrite(bytes: head))
+            if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
             self.enqueue(PendingWrite(bytes: body, bodyBytes: body.count, completion: sent))
         case .stream(let length, let producer):
             self.streamLength = length
             self.streamChunked = length == nil
             task.bodyBytesSent = 0
-            self.enqueue(PendingWrite(bytes: head))
+            if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
             let writer = RequestBodyWriter(task: task)
             task.bodyWriter = writer
             Self.startProducer(producer, writer)
         }
-        self.flush()
-        self.updateReadInterest()
-        // No stash to process: a connection is reused only when nothing followed its last response.
     }
 
     /// Runs the body producer as a Swift task; its writes hop to the loop and wait for the socket.
@@ -226,6 +265,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     func abort(_ task: RequestTask) {
         guard self.task === task else { return }
         self.task = nil
+        self.dropHeldBody()
         _ = self.machine.abort()
         _ = CHawser_set_linger_zero(self.fd)
         self.tls?.abandon()
@@ -371,8 +411,13 @@ final class HTTP1Connection: EventLoopIOHandler {
             case .head(let head):
                 buffer.consume(consumed)
                 if head.isInterim {
+                    if head.status == 100 { self.releaseHeldBody() }
                     task.delegate.task(task, didReceiveInterimHead: head)
                 } else {
+                    if self.heldBody != nil {
+                        self.dropHeldBody()
+                        task.bodyWithheld = true
+                    }
                     task.receivedHead(head)
                 }
             case .body(let range):
@@ -637,6 +682,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     func close() {
         guard !self.isClosed else { return }
         self.isClosed = true
+        self.dropHeldBody()
         self.idleSince = nil
         self.idleTimer?.cancel()
         self.idleTimer = nil

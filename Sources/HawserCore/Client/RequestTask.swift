@@ -52,6 +52,9 @@ public final class RequestTask: @unchecked Sendable {
     /// A redirect's body is being drained while the delegate finds a new body stream;
     /// `responseDrained` records that it ended before the answer came.
     var drainingResponse = false
+    /// The server answered before the 100-continue body was sent, which was then never sent.
+    var bodyWithheld = false
+    var countsFollowUpAsRedirect = true
     var responseDrained = false
     var bodyWriter: RequestBodyWriter?
     var bodyBytesSent: Int64 = 0

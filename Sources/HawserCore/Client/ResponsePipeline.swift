@@ -7,6 +7,18 @@ extension RequestTask {
     /// A final response head from the connection.
     func receivedHead(_ head: HTTPResponseHead) {
         let configuration = self.pool.configuration
+        if head.status == 417, self.bodyWithheld {
+            // 417 Expectation Failed: the server will not do 100-continue; send it again without
+            // the expectation (RFC 9110 §10.1.1), once.
+            self.bodyWithheld = false
+            var again = self.request
+            again.expectsContinue = false
+            again.headers.remove(name: "Expect")
+            self.followUp = again
+            self.countsFollowUpAsRedirect = false
+            return
+        }
+        self.bodyWithheld = false
         switch Redirect.nextRequest(after: self.request, response: head, redirectsSoFar: self.metrics.redirectCount,
                                     configuration: configuration.redirects) {
         case nil:
@@ -102,7 +114,8 @@ extension RequestTask {
         self.request = next
         self.key = prepared.key
         self.encodedHead = prepared.head
-        self.metrics.redirectCount += 1
+        if self.countsFollowUpAsRedirect { self.metrics.redirectCount += 1 }
+        self.countsFollowUpAsRedirect = true
         self.bodyWriter?.taskEnded(.failure(HawserError(.cancelled, "the request was redirected; this body stream is no longer read")))
         self.bodyWriter = nil
         self.bodyBytesSent = 0

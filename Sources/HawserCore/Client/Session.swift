@@ -125,6 +125,16 @@ public final class Session: Sendable {
         if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
     }
 
+    /// Whether `request` waits for 100 Continue before its body (RFC 9110 §10.1.1).
+    static func expectsContinue(_ request: HTTPClientRequest, configuration: SessionConfiguration) -> Bool {
+        guard let body = request.body else { return false }
+        if let explicit = request.expectsContinue { return explicit }
+        if request.headers["Expect"]?.lowercased() == "100-continue" { return true }
+        guard let threshold = configuration.expectContinueThreshold else { return false }
+        guard let length = body.knownLength else { return true }
+        return length >= threshold
+    }
+
     /// The origin `request` goes to and its encoded head.
     static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> (key: ConnectionKey, head: [UInt8]) {
         let info = try request.wireInfo()
@@ -141,6 +151,9 @@ public final class Session: Sendable {
             headers.add(name: field.name, value: field.value)
         }
         if let body = request.body {
+            if Self.expectsContinue(request, configuration: configuration), !headers.contains(name: "Expect") {
+                headers.add(name: "Expect", value: "100-continue")
+            }
             if let length = body.knownLength {
                 headers.replaceOrAdd(name: "Content-Length", value: String(length))
                 headers.remove(name: "Transfer-Encoding")

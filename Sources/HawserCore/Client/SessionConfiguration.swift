@@ -21,6 +21,11 @@ public struct SessionConfiguration: Sendable {
     public var maximumBufferedBodySize: Int = 256 * 1024 * 1024
     /// Bytes read from a socket per read call. Default 64 KiB.
     public var readChunkSize: Int = 64 * 1024
+    /// Bodies of at least this many bytes (or of unknown length) are sent with
+    /// `Expect: 100-continue` unless the request says otherwise; nil: only when a request asks.
+    public var expectContinueThreshold: Int64? = 1024 * 1024
+    /// How long to wait for `100 Continue` (or a final status) before sending the body anyway.
+    public var expectContinueTimeout: Double = 1.0
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 
