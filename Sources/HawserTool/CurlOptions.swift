@@ -17,6 +17,8 @@ struct CurlOptions {
     var connectTimeout: Double?    // --connect-timeout
     var writeOut: String?          // -w
     var failOnError = false        // -f
+    var followRedirects = false    // -L
+    var maxRedirects: Int?         // --max-redirs
 
     /// Exit status for a usage error, as curl (CURLE_FAILED_INIT is 2 for bad options).
     static let usageExit: Int32 = 2
@@ -38,13 +40,15 @@ struct CurlOptions {
       -S, --show-error           with -s, still print errors
       -v, --verbose              print request and response heads and timings to stderr
       -f, --fail                 exit 22 on HTTP status >= 400
+      -L, --location             follow redirects (each redirect's head is shown with -i)
+          --max-redirs N         at most N redirects with -L (default 50 as curl; -1: no limit)
       -w, --write-out FORMAT     print FORMAT after the transfer: %{http_code} %{size_download}
                                  %{size_header} %{time_connect} %{time_starttransfer} %{time_total}
                                  %{num_connects} %{url_effective} %{content_type} %{remote_ip} %{remote_port}
           --max-time SECONDS     limit the whole transfer
           --connect-timeout S    limit connecting
     Exit status (curl's): 0 ok, 2 usage, 3 bad URL, 6 cannot resolve, 7 cannot connect,
-      8 invalid response, 22 HTTP error with -f, 23 write error, 28 timeout, 52 empty reply, 56 connection lost.
+      8 invalid response, 22 HTTP error with -f, 47 too many redirects, 23 write error, 28 timeout, 52 empty reply, 56 connection lost.
     """
 
     static func parse(_ args: [String]) throws -> CurlOptions {
@@ -80,6 +84,12 @@ struct CurlOptions {
             case "-S", "--show-error": o.showError = true
             case "-v", "--verbose": o.verbose = true
             case "-f", "--fail": o.failOnError = true
+            case "-L", "--location": o.followRedirects = true
+            case "--max-redirs":
+                let v = try value(a)
+                guard let n = Int(v), n >= -1 else { throw UsageError(description: "--max-redirs needs a number, not '\(v)'") }
+                o.maxRedirects = n
+
             case "-w", "--write-out": o.writeOut = try value(a)
             case "--max-time", "-m":
                 let v = try value(a)
@@ -94,7 +104,7 @@ struct CurlOptions {
                     // Combined short flags: -sS, -iv …
                     var expanded: [String] = []
                     for ch in a.dropFirst() { expanded.append("-\(ch)") }
-                    let known: Set<String> = ["-i", "-I", "-s", "-S", "-v", "-f"]
+                    let known: Set<String> = ["-i", "-I", "-s", "-S", "-v", "-f", "-L"]
                     if let bad = expanded.first(where: { !known.contains($0) }) {
                         throw UsageError(description: "unknown option '\(bad)' in '\(a)'")
                     }
@@ -120,6 +130,7 @@ struct CurlOptions {
         if self.showError { o.showError = true }
         if self.verbose { o.verbose = true }
         if self.failOnError { o.failOnError = true }
+        if self.followRedirects { o.followRedirects = true }
         return true
     }
 }

@@ -32,6 +32,11 @@ enum GetCommand {
             config.timeoutIntervalForResource = t
             config.connectTimeout = min(config.connectTimeout, t)
         }
+        config.redirects.followsRedirects = o.followRedirects
+        // curl's default is 50 with -L; -1 means no limit.
+        config.redirects.maximumRedirects = o.maxRedirects.map { $0 < 0 ? Int.max : $0 } ?? 50
+        // Like curl, the tool sends a body only when asked (no automatic 100-continue wait
+        // below curl's own 1 MiB threshold, which matches the session default).
         let session = Session(configuration: config)
         defer { session.shutdown() }
 
@@ -71,7 +76,8 @@ enum GetCommand {
         switch result {
         case .failure(let e):
             return Self.fail(o, Self.exitCode(for: e), e.description)
-        case .success(let (head, metrics)):
+        case .success(let (head, metrics, effectiveURL)):
+            let url = effectiveURL
             if o.verbose {
                 let ms = { (a: UInt64?, b: UInt64?) in TaskMetrics.span(a, b).map { String(format2: Double($0) / 1e6) + " ms" } ?? "-" }
                 OutputFile.stderr.write("* connect \(ms(metrics.connectStart, metrics.connectEnd)), first byte \(ms(metrics.fetchStart, metrics.responseStart)), total \(ms(metrics.fetchStart, metrics.responseEnd)), connection \(metrics.isReusedConnection ? "reused" : "new") to \(metrics.remoteAddress?.description ?? "?")\n")
@@ -149,6 +155,7 @@ enum WriteOut {
             ("time_starttransfer", secs(metrics.fetchStart, metrics.responseStart)),
             ("time_total", secs(metrics.fetchStart, metrics.responseEnd)),
             ("num_connects", metrics.isReusedConnection ? "0" : "1"),
+            ("num_redirects", String(metrics.redirectCount)),
             ("url_effective", url.absoluteString),
             ("content_type", head.headers["Content-Type"] ?? ""),
             ("remote_ip", metrics.remoteAddress?.ipAddress ?? ""),

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import HawserCore
 import Synchronization
 
@@ -18,7 +23,7 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     private(set) var bodyBytes: Int64 = 0
     private(set) var headBytes = 0
     private var lastDraw: UInt64 = 0
-    private let done = Mutex<CheckedContinuation<Result<(HTTPResponseHead, TaskMetrics), HawserError>, Never>?>(nil)
+    private let done = Mutex<CheckedContinuation<Result<(HTTPResponseHead, TaskMetrics, URL), HawserError>, Never>?>(nil)
 
     init(options: CurlOptions, body: OutputFile, dump: OutputFile?, progress: Bool) {
         self.options = options
@@ -27,7 +32,7 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
         self.progress = progress
     }
 
-    func run(session: Session, request: HTTPClientRequest) async -> Result<(HTTPResponseHead, TaskMetrics), HawserError> {
+    func run(session: Session, request: HTTPClientRequest) async -> Result<(HTTPResponseHead, TaskMetrics, URL), HawserError> {
         await withCheckedContinuation { cont in
             self.done.withLock { $0 = cont }
             session.execute(request, delegate: self)
@@ -74,12 +79,22 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
         }
     }
 
+    /// With -L, curl shows each redirect's head (-i, -D, -v) before following it.
+    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+        self.emitHead(response)
+        if self.options.verbose {
+            OutputFile.stderr.write("* following the redirect to \(newRequest.url.absoluteString)\n> \(newRequest.method) \(newRequest.url.absoluteString)\n")
+        }
+        completion(newRequest)
+    }
+
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
-        let r: Result<(HTTPResponseHead, TaskMetrics), HawserError>
+        let r: Result<(HTTPResponseHead, TaskMetrics, URL), HawserError>
         switch result {
         case .success:
             if let h = self.head {
-                r = .success((h, metrics))
+                r = .success((h, metrics, task.request.url))
             } else {
                 r = .failure(HawserError(.protocolError, "no response head"))
             }

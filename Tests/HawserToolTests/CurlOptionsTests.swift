@@ -122,6 +122,24 @@ struct GetCommandTests {
         #expect(await GetCommand.run(["-s", "--max-time", "0.2", "-o", out, server.baseURL + "/delay/3000"]) == 28)
     }
 
+    @Test("without -L a redirect is the response; -L follows and -D shows every head; --max-redirs stops with 47")
+    func redirects() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let out = Self.temp("body"), heads = Self.temp("heads")
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
+        #expect(await GetCommand.run(["-s", "-o", out, "-D", heads, server.baseURL + "/redirect/2"]) == 0)
+        #expect(try String(contentsOfFile: heads, encoding: .utf8).hasPrefix("HTTP/1.1 302"))
+
+        #expect(await GetCommand.run(["-sL", "-o", out, "-D", heads, server.baseURL + "/redirect/2"]) == 0)
+        let all = try String(contentsOfFile: heads, encoding: .utf8)
+        #expect(all.components(separatedBy: "HTTP/1.1 302").count - 1 == 2)
+        #expect(all.contains("HTTP/1.1 200 OK"))
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "Hello, World!")
+
+        #expect(await GetCommand.run(["-s", "-L", "--max-redirs", "1", "-o", out, server.baseURL + "/redirect/3"]) == 47)
+    }
+
     @Test("a refused connection exits 7; an unknown flag exits 2")
     func refusedAndUsage() async throws {
         let probe = try TestServer()
