@@ -55,6 +55,8 @@ public final class RequestTask: @unchecked Sendable {
     /// The server answered before the 100-continue body was sent, which was then never sent.
     var bodyWithheld = false
     var countsFollowUpAsRedirect = true
+    /// Undoes the response's Content-Encoding as body bytes arrive.
+    var decoder: ContentDecoder?
     var responseDrained = false
     var bodyWriter: RequestBodyWriter?
     var bodyBytesSent: Int64 = 0
@@ -186,6 +188,16 @@ public final class RequestTask: @unchecked Sendable {
     /// task that never reached its pool (its loop had shut down): the pool is not ours to touch then.
     func finish(_ result: Result<HTTPHeaders?, HawserError>, notifyPool: Bool = true) {
         if case .finished = self.state { return }
+        var result = result
+        if case .success = result, self.decoder != nil {
+            // A coded stream that stops early is a truncated body even if the framing was complete.
+            do {
+                try self.decoder!.finish()
+            } catch {
+                result = .failure(error.with(url: self.request.url))
+            }
+            self.decoder = nil
+        }
         if case .success = result {
             if let next = self.followUp {
                 self.followUp = nil

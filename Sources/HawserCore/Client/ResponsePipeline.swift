@@ -33,10 +33,35 @@ extension RequestTask {
     /// Body bytes from the connection: swallowed while a followed redirect's body drains.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) {
         if self.followUp != nil || self.drainingResponse { return }
-        self.delegate.task(self, didReceiveBody: bytes)
+        guard self.decoder != nil else {
+            self.delegate.task(self, didReceiveBody: bytes)
+            return
+        }
+        do {
+            try self.decoder!.decode(bytes) { (chunk: UnsafeRawBufferPointer) throws(HawserError) in
+                guard !self.isFinished else { return }
+                self.delegate.task(self, didReceiveBody: chunk)
+            }
+        } catch {
+            self.decoder = nil
+            self.fail(error)
+        }
     }
 
     private func deliverHead(_ head: HTTPResponseHead) {
+        let configuration = self.pool.configuration
+        self.decoder = nil
+        if configuration.automaticallyDecodesContent, self.request.method != .head,
+           head.status != 204, head.status != 304,
+           let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
+            do {
+                let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
+                if !d.codings.isEmpty { self.decoder = d }
+            } catch {
+                self.fail(error)
+                return
+            }
+        }
         self.delegate.task(self, didReceiveHead: head)
     }
 

@@ -150,6 +150,9 @@ public final class Session: Sendable {
         for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
             headers.add(name: field.name, value: field.value)
         }
+        if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
+            headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+        }
         if let body = request.body {
             if Self.expectsContinue(request, configuration: configuration), !headers.contains(name: "Expect") {
                 headers.add(name: "Expect", value: "100-continue")
