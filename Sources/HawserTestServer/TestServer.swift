@@ -19,6 +19,8 @@ import Glibc
 /// - `GET /delay/MS`: 200 after MS milliseconds.
 /// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
+/// - `GET /cookies/set?NAME=VALUE[&…]`: 200 with one `Set-Cookie: NAME=VALUE; Path=/` per pair (names sorted).
+/// - `GET /cookies`: 200; the request's `Cookie` field value as the body (empty when none).
 /// - `GET /close-delimited/N`: N bytes, no Content-Length, then the server closes.
 /// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.
 /// - `GET /close`: 200 with `Connection: close`, then the server closes.
