@@ -191,6 +191,12 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: 200, body: Array("bye".utf8), extra: [("Connection", "close")], head: isHead)
             self.closeAfterWrite = true
             self.flush()
+        case ("cookies", 1):
+            self.send(status: 200, body: Array((h.headers["Cookie"] ?? "").utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+        case ("cookies", 2) where parts[1] == "set":
+            var extra: [(String, String)] = [("Content-Type", "text/plain")]
+            for (name, value) in query.sorted(by: { $0.key < $1.key }) { extra.append(("Set-Cookie", "\(name)=\(value); Path=/")) }
+            self.send(status: 200, body: Array("set \(query.count)".utf8), extra: extra, head: isHead)
         case ("fault", 2):
             self.fault(parts[1])
         default:

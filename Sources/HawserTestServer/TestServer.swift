@@ -21,6 +21,8 @@ import Glibc
 /// - `ANY /redirect-to?url=U[&status=N]`: status N (default 302) to the percent-encoded `U`.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
+/// - `GET /cookies/set?NAME=VALUE[&…]`: 200 with one `Set-Cookie: NAME=VALUE; Path=/` per pair (names sorted).
+/// - `GET /cookies`: 200; the request's `Cookie` field value as the body (empty when none).
 /// - `GET /close-delimited/N`: N bytes, no Content-Length, then the server closes.
 /// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.
 /// - `GET /close`: 200 with `Connection: close`, then the server closes.
