@@ -172,7 +172,9 @@ final class ServerConnection: EventLoopIOHandler {
             // 302 (or ?status=N) to ?url=… (percent-encoded), for redirect rules and cross-origin tests.
             let status = query["status"].flatMap(Int.init) ?? 302
             let location = Self.percentDecoded(query["url"] ?? "/hello")
-            self.send(status: status, body: Array("redirecting".utf8), extra: [("Location", location)], head: isHead)
+            var extra = [("Location", location)]
+            if let cookie = query["cookie"] { extra.append(("Set-Cookie", Self.percentDecoded(cookie) + "; Path=/")) }
+            self.send(status: status, body: Array("redirecting".utf8), extra: extra, head: isHead)
         case ("redirect-loop", 1):
             self.send(status: 302, body: [], extra: [("Location", "/redirect-loop")], head: isHead)
         case ("gzip", 1):

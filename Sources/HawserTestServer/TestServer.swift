@@ -18,7 +18,8 @@ import Glibc
 /// - `GET /status/N`: status N with an empty body.
 /// - `GET /delay/MS`: 200 after MS milliseconds.
 /// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
-/// - `ANY /redirect-to?url=U[&status=N]`: status N (default 302) to the percent-encoded `U`.
+/// - `ANY /redirect-to?url=U[&status=N][&cookie=C]`: status N (default 302) to the percent-encoded `U`,
+///   setting cookie `C` (`name=value`, percent-encoded) when given.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
 /// - `GET /cookies/set?NAME=VALUE[&…]`: 200 with one `Set-Cookie: NAME=VALUE; Path=/` per pair (names sorted).

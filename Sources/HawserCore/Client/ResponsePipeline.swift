@@ -7,6 +7,10 @@ extension RequestTask {
     /// A final response head from the connection.
     func receivedHead(_ head: HTTPResponseHead) {
         let configuration = self.pool.configuration
+        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
+           head.headers.contains(name: "Set-Cookie") {
+            jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
+        }
         if head.status == 417, self.bodyWithheld {
             // 417 Expectation Failed: the server will not do 100-continue; send it again without
             // the expectation (RFC 9110 §10.1.1), once.

@@ -150,6 +150,10 @@ public final class Session: Sendable {
         for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
             headers.add(name: field.name, value: field.value)
         }
+        if request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
+           !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url) {
+            headers.add(name: "Cookie", value: cookies)
+        }
         if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
             headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
         }

@@ -33,6 +33,12 @@ public struct SessionConfiguration: Sendable {
     public var automaticallyDecodesContent = true
     /// Bounds on decoded size and expansion ratio (a decompression bomb is a `cannotDecodeContent` error).
     public var decodingLimits = DecodingLimits.default
+    /// The cookie jar (RFC 6265) the session sends cookies from and stores `Set-Cookie` in;
+    /// in memory by default, one per configuration value (copies share it). nil: no cookies.
+    public var httpCookieStorage: CookieJar? = CookieJar()
+    /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
+    /// A request that sets its own `Cookie` field gets no cookies added from the jar.
+    public var httpShouldSetCookies = true
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 
