@@ -18,6 +18,9 @@ struct CurlOptions {
     var writeOut: String?          // -w
     var failOnError = false        // -f
     var followRedirects = false    // -L
+    var compressed = false         // --compressed
+    var cookieInput: String?       // -b FILE or NAME=VALUE
+    var cookieJarPath: String?     // -c FILE
     var maxRedirects: Int?         // --max-redirs
 
     /// Exit status for a usage error, as curl (CURLE_FAILED_INIT is 2 for bad options).
@@ -41,6 +44,10 @@ struct CurlOptions {
       -v, --verbose              print request and response heads and timings to stderr
       -f, --fail                 exit 22 on HTTP status >= 400
       -L, --location             follow redirects (each redirect's head is shown with -i)
+          --compressed           ask for gzip/deflate and decode the body
+      -b, --cookie FILE|N=V      send cookies: from a Netscape cookie file (and turn the
+                                 cookie engine on), or the literal NAME=VALUE[; …]
+      -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end
           --max-redirs N         at most N redirects with -L (default 50 as curl; -1: no limit)
       -w, --write-out FORMAT     print FORMAT after the transfer: %{http_code} %{size_download}
                                  %{size_header} %{time_connect} %{time_starttransfer} %{time_total}
@@ -85,6 +92,9 @@ struct CurlOptions {
             case "-v", "--verbose": o.verbose = true
             case "-f", "--fail": o.failOnError = true
             case "-L", "--location": o.followRedirects = true
+            case "--compressed": o.compressed = true
+            case "-b", "--cookie": o.cookieInput = try value(a)
+            case "-c", "--cookie-jar": o.cookieJarPath = try value(a)
             case "--max-redirs":
                 let v = try value(a)
                 guard let n = Int(v), n >= -1 else { throw UsageError(description: "--max-redirs needs a number, not '\(v)'") }

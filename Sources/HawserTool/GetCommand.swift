@@ -33,6 +33,27 @@ enum GetCommand {
             config.connectTimeout = min(config.connectTimeout, t)
         }
         config.redirects.followsRedirects = o.followRedirects
+        // curl neither asks for nor decodes compressed bodies unless told (--compressed).
+        config.automaticallyDecodesContent = o.compressed
+        // curl's cookie engine is off unless -b FILE or -c FILE turns it on.
+        var literalCookie: String? = nil
+        if let input = o.cookieInput, input.contains("=") {
+            literalCookie = input
+        }
+        if (o.cookieInput != nil && literalCookie == nil) || o.cookieJarPath != nil {
+            let jar = CookieJar()
+            if let path = o.cookieInput, literalCookie == nil {
+                do {
+                    try jar.load(netscapeFile: path)
+                } catch {
+                    // curl carries on without cookies when the file cannot be read.
+                    if o.verbose { OutputFile.stderr.write("* cannot read cookies from \(path): \(error)\n") }
+                }
+            }
+            config.httpCookieStorage = jar
+        } else {
+            config.httpCookieStorage = nil
+        }
         // curl's default is 50 with -L; -1 means no limit.
         config.redirects.maximumRedirects = o.maxRedirects.map { $0 < 0 ? Int.max : $0 } ?? 50
         // Like curl, the tool sends a body only when asked (no automatic 100-continue wait
@@ -43,6 +64,7 @@ enum GetCommand {
         var request = HTTPClientRequest(url: url)
         request.method = HTTPMethod(rawValue: o.method ?? (o.headOnly ? "HEAD" : (o.data != nil ? "POST" : "GET")))
         for (n, v) in o.headers { request.headers.add(name: n, value: v) }
+        if let literalCookie, !request.headers.contains(name: "Cookie") { request.headers.add(name: "Cookie", value: literalCookie) }
         if let d = o.data {
             request.body = .bytes(d)
             if !request.headers.contains(name: "Content-Type") {
@@ -73,6 +95,13 @@ enum GetCommand {
         }
         let result = await printer.run(session: session, request: request)
         if showProgress { printer.finishProgressLine() }
+        if let path = o.cookieJarPath, let jar = config.httpCookieStorage {
+            do {
+                try jar.save(toNetscapeFile: path)
+            } catch {
+                OutputFile.stderr.write("hawser: cannot write cookies to \(path): \(error)\n")
+            }
+        }
         switch result {
         case .failure(let e):
             return Self.fail(o, Self.exitCode(for: e), e.description)

@@ -140,6 +140,37 @@ struct GetCommandTests {
         #expect(await GetCommand.run(["-s", "-L", "--max-redirs", "1", "-o", out, server.baseURL + "/redirect/3"]) == 47)
     }
 
+    @Test("-c writes curl's cookie file, -b reads it back, -b NAME=VALUE sends it literally")
+    func cookies() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let out = Self.temp("body"), jar = Self.temp("jar")
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: jar) }
+        #expect(await GetCommand.run(["-s", "-o", out, "-c", jar, server.baseURL + "/cookies/set?k=v"]) == 0)
+        let file = try String(contentsOfFile: jar, encoding: .utf8)
+        #expect(file.hasPrefix("# Netscape HTTP Cookie File"))
+        #expect(file.contains("\tk\tv"))
+        #expect(await GetCommand.run(["-s", "-o", out, "-b", jar, server.baseURL + "/cookies"]) == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "k=v")
+        #expect(await GetCommand.run(["-s", "-o", out, "-b", "x=1; y=2", server.baseURL + "/cookies"]) == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "x=1; y=2")
+        #expect(await GetCommand.run(["-s", "-o", out, server.baseURL + "/cookies"]) == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)).isEmpty, "no cookie engine without -b/-c")
+    }
+
+    @Test("--compressed decodes; without it the coded bytes are written as curl does")
+    func compressed() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let out = Self.temp("body")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        #expect(await GetCommand.run(["-s", "--compressed", "-o", out, server.baseURL + "/gzip"]) == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8).contains("gzipped"))
+        #expect(await GetCommand.run(["-s", "-o", out, server.baseURL + "/gzip"]) == 0)
+        let raw = try Data(contentsOf: URL(fileURLWithPath: out))
+        #expect(raw.prefix(2) == Data([0x1f, 0x8b]))
+    }
+
     @Test("a refused connection exits 7; an unknown flag exits 2")
     func refusedAndUsage() async throws {
         let probe = try TestServer()
