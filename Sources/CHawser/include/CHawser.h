@@ -117,4 +117,21 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
     return deflateInit2(s, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
 }
 
+// MARK: - Area headers (this file is the module's umbrella header: others are included here)
+#if __has_include("chawser_tls.h")
+#include "chawser_tls.h"
+#endif
+#if __has_include("chawser_trust.h")
+#include "chawser_trust.h"
+#endif
+#if __has_include("chawser_zlib.h")
+#include "chawser_zlib.h"
+#endif
+#if __has_include("chawser_auth.h")
+#include "chawser_auth.h"
+#endif
+#if __has_include("chawser_netlink.h")
+#include "chawser_netlink.h"
+#endif
+
 #endif
