@@ -1,0 +1,347 @@
+// A throw-away PKI for tests, `hawser demo` and benchmarks: built with OpenSSL's API (no
+// `openssl` command) into a temporary directory, once per process, removed at exit.
+// Never used by the library.
+import CHawser
+import HawserCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the test PKI could not be built.
+public struct TestPKIError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { "test PKI: \(self.message)" }
+}
+
+/// Certificates for every trust scenario, with their files.
+///
+/// ```
+/// Hawser Test Root CA (RSA-2048)
+/// ├── Hawser Test Intermediate CA (EC P-256)
+/// │   ├── valid, expired, notYetValid, wrongHost, cnOnly, wildcard, partialWildcard
+/// │   │   (one shared RSA-2048 key), rsa1024, ecdsa
+/// └── client (clientAuth, EC P-256)
+/// Hawser Untrusted Root CA (EC P-256)
+/// └── untrusted
+/// selfSigned (its own EC P-256 key)
+/// ```
+///
+/// Server leaves name `localhost`, `127.0.0.1` and `::1` unless said otherwise.
+/// ``Leaf/chainPath`` holds what a server sends (leaf, then its intermediate when it has one);
+/// ``Leaf/certificatePath`` the leaf alone (a server that forgets its intermediate).
+public final class TestPKI: Sendable {
+    /// One issued certificate with its key and files.
+    public struct Leaf: Sendable {
+        /// The scenario's name (also the file prefix).
+        public let name: String
+        /// The certificate.
+        public let certificate: Certificate
+        /// The certificates a server presents for it, leaf first: the leaf and its issuing
+        /// intermediate when it has one (for ``TestPKI/untrusted``: the leaf and its root).
+        public let presentedChain: [Certificate]
+        /// PEM file of the leaf alone.
+        public let certificatePath: String
+        /// DER file of the leaf.
+        public let derPath: String
+        /// PEM file of ``presentedChain`` (for a server's certificate chain file).
+        public let chainPath: String
+        /// PEM file of the private key (PKCS#8, unencrypted).
+        public let keyPath: String
+
+        /// The leaf alone, as a server that does not send its intermediate presents it.
+        public var leafOnly: [Certificate] { [self.certificate] }
+    }
+
+    /// The temporary directory holding every file.
+    public let directory: String
+
+    /// The CAs are valid from 60 days ago for ten years, so every leaf's period lies inside theirs.
+    /// The trusted root (self-signed, RSA-2048). PEM at ``rootPath``, DER at ``rootDERPath``.
+    public let root: Certificate
+    public let rootPath: String
+    public let rootDERPath: String
+    /// The intermediate CA under ``root`` that issues the server leaves.
+    public let intermediate: Certificate
+    public let intermediatePath: String
+    /// A second root nobody trusts.
+    public let untrustedRoot: Certificate
+    public let untrustedRootPath: String
+
+    /// Valid for localhost, 127.0.0.1, ::1 (issued by the intermediate).
+    public let valid: Leaf
+    /// Expired yesterday (validity 30 days ago … 1 day ago).
+    public let expired: Leaf
+    /// Valid from 30 days from now.
+    public let notYetValid: Leaf
+    /// Valid, but for `wrong.example.com` only.
+    public let wrongHost: Leaf
+    /// Self-signed, for localhost, 127.0.0.1, ::1 (not a CA).
+    public let selfSigned: Leaf
+    /// Issued by ``untrustedRoot`` for localhost, 127.0.0.1, ::1; presented with that root.
+    public let untrusted: Leaf
+    /// `CN=localhost` and no subjectAltName at all: matches `localhost` through the
+    /// common-name fallback, never `127.0.0.1`.
+    public let cnOnly: Leaf
+    /// RSA-1024 key (below the security floor).
+    public let rsa1024: Leaf
+    /// EC P-256 key (valid).
+    public let ecdsa: Leaf
+    /// `*.hawser.localhost` only: matches `api.hawser.localhost`, not `hawser.localhost` nor
+    /// `a.b.hawser.localhost` (curl resolves every `*.localhost` name to loopback).
+    public let wildcard: Leaf
+    /// `api*.hawser.localhost` only: a partial wildcard, which matches nothing (RFC 6125).
+    public let partialWildcard: Leaf
+    /// A client certificate (extendedKeyUsage clientAuth) issued directly by ``root``, for
+    /// mutual TLS (`CN=hawser-client`).
+    public let client: Leaf
+
+    /// Every server scenario, by name.
+    public var serverLeaves: [Leaf] {
+        [valid, expired, notYetValid, wrongHost, selfSigned, untrusted, cnOnly, rsa1024, ecdsa, wildcard, partialWildcard]
+    }
+
+    /// The PKI of this process, generated on first use.
+    public static func shared() throws(TestPKIError) -> TestPKI { try sharedResult.get() }
+
+    private static let sharedResult: Result<TestPKI, TestPKIError> = {
+        do throws(TestPKIError) {
+            return .success(try TestPKI())
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    private init() throws(TestPKIError) {
+        var template = Array("/tmp/hawser-pki-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestPKIError("cannot create a temporary directory") }
+        let dir = String(cString: made)
+        self.directory = dir
+        registerCleanup(dir)
+        let files = FileWriter(directory: dir)
+
+        // Keys: RSA-2048 generation is the slow part, so there are two (root, shared leaf key).
+        let rootKey = try Key.rsa(2048)
+        let leafKey = try Key.rsa(2048)
+        let weakKey = try Key.rsa(1024)
+        let intermediateKey = try Key.ec()
+        let untrustedRootKey = try Key.ec()
+        let selfSignedKey = try Key.ec()
+        let ecdsaKey = try Key.ec()
+        let clientKey = try Key.ec()
+
+        let day = 86_400
+        let rootX = try CertificateBuilder.make(subject: "Hawser Test Root CA", key: rootKey, issuer: nil,
+                                                from: -60 * day, to: 3650 * day, kind: .ca)
+        defer { X509_free(rootX) }
+        let intX = try CertificateBuilder.make(subject: "Hawser Test Intermediate CA", key: intermediateKey,
+                                               issuer: (rootX, rootKey), from: -60 * day, to: 3650 * day, kind: .ca)
+        defer { X509_free(intX) }
+        let root2X = try CertificateBuilder.make(subject: "Hawser Untrusted Root CA", key: untrustedRootKey, issuer: nil,
+                                                 from: -60 * day, to: 3650 * day, kind: .ca)
+        defer { X509_free(root2X) }
+
+        self.root = try files.certificate(rootX)
+        self.rootPath = try files.write("root.pem", pem: [rootX])
+        self.rootDERPath = try files.write("root.der", bytes: self.root.derBytes)
+        self.intermediate = try files.certificate(intX)
+        self.intermediatePath = try files.write("intermediate.pem", pem: [intX])
+        self.untrustedRoot = try files.certificate(root2X)
+        self.untrustedRootPath = try files.write("untrusted-root.pem", pem: [root2X])
+
+        let localNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
+        let byIntermediate = (intX, intermediateKey)
+        func leaf(_ name: String, key: Key, issuer: (OpaquePointer, Key)?, chainExtra: OpaquePointer?,
+                  subject: String = "localhost", sans: String? = localNames, from: Int = -day, to: Int = 365 * day,
+                  kind: CertificateBuilder.Kind = .server) throws(TestPKIError) -> Leaf {
+            let x = try CertificateBuilder.make(subject: subject, key: key, issuer: issuer, from: from, to: to,
+                                                kind: kind, subjectAltNames: sans)
+            defer { X509_free(x) }
+            let certificate = try files.certificate(x)
+            var presented = [certificate]
+            var pem = [x]
+            if let chainExtra {
+                presented.append(try files.certificate(chainExtra))
+                pem.append(chainExtra)
+            }
+            return Leaf(name: name, certificate: certificate, presentedChain: presented,
+                        certificatePath: try files.write("\(name).pem", pem: [x]),
+                        derPath: try files.write("\(name).der", bytes: certificate.derBytes),
+                        chainPath: try files.write("\(name)-chain.pem", pem: pem),
+                        keyPath: try files.write("\(name)-key.pem", bytes: try key.pem()))
+        }
+        self.valid = try leaf("valid", key: leafKey, issuer: byIntermediate, chainExtra: intX)
+        self.expired = try leaf("expired", key: leafKey, issuer: byIntermediate, chainExtra: intX, from: -30 * day, to: -day)
+        self.notYetValid = try leaf("not-yet-valid", key: leafKey, issuer: byIntermediate, chainExtra: intX,
+                                    from: 30 * day, to: 400 * day)
+        self.wrongHost = try leaf("wrong-host", key: leafKey, issuer: byIntermediate, chainExtra: intX,
+                                  subject: "wrong.example.com", sans: "DNS:wrong.example.com")
+        self.selfSigned = try leaf("self-signed", key: selfSignedKey, issuer: nil, chainExtra: nil)
+        self.untrusted = try leaf("untrusted", key: ecdsaKey, issuer: (root2X, untrustedRootKey), chainExtra: root2X)
+        self.cnOnly = try leaf("cn-only", key: leafKey, issuer: byIntermediate, chainExtra: intX, sans: nil)
+        self.rsa1024 = try leaf("rsa1024", key: weakKey, issuer: byIntermediate, chainExtra: intX)
+        self.ecdsa = try leaf("ecdsa", key: ecdsaKey, issuer: byIntermediate, chainExtra: intX)
+        self.wildcard = try leaf("wildcard", key: leafKey, issuer: byIntermediate, chainExtra: intX,
+                                 subject: "*.hawser.localhost", sans: "DNS:*.hawser.localhost")
+        self.partialWildcard = try leaf("partial-wildcard", key: leafKey, issuer: byIntermediate, chainExtra: intX,
+                                        subject: "api*.hawser.localhost", sans: "DNS:api*.hawser.localhost")
+        self.client = try leaf("client", key: clientKey, issuer: (rootX, rootKey), chainExtra: nil,
+                               subject: "hawser-client", sans: nil, kind: .client)
+        // Keep the keys alive until every certificate is signed (they free themselves).
+        withExtendedLifetime((rootKey, leafKey, weakKey, intermediateKey, untrustedRootKey, selfSignedKey, ecdsaKey, clientKey)) {}
+    }
+}
+
+// MARK: - building blocks
+
+/// An owned EVP_PKEY.
+private final class Key {
+    let pointer: OpaquePointer
+    private init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { EVP_PKEY_free(self.pointer) }
+
+    static func rsa(_ bits: UInt32) throws(TestPKIError) -> Key {
+        guard let k = CHawserTrust_RSA_generate(bits) else { throw TestPKIError("RSA-\(bits) key generation failed") }
+        return Key(k)
+    }
+
+    static func ec() throws(TestPKIError) -> Key {
+        guard let k = CHawserTrust_EC_generate_P256() else { throw TestPKIError("EC P-256 key generation failed") }
+        return Key(k)
+    }
+
+    /// PKCS#8 PEM.
+    func pem() throws(TestPKIError) -> [UInt8] {
+        try withMemoryBIO { bio in PEM_write_bio_PrivateKey(bio, self.pointer, nil, nil, 0, nil, nil) == 1 }
+    }
+}
+
+private enum CertificateBuilder {
+    enum Kind { case ca, server, client }
+
+    private nonisolated(unsafe) static var serial: Int = 0x4857_0000 + Int(getpid() & 0xFFFF) * 256
+
+    /// A signed X509 (owned by the caller). `issuer` nil: self-signed with `key`.
+    static func make(subject: String, key: Key, issuer: (OpaquePointer, Key)?, from: Int, to: Int, kind: Kind,
+                     subjectAltNames: String? = nil) throws(TestPKIError) -> OpaquePointer {
+        guard let x = X509_new() else { throw TestPKIError("X509_new failed") }
+        var ok = true
+        serial += 1
+        ok = ok && X509_set_version(x, 2) == 1
+        ok = ok && ASN1_INTEGER_set(X509_get_serialNumber(x), serial) == 1
+        ok = ok && X509_time_adj_ex(X509_getm_notBefore(x), 0, from, nil) != nil
+        ok = ok && X509_time_adj_ex(X509_getm_notAfter(x), 0, to, nil) != nil
+        ok = ok && X509_set_pubkey(x, key.pointer) == 1
+        if let name = X509_NAME_new() {
+            ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, "Hawser Tests", -1, -1, 0) == 1
+            ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, subject, -1, -1, 0) == 1
+            ok = ok && X509_set_subject_name(x, name) == 1
+            if issuer == nil { ok = ok && X509_set_issuer_name(x, name) == 1 }
+            X509_NAME_free(name)
+        } else {
+            ok = false
+        }
+        if let (issuerX, _) = issuer { ok = ok && X509_set_issuer_name(x, X509_get_subject_name(issuerX)) == 1 }
+        guard ok else {
+            X509_free(x)
+            throw TestPKIError("cannot fill in certificate '\(subject)'")
+        }
+
+        var extensions: [(Int32, String)] = []
+        switch kind {
+        case .ca:
+            extensions = [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign")]
+        case .server:
+            let usage = EVP_PKEY_get_base_id(key.pointer) == EVP_PKEY_RSA ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
+            extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, usage), (NID_ext_key_usage, "serverAuth")]
+        case .client:
+            extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                          (NID_ext_key_usage, "clientAuth")]
+        }
+        if let subjectAltNames { extensions.append((NID_subject_alt_name, subjectAltNames)) }
+        extensions.append((NID_subject_key_identifier, "hash"))
+        if issuer != nil { extensions.append((NID_authority_key_identifier, "keyid:always")) }
+
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, issuer?.0 ?? x, x, nil, nil, 0)
+        for (nid, value) in extensions {
+            guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else {
+                X509_free(x)
+                throw TestPKIError("cannot make extension \(nid)=\(value) for '\(subject)'")
+            }
+            let added = X509_add_ext(x, ext, -1) == 1
+            X509_EXTENSION_free(ext)
+            guard added else {
+                X509_free(x)
+                throw TestPKIError("cannot add extension \(nid) to '\(subject)'")
+            }
+        }
+        guard X509_sign(x, (issuer?.1 ?? key).pointer, EVP_sha256()) > 0 else {
+            X509_free(x)
+            throw TestPKIError("cannot sign '\(subject)'")
+        }
+        ERR_clear_error()
+        return x
+    }
+}
+
+private func withMemoryBIO(_ body: (OpaquePointer) -> Bool) throws(TestPKIError) -> [UInt8] {
+    guard let bio = BIO_new(BIO_s_mem()) else { throw TestPKIError("BIO_new failed") }
+    defer { BIO_free(bio) }
+    guard body(bio) else { throw TestPKIError("PEM encoding failed") }
+    var data: UnsafeMutablePointer<CChar>? = nil
+    let length = CHawser_BIO_get_mem_data(bio, &data)
+    guard let data, length > 0 else { throw TestPKIError("PEM encoding produced nothing") }
+    return Array(UnsafeRawBufferPointer(start: data, count: Int(length)))
+}
+
+private struct FileWriter {
+    let directory: String
+
+    func certificate(_ x: OpaquePointer) throws(TestPKIError) -> Certificate {
+        let length = i2d_X509(x, nil)
+        guard length > 0 else { throw TestPKIError("cannot encode a certificate") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_X509(x, &cursor)
+        }
+        do {
+            return try Certificate(derEncoded: der)
+        } catch {
+            throw TestPKIError("generated certificate does not parse: \(error)")
+        }
+    }
+
+    func write(_ name: String, pem certificates: [OpaquePointer]) throws(TestPKIError) -> String {
+        var bytes: [UInt8] = []
+        for x in certificates {
+            bytes += try withMemoryBIO { bio in PEM_write_bio_X509(bio, x) == 1 }
+        }
+        return try self.write(name, bytes: bytes)
+    }
+
+    func write(_ name: String, bytes: [UInt8]) throws(TestPKIError) -> String {
+        let path = self.directory + "/" + name
+        guard let file = fopen(path, "wb") else { throw TestPKIError("cannot create \(path)") }
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        let closed = fclose(file) == 0
+        guard written == bytes.count, closed else { throw TestPKIError("cannot write \(path)") }
+        cleanupFiles.append(path)
+        return path
+    }
+}
+
+// MARK: - removal at exit
+
+private nonisolated(unsafe) var cleanupDirectory: String? = nil
+private nonisolated(unsafe) var cleanupFiles: [String] = []
+
+private func registerCleanup(_ directory: String) {
+    cleanupDirectory = directory
+    atexit {
+        for file in cleanupFiles { unlink(file) }
+        if let cleanupDirectory { rmdir(cleanupDirectory) }
+    }
+}
