@@ -299,6 +299,18 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
         #expect(weak?.message.contains("1024-bit RSA") == true)
     }
 
+    /// OpenSSL reports the first problem: path, purpose, key strength, host name, then dates.
+    @Test func firstProblemWins() throws {
+        let p = try pki()
+        func reason(_ chain: [Certificate], _ host: String) -> TrustFailure.Reason? {
+            ServerTrust(host: host, certificates: chain).evaluate(anchors: .custom([p.root]), validatesHost: true).failure?.reason
+        }
+        #expect(reason(p.expired.presentedChain, "example.com") == .hostnameMismatch)
+        #expect(reason(p.rsa1024.presentedChain, "example.com") == .weakKey)
+        #expect(reason(p.expired.leafOnly, "example.com") == .incompleteChain)
+        #expect(reason([p.client.certificate], "example.com") == .invalidCertificate)
+    }
+
     @Test func verificationTime() throws {
         let p = try pki()
         let trust = ServerTrust(host: "localhost", certificates: p.expired.presentedChain)
@@ -315,6 +327,32 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
         #expect(trust.evaluate(anchors: .custom([]), validatesHost: true).failure?.reason == .untrustedRoot)
         #expect(ServerTrust(host: "localhost", certificates: [])
             .evaluate(anchors: .system, validatesHost: true).failure?.reason == .invalidCertificate)
+    }
+
+    /// The shared stores are used from many threads at once (one evaluation per handshake).
+    @Test func concurrentEvaluationsShareTheStores() async throws {
+        let p = try pki()
+        let valid = ServerTrust(host: "localhost", certificates: p.valid.presentedChain)
+        let expired = ServerTrust(host: "localhost", certificates: p.expired.presentedChain)
+        let root = p.root
+        let verdicts = await withTaskGroup(of: (Int, TrustFailure.Reason?).self) { group in
+            for i in 0..<64 {
+                group.addTask {
+                    let anchors: TrustAnchors = i % 2 == 0 ? .systemAndCustom([root]) : .system
+                    let trust = i % 3 == 0 ? expired : valid
+                    return (i, trust.evaluate(anchors: anchors, validatesHost: true).failure?.reason)
+                }
+            }
+            var out: [(Int, TrustFailure.Reason?)] = []
+            for await v in group { out.append(v) }
+            return out
+        }
+        #expect(verdicts.count == 64)
+        for (i, reason) in verdicts {
+            // System anchors alone never trust the test root; with it added, only expiry fails.
+            let expected: TrustFailure.Reason? = i % 2 == 1 ? .untrustedRoot : (i % 3 == 0 ? .expired : nil)
+            #expect(reason == expected, "evaluation \(i)")
+        }
     }
 
     @Test func defaultEvaluator() throws {
