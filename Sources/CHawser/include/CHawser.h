@@ -117,4 +117,8 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
     return deflateInit2(s, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
 }
 
+// Headers beside this one are not picked up on their own: this file is the module's umbrella
+// header (SwiftPM uses include/<Target>.h when it exists), so each one is included here.
+#include "chawser_netlink.h"
+
 #endif
