@@ -597,7 +597,7 @@ final class RouteMonitorCore: @unchecked Sendable {
         self.evaluation = Evaluation(id: id)
         switch self.target {
         case .defaultRoute:
-            self.query(destinations: [(UInt8(AF_INET), []), (UInt8(AF_INET6), [])])
+            self.query(destinations: Self.defaultRouteProbes)
         case .address(let a):
             self.query(destinations: [Self.raw(a)])
         case .host(let h):
@@ -622,6 +622,16 @@ final class RouteMonitorCore: @unchecked Sendable {
             }
         }
     }
+
+    /// The destinations whose routes stand for "the default route": a lookup for the unspecified
+    /// address would answer with the loopback route, so the monitor asks for the route to a
+    /// global unicast address of each family (Google's public DNS, a common choice for this),
+    /// which only a default route (or a more specific route towards the Internet) can serve.
+    /// A route lookup sends no packet.
+    static let defaultRouteProbes: [(UInt8, [UInt8])] = [
+        (UInt8(AF_INET), [8, 8, 8, 8]),
+        (UInt8(AF_INET6), [0x20, 0x01, 0x48, 0x60, 0x48, 0x60, 0, 0, 0, 0, 0, 0, 0, 0, 0x88, 0x88]),
+    ]
 
     private static func raw(_ a: SocketAddress) -> (UInt8, [UInt8]) {
         switch a.storage {
@@ -752,8 +762,9 @@ final class RouteMonitorCore: @unchecked Sendable {
         var firstReason: String?
         for (i, r) in ev.routes.enumerated() {
             let dest = ev.destinations[i]
-            let what = dest.destination.isEmpty ? (dest.family == UInt8(AF_INET) ? "IPv4 default route" : "IPv6 default route")
-                                                : "route to \(Self.text(dest))"
+            let what = self.target == .defaultRoute
+                ? (dest.family == UInt8(AF_INET) ? "IPv4 default route" : "IPv6 default route")
+                : "route to \(Self.text(dest))"
             switch r {
             case .failure(let failure):
                 let code = failure.errnoCode
