@@ -1,0 +1,137 @@
+import Foundation
+import HawserCore
+import Testing
+
+@Suite("Proxy configuration (curl's rules)")
+struct ProxyConfigurationTests {
+    @Test("proxy strings: default scheme http, default ports 1080 (443 for https), userinfo percent-decoded")
+    func parsing() throws {
+        let plain = try ProxyServer(parsing: "proxy.local")
+        #expect(plain.kind == .http && plain.host == "proxy.local" && plain.port == 1080 && plain.credentials == nil)
+        let https = try ProxyServer(parsing: "HTTPS://proxy.local/")
+        #expect(https.kind == .https && https.port == 443)
+        let socks = try ProxyServer(parsing: "socks5://10.0.0.1:9050")
+        #expect(socks.kind == .socks5(remoteDNS: false) && socks.port == 9050)
+        let socksh = try ProxyServer(parsing: "socks5h://[::1]:1081")
+        #expect(socksh.kind == .socks5(remoteDNS: true) && socksh.host == "::1" && socksh.port == 1081)
+        let auth = try ProxyServer(parsing: "http://us%40er:p%3Ass:word@proxy:3128")
+        #expect(auth.credentials == ProxyCredentials(user: "us@er", password: "p:ss:word"))
+        #expect(auth.port == 3128)
+        #expect(auth.description == "http://proxy:3128")   // never the password
+        #expect(ProxyCredentials(user: "Aladdin", password: "open sesame").basicAuthorization == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+    }
+
+    @Test("bad proxy strings are errors that say what was wrong", arguments: [
+        ("ftp://proxy", "unsupported proxy scheme"),
+        ("socks4://proxy", "SOCKS4"),
+        ("http://proxy:99999", "bad port"),
+        ("http://proxy:12ab", "bad port"),
+        ("http://:8080", "no host"),
+        ("http://[::1", "unterminated"),
+        ("http://u%zz@proxy", "percent-encoding"),
+        ("", "empty"),
+    ])
+    func badStrings(_ input: String, _ expected: String) {
+        do {
+            _ = try ProxyServer(parsing: input)
+            Issue.record("'\(input)' was accepted")
+        } catch {
+            #expect(error.message.contains(expected), "\(error.message)")
+        }
+    }
+
+    @Test("environment: http_proxy only in lower case; HTTPS_PROXY and ALL_PROXY in either, lower case first; empty is unset")
+    func environment() throws {
+        let upperOnly = try ProxyConfiguration.fromEnvironment(["HTTP_PROXY": "http://evil:1"])
+        #expect(upperOnly.httpProxy == nil)
+        #expect(upperOnly.proxy(for: URL(string: "http://example.com/")!) == nil)
+
+        let both = try ProxyConfiguration.fromEnvironment([
+            "http_proxy": "http://h:1", "https_proxy": "http://lower:2", "HTTPS_PROXY": "http://upper:3",
+            "ALL_PROXY": "socks5h://all:4",
+        ])
+        #expect(both.httpProxy?.host == "h")
+        #expect(both.httpsProxy?.host == "lower")
+        #expect(both.allProxy?.host == "all")
+        let upperHTTPS = try ProxyConfiguration.fromEnvironment(["HTTPS_PROXY": "upper:3"])
+        #expect(upperHTTPS.httpsProxy?.host == "upper")
+        let emptyLower = try ProxyConfiguration.fromEnvironment(["https_proxy": "", "HTTPS_PROXY": "upper:3", "all_proxy": ""])
+        #expect(emptyLower.httpsProxy?.host == "upper")
+        #expect(emptyLower.allProxy == nil)
+        let noProxy = try ProxyConfiguration.fromEnvironment(["no_proxy": "a.com", "NO_PROXY": "b.com"])
+        #expect(noProxy.bypass.rawValue == "a.com")
+        let upperNoProxy = try ProxyConfiguration.fromEnvironment(["NO_PROXY": "b.com"])
+        #expect(upperNoProxy.bypass.rawValue == "b.com")
+    }
+
+    @Test("a bad proxy variable is an error naming the variable")
+    func badEnvironment() {
+        do {
+            _ = try ProxyConfiguration.fromEnvironment(["all_proxy": "gopher://x"])
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.hasPrefix("all_proxy: "))
+        }
+    }
+
+    @Test("which proxy for which URL: scheme-specific first, then all_proxy; CONNECT for https; none for other schemes")
+    func selection() throws {
+        let config = try ProxyConfiguration.fromEnvironment([
+            "http_proxy": "http://web:3128", "all_proxy": "socks5://all:1080", "no_proxy": "internal.example",
+        ])
+        let http = config.proxy(for: URL(string: "http://example.com/a")!)
+        #expect(http?.server.host == "web" && http?.mode == .forward && http?.port == 80 && http?.host == "example.com")
+        let https = config.proxy(for: URL(string: "https://example.com:8443/")!)
+        #expect(https?.server.host == "all" && https?.mode == .socks5(remoteDNS: false) && https?.port == 8443)
+        #expect(config.proxy(for: URL(string: "http://api.internal.example/")!) == nil)
+        #expect(config.proxy(for: URL(string: "ftp://example.com/")!) == nil)
+
+        let tunnel = try ProxyConfiguration.fromEnvironment(["https_proxy": "http://web:3128"])
+        #expect(tunnel.proxy(for: URL(string: "https://example.com/")!)?.mode == .connectTunnel)
+        #expect(tunnel.proxy(for: URL(string: "http://example.com/")!) == nil)   // no http_proxy, no all_proxy
+        let v6 = tunnel.proxy(for: URL(string: "https://[2001:db8::1]:444/")!)
+        #expect(v6?.host == "2001:db8::1" && v6?.port == 444)
+    }
+
+    // host, no_proxy, bypassed? — each row as curl's Curl_check_noproxy decides it.
+    static let noProxyTable: [(String, String, Bool)] = [
+        ("example.com", "example.com", true),
+        ("www.example.com", "example.com", true),
+        ("www.example.com", ".example.com", true),
+        ("example.com", ".example.com", true),            // a leading dot is ignored
+        ("notexample.com", "example.com", false),
+        ("example.com.org", "example.com", false),
+        ("EXAMPLE.com", "example.COM", true),
+        ("example.com.", "example.com", true),            // trailing dots ignored on both sides
+        ("example.com", "example.com.", true),
+        ("a.com", "b.com, a.com", true),
+        ("a.com", "b.com,,, a.com ,c.com", true),
+        ("a.com", "b.com a.com", false),                  // blanks end an entry; without a comma the list ends
+        ("anything.test", "*", true),
+        ("anything.test", "*,b.com", false),              // only the whole list "*" is the wildcard
+        ("anything.test", "", false),
+        ("192.168.1.7", "192.168.0.0/16", true),
+        ("192.169.1.7", "192.168.0.0/16", false),
+        ("10.1.2.3", "10.1.2.3", true),
+        ("10.1.2.3", "10.1.2.4", false),
+        ("10.1.2.3", "10.1.2.0/0", false),                // /0 means an exact match in curl
+        ("10.1.2.3", "10.1.2.0/33", false),
+        ("10.1.2.3", "10.0.0.0/8", true),
+        ("10.1.2.3", "10.1.2.3.example", false),
+        ("[::1]", "::1", true),
+        ("::1", "::1", true),
+        ("[2001:db8::5]", "2001:db8::/32", true),
+        ("[2001:db9::5]", "2001:db8::/32", false),
+        ("[2001:db8::5]", "2001:db8::/29", true),         // a prefix that is not a whole number of bytes
+        ("[2001:db8::5]", "192.168.0.0/16", false),
+        ("localhost", "127.0.0.1", false),                // names never match addresses (no DNS)
+        ("127.0.0.1", "localhost", false),
+    ]
+
+    @Test("no_proxy table")
+    func noProxyMatching() {
+        for (host, list, expected) in Self.noProxyTable {
+            #expect(NoProxyList(list).matches(host: host) == expected, "host \(host), no_proxy '\(list)'")
+        }
+    }
+}
