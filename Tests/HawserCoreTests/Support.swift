@@ -106,6 +106,10 @@ class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
     func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
         completion(nil)
     }
+    func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
+              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        completion(.performDefaultHandling)
+    }
 
     /// Waits for the completion, then gives the loop a moment to deliver a (wrong) second one.
     func wait() async -> Record {

@@ -21,10 +21,16 @@ final class ConnectionPool: @unchecked Sendable {
     /// so one at a time), and which connection holds it right now.
     let readBuffer: ReadBuffer
     var readBufferOwner: ObjectIdentifier?
+    /// The session-level delegate, asked about challenges the task's delegate leaves alone.
+    let sessionDelegate: (any SessionDelegate)?
+    weak var session: Session?
+    /// The TLS context for https origins, made on first use (or the error making it gave).
+    private var tlsContext: Result<TLSContext, HawserError>?
 
-    init(loop: EventLoop, configuration: SessionConfiguration) {
+    init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)? = nil) {
         self.loop = loop
         self.configuration = configuration
+        self.sessionDelegate = sessionDelegate
         self.readBuffer = ReadBuffer(capacity: configuration.readChunkSize)
     }
 
@@ -108,9 +114,25 @@ final class ConnectionPool: @unchecked Sendable {
     private func connectIfNeeded(_ key: ConnectionKey) {
         guard var origin = self.origins[key] else { return }
         while origin.waiting.count > origin.connecting, origin.total < self.configuration.maximumConnectionsPerHost {
+            var context: TLSContext? = nil
+            if key.scheme == "https" {
+                switch self.clientTLSContext() {
+                case .success(let c): context = c
+                case .failure(let error):
+                    self.origins[key] = origin
+                    self.failNextWaiting(key, error, reconnect: false)
+                    guard let o = self.origins[key] else { return }
+                    origin = o
+                    continue
+                }
+            }
             origin.total += 1
             origin.connecting += 1
-            let connector = Connector(key: key, loop: self.loop, timeoutSeconds: self.configuration.connectTimeout) {
+            let connector = Connector(key: key, loop: self.loop, timeoutSeconds: self.configuration.connectTimeout,
+                                      tlsContext: context,
+                                      trustHook: context == nil ? nil : { [unowned(unsafe) self] connector, chain, decide in
+                                          self.evaluateTrust(connector.key, chain, decide)
+                                      }) {
                 [unowned(unsafe) self] connector, result in
                 self.connectors.removeValue(forKey: ObjectIdentifier(connector))
                 self.connectFinished(key: key, result: result)
@@ -150,13 +172,88 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func failNextWaiting(_ key: ConnectionKey, _ error: HawserError) {
+    private func failNextWaiting(_ key: ConnectionKey, _ error: HawserError, reconnect: Bool = true) {
         if let t = self.origins[key]?.waiting.popFirst() {
             t.state = .created
             t.finish(.failure(error.with(url: t.request.url)))
         }
         // The others get their own attempt.
-        self.connectIfNeeded(key)
+        if reconnect { self.connectIfNeeded(key) }
+    }
+
+    // MARK: - TLS
+
+    private func clientTLSContext() -> Result<TLSContext, HawserError> {
+        if let c = self.tlsContext { return c }
+        let made = Result { () throws(HawserError) in try TLSContext(client: self.configuration.tls) }
+        self.tlsContext = made
+        return made
+    }
+
+    /// Decides about a server's chain after a handshake: the delegate of the task first in line
+    /// for this origin (the one the connection is for), then the session's delegate, then the
+    /// configuration's evaluator. `decide` runs on the loop.
+    private func evaluateTrust(_ key: ConnectionKey, _ chain: [[UInt8]], _ decide: @escaping (HawserError?) -> Void) {
+        let certificates: [Certificate]
+        do {
+            certificates = try chain.map { (der: [UInt8]) throws(CertificateError) in try Certificate(derEncoded: der) }
+        } catch {
+            decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent a certificate that cannot be parsed: \(error)", underlying: error))
+            return
+        }
+        if certificates.isEmpty {
+            decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent no certificate"))
+            return
+        }
+        let trust = ServerTrust(host: key.host, certificates: certificates)
+        let evaluator = self.configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()
+        let untrusted = { @Sendable (failure: TrustFailure) -> HawserError in
+            var e = HawserError(.serverCertificateUntrusted,
+                                "the certificate of \(key.host):\(key.port) is not trusted: \(failure.message)", underlying: failure)
+            e.peerCertificates = certificates
+            return e
+        }
+        let defaultHandling = { @Sendable () -> HawserError? in
+            do throws(TrustFailure) {
+                try evaluator.evaluate(trust, forHost: key.host)
+                return nil
+            } catch {
+                return untrusted(error)
+            }
+        }
+        let space = ProtectionSpace(host: key.host, port: key.port, urlScheme: .https, realm: nil, authenticationMethod: .serverTrust)
+        let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: trust)
+        let loop = self.loop
+        let decideOnLoop = UnsafeTransfer(decide)
+        let answer: @Sendable (ChallengeDisposition, _ next: (@Sendable () -> Void)?) -> Void = { disposition, next in
+            let result: HawserError?
+            switch disposition {
+            case .useServerTrust, .useCredential: result = nil
+            case .refuseServerTrust(let failure): result = untrusted(failure)
+            case .rejectProtectionSpace:
+                result = untrusted(TrustFailure(.other, "the challenge handler rejected the server's certificate"))
+            case .cancelAuthenticationChallenge:
+                var e = HawserError(.cancelled, "the server-trust challenge for \(key.host) was cancelled")
+                e.peerCertificates = certificates
+                result = e
+            case .performDefaultHandling:
+                if let next { next(); return }
+                result = defaultHandling()
+            }
+            if loop.inEventLoop { decideOnLoop.value(result) } else { loop.execute { decideOnLoop.value(result) } }
+        }
+        let askSession: @Sendable () -> Void = { [weak session = self.session, sessionDelegate = self.sessionDelegate] in
+            guard let sessionDelegate, let session else {
+                answer(.performDefaultHandling, nil)
+                return
+            }
+            sessionDelegate.session(session, didReceive: challenge) { answer($0, nil) }
+        }
+        guard let task = self.origins[key]?.waiting.first else {
+            askSession()
+            return
+        }
+        task.delegate.task(task, didReceive: challenge) { answer($0, askSession) }
     }
 
     /// A connection finished a response and can be reused: hand it the next waiting task or park it.

@@ -351,9 +351,10 @@ final class HTTP1Connection: EventLoopIOHandler {
                 self.releaseBuffer(b)
                 self.peerClosed(cleanTLSClose: clean)
                 return
-            case .failed(let message):
+            case .failed(let message, let reasons):
                 self.releaseBuffer(b)
-                self.connectionFailed(HawserError(.secureConnectionFailed, "TLS read from \(self.remoteAddress) failed: \(message)"))
+                let code: HawserError.Code = TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
+                self.connectionFailed(HawserError(code, "TLS read from \(self.remoteAddress) failed: \(message)"))
                 return
             }
         } else {
@@ -534,6 +535,12 @@ final class HTTP1Connection: EventLoopIOHandler {
             do {
                 result = try self.writeSome()
             } catch {
+                if let tls = self.tls, let alert = tls.pendingAlert() {
+                    // The peer said why before it went away (a refused client certificate…).
+                    let code: HawserError.Code = TLSStream.isClientCertificateRefusal(alert.reasons) ? .clientCertificateRequired : .secureConnectionFailed
+                    self.connectionFailed(HawserError(code, "\(self.remoteAddress) ended the TLS connection: \(alert.message)"))
+                    return
+                }
                 self.connectionFailed(HawserError(.connectionLost, "writing to \(self.remoteAddress) failed: \(error)", underlying: error))
                 return
             }
@@ -566,7 +573,7 @@ final class HTTP1Connection: EventLoopIOHandler {
                 return .wouldBlock
             case .closed:
                 throw IOError(errnoCode: EPIPE, function: "SSL_write")
-            case .failed(let message):
+            case .failed(let message, _):
                 throw IOError(errnoCode: EPROTO, function: "SSL_write: \(message)")
             }
         }

@@ -72,7 +72,7 @@ public struct HTTPClientResponse: Sendable {
 
 /// Where a request goes on the wire: what the pool keys connections by.
 public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String   // "http" (https arrives with TLS)
+    public var scheme: String   // "http" or "https"
     public var host: String
     public var port: Int
 
@@ -85,14 +85,15 @@ extension HTTPClientRequest {
         guard let scheme = self.url.scheme?.lowercased() else {
             throw HawserError(.invalidRequest, "URL has no scheme", url: self.url)
         }
-        guard scheme == "http" else {
+        guard scheme == "http" || scheme == "https" else {
             throw HawserError(.invalidRequest, "unsupported URL scheme '\(scheme)'", url: self.url)
         }
         guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
             throw HawserError(.invalidRequest, "URL has no host", url: self.url)
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        let port = self.url.port ?? 80
+        let defaultPort = scheme == "https" ? 443 : 80
+        let port = self.url.port ?? defaultPort
         guard (1...65535).contains(port) else {
             throw HawserError(.invalidRequest, "port \(port) is out of range", url: self.url)
         }
@@ -100,7 +101,7 @@ extension HTTPClientRequest {
         if target.isEmpty { target = "/" }
         if let q = self.url.query(percentEncoded: true) { target += "?" + q }
         let hostForHeader = host.contains(":") ? "[\(host)]" : host
-        let hostHeader = port == 80 ? hostForHeader : "\(hostForHeader):\(port)"
+        let hostHeader = port == defaultPort ? hostForHeader : "\(hostForHeader):\(port)"
         return (ConnectionKey(scheme: scheme, host: host.lowercased(), port: port), target, hostHeader)
     }
 }

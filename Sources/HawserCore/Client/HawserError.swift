@@ -66,6 +66,9 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     public var url: URL?
     /// The error underneath, when there is one.
     public var underlying: (any Error & Sendable)?
+    /// For TLS failures after a handshake (`serverCertificateUntrusted`): the chain the server
+    /// presented, leaf first.
+    public var peerCertificates: [Certificate]?
 
     public init(_ code: Code, _ message: String, url: URL? = nil, underlying: (any Error & Sendable)? = nil) {
         self.code = code

@@ -78,6 +78,9 @@ struct CircularQueue<Element> {
 
     var isEmpty: Bool { self.count == 0 }
 
+    /// The element `popFirst` would return, without removing it.
+    var first: Element? { self.count == 0 ? nil : self.items[self.head] }
+
     mutating func append(_ e: Element) {
         if self.count == self.items.count { self.grow() }
         self.items[(self.head + self.count) % self.items.count] = e

@@ -81,7 +81,7 @@ enum Redirect {
     /// RFC 3986 reference resolution; a target without a fragment inherits the original's
     /// (RFC 9110 §10.2.2).
     static func resolve(_ location: String, against base: URL) -> URL? {
-        let trimmed = location.trimmingASCIIWhitespace
+        let trimmed = location.trimmingASCIIWhitespace()
         guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL,
               url.host(percentEncoded: false)?.isEmpty == false else { return nil }
         if url.fragment(percentEncoded: true) == nil, let f = base.fragment(percentEncoded: true),
@@ -100,14 +100,5 @@ enum Redirect {
 
     static func port(_ u: URL) -> Int {
         u.port ?? (u.scheme?.lowercased() == "https" ? 443 : 80)
-    }
-}
-
-extension String {
-    var trimmingASCIIWhitespace: String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return String(s)
     }
 }

@@ -28,6 +28,12 @@ public protocol ResponseDelegate: AnyObject, Sendable {
     /// A 307/308 redirect must send the request body again but it was a stream, which cannot be
     /// replayed: answer a new stream, or nil to fail the task. Default: nil.
     func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void)
+
+    /// A challenge for this task: the server's TLS chain on a new connection opened for it, or a
+    /// 401/407 response. Call `completion` exactly once, from any thread; reading (or the
+    /// connection) waits for it. Default: `.performDefaultHandling`.
+    func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
+              completion: @escaping @Sendable (ChallengeDisposition) -> Void)
 }
 
 extension ResponseDelegate {
@@ -39,5 +45,9 @@ extension ResponseDelegate {
     }
     public func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
         completion(nil)
+    }
+    public func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
+                     completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        completion(.performDefaultHandling)
     }
 }

@@ -19,12 +19,17 @@ public final class Session: Sendable {
     private let pool: ConnectionPool
 
     /// Creates a session on `eventLoop` (by default the next loop of ``EventLoopGroup/shared``).
-    public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil) {
+    ///
+    /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
+    /// answers the challenges a task's delegate leaves to default handling.
+    public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
+                delegate: (any SessionDelegate)? = nil) {
         self.configuration = configuration
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         self.eventLoop = loop
-        let pool = ConnectionPool(loop: loop, configuration: configuration)
+        let pool = ConnectionPool(loop: loop, configuration: configuration, sessionDelegate: delegate)
         self.pool = pool
+        pool.session = self
         let transfer = UnsafeTransfer(pool)
         loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
     }

@@ -39,6 +39,12 @@ public struct SessionConfiguration: Sendable {
     /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
     /// A request that sets its own `Cookie` field gets no cookies added from the jar.
     public var httpShouldSetCookies = true
+    /// TLS protocol floor, client identity and session resumption for https.
+    public var tls = TLSConfiguration()
+    /// Decides whether a server's certificate chain is trusted when no delegate decides:
+    /// nil means ``DefaultTrustEvaluator`` (the system store, host name checked). Set a
+    /// ``SecurityPolicy`` or a ``ServerTrustManager`` to pin.
+    public var serverTrustEvaluator: (any ServerTrustEvaluating)? = nil
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 

@@ -365,6 +365,10 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
         case digest
         /// Any other scheme, lower-cased (`bearer`, `negotiate`…).
         case other(String)
+        /// A TLS server-trust challenge (NSURLAuthenticationMethodServerTrust): evaluate the chain.
+        case serverTrust
+        /// A TLS client-certificate request (NSURLAuthenticationMethodClientCertificate).
+        case clientCertificate
 
         /// The method named by an auth-scheme (case-insensitive).
         public init(scheme: String) {

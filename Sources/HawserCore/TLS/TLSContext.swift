@@ -36,7 +36,7 @@ package final class TLSContext: @unchecked Sendable {
         self.ctx = ctx
         self.isServer = false
         self.resumption = configuration.sessionResumption
-        do throws(HawserError) {
+        do {
             try Self.applyCommon(ctx, minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
                                  cipherList: configuration.cipherList)
             // Peer verification is Hawser's own (ServerTrust + the policy, after the handshake),
@@ -52,10 +52,8 @@ package final class TLSContext: @unchecked Sendable {
             if let identity = configuration.clientIdentity {
                 try Self.useIdentity(identity, ctx: ctx)
             }
-        } catch {
-            SSL_CTX_free(ctx)
-            throw error
         }
+        // (On a throw above, deinit frees the context: self is fully initialized by then.)
     }
 
     /// A server context presenting `certificateChainPath` (leaf first, PEM) and `privateKeyPath`.
@@ -69,8 +67,11 @@ package final class TLSContext: @unchecked Sendable {
         self.ctx = ctx
         self.isServer = true
         self.resumption = true
-        do throws(HawserError) {
+        do {
             try Self.applyCommon(ctx, minimum: minimum, maximum: maximum, cipherList: nil)
+            // The test server presents weak and broken certificates on purpose (RSA-1024…):
+            // the client, not the server, must be the one to refuse them.
+            SSL_CTX_set_security_level(ctx, 0)
             try Self.useIdentity(.pem(certificateChainPath: serverCertificateChainPath, privateKeyPath: privateKeyPath), ctx: ctx)
             let sid = Array("hawser-test-server".utf8)
             _ = CHawser_SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
@@ -80,9 +81,6 @@ package final class TLSContext: @unchecked Sendable {
                 }
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
             }
-        } catch {
-            SSL_CTX_free(ctx)
-            throw error
         }
     }
 

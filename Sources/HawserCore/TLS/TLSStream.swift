@@ -14,8 +14,8 @@ package final class TLSStream {
         /// The peer closed: `clean` when it sent close_notify first (a truncation attack or a
         /// crashed server looks like an unclean close).
         case closed(clean: Bool)
-        /// A fatal TLS or socket error, described.
-        case failed(String)
+        /// A fatal TLS or socket error, described, with OpenSSL's reason codes.
+        case failed(String, reasons: [Int32] = [])
     }
 
     package enum HandshakeStatus: Equatable {
@@ -121,6 +121,28 @@ package final class TLSStream {
         return self.status(after: Int32(r), operation: "write")
     }
 
+    /// After a failed write: reads what the peer sent before it went away, to find a TLS alert
+    /// that explains it (TLS 1.3 servers refuse a client certificate only after the client's
+    /// handshake is done). Returns the alert's error, if any.
+    func pendingAlert() -> (message: String, reasons: [Int32])? {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<4 {
+            switch scratch.withUnsafeMutableBytes({ self.read(into: $0) }) {
+            case .failed(let message, let reasons): return (message, reasons)
+            case .bytes: continue
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// Whether OpenSSL's reasons say the server wanted a client certificate.
+    static func isClientCertificateRefusal(_ reasons: [Int32]) -> Bool {
+        reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED))
+            || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
+
+    }
+
     /// Decrypted bytes OpenSSL holds that epoll cannot see.
     package var hasBufferedPlaintext: Bool { SSL_pending(self.ssl) > 0 }
 
@@ -131,18 +153,18 @@ package final class TLSStream {
         case SSL_ERROR_ZERO_RETURN: return .closed(clean: true)
         case SSL_ERROR_SYSCALL:
             let errno = Glibc.errno
-            let (message, _) = drainOpenSSLErrors()
-            if !message.isEmpty { return .failed(message) }
+            let (message, reasons) = drainOpenSSLErrors()
+            if !message.isEmpty { return .failed(message, reasons: reasons) }
             if errno == 0 || errno == ECONNRESET && operation == "read" { return .closed(clean: false) }
             return .failed("TLS \(operation) failed: \(IOError(errnoCode: errno, function: "SSL_\(operation)"))")
         case SSL_ERROR_SSL:
             let (message, reasons) = drainOpenSSLErrors()
             // OpenSSL 3 reports an EOF without close_notify as an error of its own.
             if reasons.contains(Int32(SSL_R_UNEXPECTED_EOF_WHILE_READING)) { return .closed(clean: false) }
-            return .failed(message.isEmpty ? "TLS \(operation) failed" : message)
+            return .failed(message.isEmpty ? "TLS \(operation) failed" : message, reasons: reasons)
         default:
-            let (message, _) = drainOpenSSLErrors()
-            return .failed(message.isEmpty ? "TLS \(operation) failed" : message)
+            let (message, reasons) = drainOpenSSLErrors()
+            return .failed(message.isEmpty ? "TLS \(operation) failed" : message, reasons: reasons)
         }
     }
 
