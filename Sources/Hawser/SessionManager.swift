@@ -189,11 +189,12 @@ public class SessionManager: @unchecked Sendable {
     }
 
     /// Creates a data task (suspended: call `resume()`). `completionHandler` runs once on the
-    /// completion queue with the response, the serialized object and the error.
+    /// completion queue with the response, the serialized object and the error. (The handler has no
+    /// default, so a trailing closure is always the completion handler, never a progress block.)
     public func dataTask(with request: HTTPClientRequest,
                          uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
                          downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-                         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)? = nil) -> DataTask {
+                         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> DataTask {
         let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
         self.register(task, delegate: TaskDelegate(manager: self, completion: completionHandler),
                       upload: uploadProgress, download: downloadProgress)
@@ -203,7 +204,7 @@ public class SessionManager: @unchecked Sendable {
     /// Creates an upload task sending `bodyData` (suspended).
     public func uploadTask(with request: HTTPClientRequest, from bodyData: Data,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)? = nil) -> UploadTask {
+                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
         var r = request
         r.body = .bytes(Array(bodyData))
         return self.makeUpload(r, preflightError: nil, progress: progress, completion: completionHandler)
@@ -213,7 +214,7 @@ public class SessionManager: @unchecked Sendable {
     /// stays bounded whatever the file's size. An unreadable file fails the task when it is resumed.
     public func uploadTask(with request: HTTPClientRequest, fromFile fileURL: URL,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)? = nil) -> UploadTask {
+                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
         var r = request
         var preflight: (any Error)? = nil
         let path = fileURL.path
@@ -232,7 +233,7 @@ public class SessionManager: @unchecked Sendable {
     /// never retried.
     public func uploadTask(withStreamedRequest request: HTTPClientRequest,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)? = nil) -> UploadTask {
+                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
         self.makeUpload(request, preflightError: nil, progress: progress, completion: completionHandler)
     }
 
@@ -251,7 +252,7 @@ public class SessionManager: @unchecked Sendable {
     public func downloadTask(with request: HTTPClientRequest,
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)? = nil) -> DownloadTask {
+                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
         let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub, resumeFrom: nil)
         self.registerDownload(task, progress: progress, destination: destination, completion: completionHandler)
         return task
@@ -264,7 +265,7 @@ public class SessionManager: @unchecked Sendable {
     public func downloadTask(withResumeData resumeData: Data,
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)? = nil) -> DownloadTask {
+                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
         var preflight: (any Error)? = nil
         var resume: DownloadResumeData? = nil
         var request: HTTPClientRequest? = nil

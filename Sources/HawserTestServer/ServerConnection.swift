@@ -23,6 +23,13 @@ final class ServerConnection: EventLoopIOHandler {
     /// A response is being produced over time (delay, trickle): stop parsing until it is done.
     private var busy = false
     private var timers: [Scheduled] = []
+    /// `/sink`: the body is checked and counted, not kept.
+    private var sink: (count: Int, patternOK: Bool)?
+    /// `/stream/N`: bytes of the pattern still to generate, the next offset, chunked framing.
+    private var streamRemaining = 0
+    private var streamOffset = 0
+    private var streamChunked = false
+    private var streamActive = false
 
     init(fd: Int32, listener: Listener) {
         self.fd = fd
@@ -67,12 +74,22 @@ final class ServerConnection: EventLoopIOHandler {
             case .head(let h):
                 self.head = h
                 self.body = []
+                self.sink = Self.split(h.target).0 == "/sink" ? (0, true) : nil
                 if h.headers.contains(name: "Expect", token: "100-continue") {
                     self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     self.flush()
                 }
             case .body:
-                self.body.append(contentsOf: bodySlice)
+                if var sink = self.sink {
+                    for (i, b) in bodySlice.enumerated() where b != UInt8((sink.count + i) % 251) {
+                        sink.patternOK = false
+                        break
+                    }
+                    sink.count += bodySlice.count
+                    self.sink = sink
+                } else {
+                    self.body.append(contentsOf: bodySlice)
+                }
             case .trailers:
                 break
             case .end(let keepAlive):
@@ -143,6 +160,30 @@ final class ServerConnection: EventLoopIOHandler {
             self.flush()
         case ("fault", 2):
             self.fault(parts[1])
+        case ("bearer", 2):
+            let ok = h.headers["Authorization"] == "Bearer \(parts[1])"
+            self.send(status: ok ? 200 : 401, body: Array((ok ? "welcome" : "unauthorized").utf8),
+                      extra: [("X-Seen-Authorization", h.headers["Authorization"] ?? "")], head: isHead)
+        case ("sink", 1):
+            let sink = self.sink ?? (0, true)
+            self.send(status: 200, body: Array("received \(sink.count)".utf8),
+                      extra: [("X-Sink-Length", String(sink.count)), ("X-Sink-Pattern", sink.patternOK ? "ok" : "mismatch")], head: isHead)
+        case ("stream", 2):
+            let n = max(0, Int(parts[1]) ?? 0)
+            self.streamChunked = query["chunked"] == "1"
+            var out: [UInt8] = []
+            let framing: (String, String) = self.streamChunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", String(n))
+            let headers: HTTPHeaders = [framing.0: framing.1, "Content-Type": "application/octet-stream"]
+            try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers), into: &out)
+            self.outbox.append(contentsOf: out)
+            if isHead { self.flush(); return }
+            self.streamRemaining = n
+            self.streamOffset = 0
+            self.streamActive = true
+            self.busy = true
+            self.flush()
+        case ("range", 2):
+            self.sendRange(h, size: max(0, Int(parts[1]) ?? 0), ignoreRange: query["ignore-range"] == "1", head: isHead)
         default:
             self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
         }
@@ -229,20 +270,30 @@ final class ServerConnection: EventLoopIOHandler {
 
     private func flush() {
         guard !self.closed else { return }
-        while self.outOffset < self.outbox.count {
-            let n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
-            if n < 0 {
-                let e = CHawser_errno()
-                if e == EAGAIN || e == EINTR { self.setWrite(true); return }
-                self.close()
-                return
+        var streamEnded = false
+        while true {
+            while self.outOffset < self.outbox.count {
+                let n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
+                if n < 0 {
+                    let e = CHawser_errno()
+                    if e == EAGAIN || e == EINTR { self.setWrite(true); return }
+                    self.close()
+                    return
+                }
+                self.outOffset += n
             }
-            self.outOffset += n
+            self.outbox.removeAll(keepingCapacity: true)
+            self.outOffset = 0
+            if self.streamActive {
+                if self.streamRemaining == 0 { streamEnded = true }
+                self.fillStreamPiece()
+                continue
+            }
+            break
         }
-        self.outbox.removeAll(keepingCapacity: true)
-        self.outOffset = 0
         self.setWrite(false)
         if self.closeAfterWrite && !self.busy { self.close() }
+        if streamEnded { self.process() }
     }
 
     func ioWritable() { self.flush() }
@@ -268,6 +319,60 @@ final class ServerConnection: EventLoopIOHandler {
         Glibc.close(self.fd)
         self.listener.remove(self)
     }
+
+    /// Appends the next 256 KiB of a `/stream` body (only once the previous piece left), so the
+    /// server's memory stays bounded and a client that stops reading holds it back; after the last
+    /// piece, the chunked terminator, and the connection is free for the next request.
+    private func fillStreamPiece() {
+        if self.streamRemaining == 0 {
+            if self.streamChunked { HTTP1Encoder.writeLastChunk(trailers: nil, into: &self.outbox) }
+            self.streamActive = false
+            self.busy = false
+            return
+        }
+        let n = min(256 * 1024, self.streamRemaining)
+        if self.streamChunked { HTTP1Encoder.writeChunkHeader(size: n, into: &self.outbox) }
+        let phase = self.streamOffset % 251
+        self.outbox.append(contentsOf: Self.streamTemplate[phase..<(phase + n)])
+        if self.streamChunked { HTTP1Encoder.writeChunkEnd(into: &self.outbox) }
+        self.streamOffset += n
+        self.streamRemaining -= n
+        self.listener.streamed += n
+    }
+
+    /// `/range/N`: the pattern with a strong ETag and Last-Modified, honouring `Range: bytes=a-[b]`
+    /// unless `If-Range` names another validator (then 200, the whole entity); 416 for a start
+    /// past the end.
+    private func sendRange(_ h: HTTPRequestHead, size: Int, ignoreRange: Bool, head isHead: Bool) {
+        let etag = "\"v1-\(size)\""
+        let lastModified = "Wed, 21 Oct 2015 07:28:00 GMT"
+        let validators: [(String, String)] = [("ETag", etag), ("Last-Modified", lastModified), ("Accept-Ranges", "bytes")]
+        let body = Self.pattern(size)
+        var range: (Int, Int)? = nil
+        if !ignoreRange, let spec = h.headers["Range"], spec.hasPrefix("bytes=") {
+            let ifRange = h.headers["If-Range"]
+            if ifRange == nil || ifRange == etag || ifRange == lastModified {
+                let ab = spec.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                if ab.count == 2, let a = Int(ab[0]) {
+                    let b = Int(ab[1]) ?? (size - 1)
+                    if a >= size {
+                        self.send(status: 416, body: [], extra: validators + [("Content-Range", "bytes */\(size)")], head: isHead)
+                        return
+                    }
+                    range = (a, min(b, size - 1))
+                }
+            }
+        }
+        if let (a, b) = range {
+            self.send(status: 206, body: Array(body[a...b]),
+                      extra: validators + [("Content-Range", "bytes \(a)-\(b)/\(size)")], head: isHead)
+        } else {
+            self.send(status: 200, body: body, extra: validators, head: isHead)
+        }
+    }
+
+    /// The pattern from offset 0, long enough to copy any 256 KiB piece starting at any phase.
+    static let streamTemplate = pattern(256 * 1024 + 251)
 
     // MARK: - Helpers
 
@@ -298,6 +403,8 @@ final class ServerConnection: EventLoopIOHandler {
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
         case 404: return "Not Found"
+        case 206: return "Partial Content"
+        case 416: return "Range Not Satisfiable"
         case 500: return "Internal Server Error"
         default: return "Status \(status)"
         }
