@@ -48,6 +48,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// `urlString` resolved against ``baseURL`` (or alone when there is none); nil if invalid.
     public func url(for urlString: String) -> URL? {
+        if urlString.isEmpty { return self.baseURL }
         guard let url = URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL, url.scheme != nil else { return nil }
         return url
     }
