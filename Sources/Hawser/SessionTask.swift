@@ -366,7 +366,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     func engineDidComplete(_ result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics, attempt: Int) {
         let error: HawserError? = { if case .failure(let e) = result { return e }; return nil }()
         let retrier = self.manager?.interceptor
-        enum Next { case ignore, complete, askRetrier(HTTPClientRequest?, HTTPResponse?), restart }
+        enum Next { case ignore, complete, completeCancelled(HawserError), askRetrier(HTTPClientRequest?, HTTPResponse?), restart }
         let next = self.core.withLock { c -> Next in
             switch c.phase {
             case .launching(let a), .engine(_, let a):
@@ -376,8 +376,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             }
             c.metrics = metrics
             if c.state == .canceling || c.cancelPending {
+                // Cancelled before the engine heard of it (e.g. while launching): the task ends
+                // cancelled even if the response was complete.
                 c.phase = .done
-                return .complete
+                return .completeCancelled(c.cancelError ?? HawserError(.cancelled, "the task was cancelled"))
             }
             if error == nil, self.needsRestart() {
                 c.phase = .preparing
@@ -394,6 +396,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         switch next {
         case .ignore:
             return
+        case .completeCancelled(let e):
+            self.complete(error: e, metrics: metrics)
         case .complete:
             let cancelError = self.core.withLock { $0.cancelError }
             self.complete(error: error.map { e -> any Error in
@@ -487,8 +491,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             hooks.taskDidComplete?(self, error)
         }
         self.willComplete(error: error) { finalError in
-            delegate?.taskDidComplete(self, error: finalError, metrics: metrics)
+            // Monitors first: they hear of the completion before the handler runs on its queue.
             manager?.monitors.forEach { $0.task(self, didCompleteWith: finalError) }
+            delegate?.taskDidComplete(self, error: finalError, metrics: metrics)
             manager?.taskFinished()
         }
     }

@@ -183,7 +183,10 @@ public final class RequestTask: @unchecked Sendable {
 /// Writes a streamed request body. Each `write` suspends until the bytes were handed to the
 /// socket (back-pressure), and throws if the task ended meanwhile.
 public final class RequestBodyWriter: @unchecked Sendable {
-    unowned(unsafe) let task: RequestTask
+    /// Strong: the producer's Swift task may still call `write` or end the stream after the
+    /// request finished (the server answered before the last write returned) and the session let
+    /// go of it. The cycle with `RequestTask.bodyWriter` is broken in `finish`.
+    let task: RequestTask
     // Loop-confined.
     var ended: Result<HTTPHeaders?, HawserError>?
     var written: Int64 = 0
