@@ -25,6 +25,13 @@ final class ServerConnection: EventLoopIOHandler {
     private var timers: [Scheduled] = []
     /// Close without TLS close_notify (the truncation fault).
     private var truncateTLS = false
+    /// `/sink`: the body is checked and counted, not kept.
+    private var sink: (count: Int, patternOK: Bool)?
+    /// `/stream/N`: bytes of the pattern still to generate, the next offset, chunked framing.
+    private var streamRemaining = 0
+    private var streamOffset = 0
+    private var streamChunked = false
+    private var streamActive = false
 
     /// For https: the TLS session, and whether its handshake is still running.
     private let tls: TLSStream?
@@ -110,12 +117,28 @@ final class ServerConnection: EventLoopIOHandler {
             case .head(let h):
                 self.head = h
                 self.body = []
+                self.sink = Self.split(h.target).0 == "/sink" ? (0, true) : nil
                 if h.headers.contains(name: "Expect", token: "100-continue") {
                     self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     self.flush()
                 }
             case .body:
-                self.body.append(contentsOf: bodySlice)
+                if var sink = self.sink {
+                    var i = 0
+                    while sink.patternOK && i < bodySlice.count {
+                        let n = min(256 * 1024, bodySlice.count - i)
+                        let phase = (sink.count + i) % 251
+                        let same = bodySlice.withUnsafeBytes { b in
+                            Self.streamTemplate.withUnsafeBytes { t in memcmp(b.baseAddress! + i, t.baseAddress! + phase, n) == 0 }
+                        }
+                        if !same { sink.patternOK = false }
+                        i += n
+                    }
+                    sink.count += bodySlice.count
+                    self.sink = sink
+                } else {
+                    self.body.append(contentsOf: bodySlice)
+                }
             case .trailers:
                 break
             case .end(let keepAlive):
@@ -201,6 +224,30 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: 200, body: Array("set \(query.count)".utf8), extra: extra, head: isHead)
         case ("fault", 2):
             self.fault(parts[1])
+        case ("bearer", 2):
+            let ok = h.headers["Authorization"] == "Bearer \(parts[1])"
+            self.send(status: ok ? 200 : 401, body: Array((ok ? "welcome" : "unauthorized").utf8),
+                      extra: [("X-Seen-Authorization", h.headers["Authorization"] ?? "")], head: isHead)
+        case ("sink", 1):
+            let sink = self.sink ?? (0, true)
+            self.send(status: 200, body: Array("received \(sink.count)".utf8),
+                      extra: [("X-Sink-Length", String(sink.count)), ("X-Sink-Pattern", sink.patternOK ? "ok" : "mismatch")], head: isHead)
+        case ("stream", 2):
+            let n = max(0, Int(parts[1]) ?? 0)
+            self.streamChunked = query["chunked"] == "1"
+            var out: [UInt8] = []
+            let framing: (String, String) = self.streamChunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", String(n))
+            let headers: HTTPHeaders = [framing.0: framing.1, "Content-Type": "application/octet-stream"]
+            try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers), into: &out)
+            self.outbox.append(contentsOf: out)
+            if isHead { self.flush(); return }
+            self.streamRemaining = n
+            self.streamOffset = 0
+            self.streamActive = true
+            self.busy = true
+            self.flush()
+        case ("range", 2):
+            self.sendRange(h, size: max(0, Int(parts[1]) ?? 0), ignoreRange: query["ignore-range"] == "1", head: isHead)
         default:
             self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
         }
@@ -293,35 +340,50 @@ final class ServerConnection: EventLoopIOHandler {
         self.flush()
     }
 
+    /// One send (or TLS write) of the outbox from `outOffset`: bytes written, -1 to wait for
+    /// the socket, -2 on an error.
+    private func sendSome() -> Int {
+        if let tls = self.tls {
+            switch self.outbox.withUnsafeBytes({ tls.write(UnsafeRawBufferPointer(rebasing: $0[self.outOffset...])) }) {
+            case .bytes(let k): return k
+            case .wantRead, .wantWrite: return -1
+            case .closed, .failed: return -2
+            }
+        }
+        let n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
+        if n < 0 {
+            let e = CHawser_errno()
+            return e == EAGAIN || e == EINTR ? -1 : -2
+        }
+        return n
+    }
+
     private func flush() {
         guard !self.closed else { return }
         if self.handshaking { return }
-        while self.outOffset < self.outbox.count {
-            let n: Int
-            if let tls = self.tls {
-                switch self.outbox.withUnsafeBytes({ tls.write(UnsafeRawBufferPointer(rebasing: $0[self.outOffset...])) }) {
-                case .bytes(let k): n = k
-                case .wantRead, .wantWrite: n = -1
-                case .closed, .failed:
-                    self.close()
-                    return
-                }
-                if n < 0 { self.setWrite(true); return }
-            } else {
-                n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
+        var streamEnded = false
+        while true {
+            while self.outOffset < self.outbox.count {
+                let n = self.sendSome()
+                if n == -1 { self.setWrite(true); return }
                 if n < 0 {
-                    let e = CHawser_errno()
-                    if e == EAGAIN || e == EINTR { self.setWrite(true); return }
                     self.close()
                     return
                 }
+                self.outOffset += n
             }
-            self.outOffset += n
+            self.outbox.removeAll(keepingCapacity: true)
+            self.outOffset = 0
+            if self.streamActive {
+                if self.streamRemaining == 0 { streamEnded = true }
+                self.fillStreamPiece()
+                continue
+            }
+            break
         }
-        self.outbox.removeAll(keepingCapacity: true)
-        self.outOffset = 0
         self.setWrite(false)
         if self.closeAfterWrite && !self.busy { self.close() }
+        if streamEnded { self.process() }
     }
 
     func ioWritable() {
@@ -354,6 +416,60 @@ final class ServerConnection: EventLoopIOHandler {
         Glibc.close(self.fd)
         self.listener.remove(self)
     }
+
+    /// Appends the next 256 KiB of a `/stream` body (only once the previous piece left), so the
+    /// server's memory stays bounded and a client that stops reading holds it back; after the last
+    /// piece, the chunked terminator, and the connection is free for the next request.
+    private func fillStreamPiece() {
+        if self.streamRemaining == 0 {
+            if self.streamChunked { HTTP1Encoder.writeLastChunk(trailers: nil, into: &self.outbox) }
+            self.streamActive = false
+            self.busy = false
+            return
+        }
+        let n = min(256 * 1024, self.streamRemaining)
+        if self.streamChunked { HTTP1Encoder.writeChunkHeader(size: n, into: &self.outbox) }
+        let phase = self.streamOffset % 251
+        self.outbox.append(contentsOf: Self.streamTemplate[phase..<(phase + n)])
+        if self.streamChunked { HTTP1Encoder.writeChunkEnd(into: &self.outbox) }
+        self.streamOffset += n
+        self.streamRemaining -= n
+        self.listener.streamed += n
+    }
+
+    /// `/range/N`: the pattern with a strong ETag and Last-Modified, honouring `Range: bytes=a-[b]`
+    /// unless `If-Range` names another validator (then 200, the whole entity); 416 for a start
+    /// past the end.
+    private func sendRange(_ h: HTTPRequestHead, size: Int, ignoreRange: Bool, head isHead: Bool) {
+        let etag = "\"v1-\(size)\""
+        let lastModified = "Wed, 21 Oct 2015 07:28:00 GMT"
+        let validators: [(String, String)] = [("ETag", etag), ("Last-Modified", lastModified), ("Accept-Ranges", "bytes")]
+        let body = Self.pattern(size)
+        var range: (Int, Int)? = nil
+        if !ignoreRange, let spec = h.headers["Range"], spec.hasPrefix("bytes=") {
+            let ifRange = h.headers["If-Range"]
+            if ifRange == nil || ifRange == etag || ifRange == lastModified {
+                let ab = spec.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                if ab.count == 2, let a = Int(ab[0]) {
+                    let b = Int(ab[1]) ?? (size - 1)
+                    if a >= size {
+                        self.send(status: 416, body: [], extra: validators + [("Content-Range", "bytes */\(size)")], head: isHead)
+                        return
+                    }
+                    range = (a, min(b, size - 1))
+                }
+            }
+        }
+        if let (a, b) = range {
+            self.send(status: 206, body: Array(body[a...b]),
+                      extra: validators + [("Content-Range", "bytes \(a)-\(b)/\(size)")], head: isHead)
+        } else {
+            self.send(status: 200, body: body, extra: validators, head: isHead)
+        }
+    }
+
+    /// The pattern from offset 0, long enough to copy any 256 KiB piece starting at any phase.
+    static let streamTemplate = pattern(256 * 1024 + 251)
 
     // MARK: - Helpers
 
@@ -399,6 +515,8 @@ final class ServerConnection: EventLoopIOHandler {
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
         case 404: return "Not Found"
+        case 206: return "Partial Content"
+        case 416: return "Range Not Satisfiable"
         case 500: return "Internal Server Error"
         default: return "Status \(status)"
         }

@@ -27,6 +27,14 @@ import Glibc
 /// - `GET /close-delimited/N`: N bytes, no Content-Length, then the server closes.
 /// - `GET /interim`: 100 Continue and 103 Early Hints, then 200.
 /// - `GET /close`: 200 with `Connection: close`, then the server closes.
+/// - `GET /bearer/T`: 200 when `Authorization` is `Bearer T`, else 401; `X-Seen-Authorization` echoes it.
+/// - `ANY /sink`: reads the body without keeping it; 200 with `X-Sink-Length` (bytes received) and
+///   `X-Sink-Pattern` (`ok` when the body is the `/bytes` pattern, else `mismatch`).
+/// - `GET /stream/N[?chunked=1]`: N pattern bytes generated 256 KiB at a time as the client reads
+///   (bounded server memory; a client that stops reading holds it back); chunked with `chunked=1`.
+/// - `GET /range/N[?ignore-range=1]`: the N-byte pattern with a strong `ETag`, `Last-Modified` and
+///   `Accept-Ranges: bytes`; `Range: bytes=a-[b]` gives 206 with `Content-Range` unless `If-Range`
+///   names another validator (then 200); a start ≥ N gives 416 `bytes */N`; `ignore-range=1` always 200.
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
 ///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
 ///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify).
@@ -100,6 +108,13 @@ public final class TestServer: @unchecked Sendable {
         return (try? self.loop.submitAndWait { l.value.accepted }) ?? 0
     }
 
+    /// Bytes the `/stream` routes have handed to their sockets so far (a client that stops reading
+    /// holds this back once the socket buffers are full).
+    public var streamedBytes: Int {
+        let l = UnsafeTransfer2(self.listener)
+        return (try? self.loop.submitAndWait { l.value.streamed }) ?? 0
+    }
+
     /// Closes the listener and every connection; stops the loop if the server created it.
     public func shutdown() {
         let l = UnsafeTransfer2(self.listener)
@@ -119,6 +134,7 @@ final class Listener: EventLoopIOHandler {
     let loop: EventLoop
     var accepted = 0
     var handshakeFailures = 0
+    var streamed = 0
     var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var closed = false
     private let tls: TLSContext?

@@ -4,3 +4,161 @@ import Testing
 /// Every suite that opens sockets or starts servers nests in this one, so they run one at a
 /// time (the loopback servers and the file-descriptor leak checks must not interleave).
 @Suite(.serialized) enum ManagerNetworkTests {}
+
+import Foundation
+import Hawser
+import HawserTestServer
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Waiting on events
+
+/// Counts fulfilments; `wait` suspends until the count reaches `expected` or the timeout passes.
+final class Expectation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var waiters: [(Int, CheckedContinuation<Bool, Never>)] = []
+
+    func fulfill() {
+        self.lock.lock()
+        self.count += 1
+        let ready = self.waiters.filter { $0.0 <= self.count }
+        self.waiters.removeAll { $0.0 <= self.count }
+        self.lock.unlock()
+        for w in ready { w.1.resume(returning: true) }
+    }
+
+    var fulfilled: Int {
+        self.lock.lock(); defer { self.lock.unlock() }
+        return self.count
+    }
+
+    /// True when `expected` fulfilments happened within `timeout` seconds.
+    func wait(for expected: Int = 1, timeout: Double = 20) async -> Bool {
+        let id = UUID()
+        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            self.lock.lock()
+            if self.count >= expected {
+                self.lock.unlock()
+                c.resume(returning: true)
+                return
+            }
+            self.waiters.append((expected, c))
+            self.lock.unlock()
+            _ = id
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                self.lock.lock()
+                let mine = self.waiters.firstIndex { $0.0 == expected && self.count < expected }
+                var cont: CheckedContinuation<Bool, Never>? = nil
+                if let mine { cont = self.waiters.remove(at: mine).1 }
+                self.lock.unlock()
+                cont?.resume(returning: false)
+            }
+        }
+    }
+}
+
+/// A value set from any thread.
+final class Box<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var v: T
+    init(_ v: T) { self.v = v }
+    var value: T {
+        get { self.lock.lock(); defer { self.lock.unlock() }; return self.v }
+        set { self.lock.lock(); self.v = newValue; self.lock.unlock() }
+    }
+    func mutate(_ body: (inout T) -> Void) { self.lock.lock(); body(&self.v); self.lock.unlock() }
+}
+
+// MARK: - Serializers for the tests (the concrete ones live on another branch)
+
+struct StatusError: Error, Equatable { let status: Int }
+
+/// Accepts 2xx and hands back the body as Data (AFHTTPResponseSerializer's job, minimal).
+struct DataSerializer: ResponseSerialization {
+    func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        if let s = response?.statusCode, !(200..<300).contains(s) { throw StatusError(status: s) }
+        return data.map { Data($0) }
+    }
+}
+
+struct ParameterError: Error {}
+
+/// Parameters as a query (GET/HEAD/DELETE) or a form body, sorted; a `"fail"` key throws.
+struct QuerySerializer: RequestSerialization {
+    func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        var r = request
+        r.headers.replaceOrAdd(name: "X-Default", value: "serializer")
+        guard let parameters, !parameters.isEmpty else { return r }
+        if parameters["fail"] != nil { throw ParameterError() }
+        let q = parameters.keys.sorted().map { "\($0)=\(parameters[$0]!)" }.joined(separator: "&")
+        if [HTTPMethod.get, .head, .delete].contains(r.method) {
+            r.url = URL(string: r.url.absoluteString + (r.url.query == nil ? "?" : "&") + q)!
+        } else {
+            r.body = .bytes(Array(q.utf8))
+            r.headers.replaceOrAdd(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        }
+        return r
+    }
+}
+
+// MARK: - Processes and descriptors
+
+func ownFDs() -> [Int: String] {
+    var out: [Int: String] = [:]
+    guard let dir = opendir("/proc/self/fd") else { return out }
+    defer { closedir(dir) }
+    let own = Int(dirfd(dir))
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        guard let fd = Int(name), fd != own else { continue }
+        var buf = [CChar](repeating: 0, count: 256)
+        let n = readlink("/proc/self/fd/\(fd)", &buf, 255)
+        out[fd] = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    }
+    return out.filter { $0.value != "anon_inode:[timerfd]" }
+}
+
+/// Runs `body`, then expects no descriptor more than before (waiting, bounded, for loops to close sockets).
+func expectNoFDLeak(_ what: String = "", _ body: () async throws -> Void) async rethrows {
+    try? await Task.sleep(nanoseconds: 1)
+    let before = Set(ownFDs().keys)
+    try await body()
+    var leaked: [String] = []
+    for _ in 0..<400 {
+        leaked = ownFDs().filter { !before.contains($0.key) }.map { "\($0.key) → \($0.value)" }.sorted()
+        if leaked.isEmpty { break }
+        try? await Task.sleep(nanoseconds: 5_000_000)
+    }
+    #expect(leaked.isEmpty, "file descriptors leaked \(what): \(leaked)")
+}
+
+/// VmHWM (peak resident set) of this process, in KiB.
+func peakRSSKiB() -> Int {
+    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in s.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+}
+
+/// Resets VmHWM to the current RSS (Linux ≥ 4.0: write 5 to clear_refs), so growth is measured
+/// from now. Returns false if the kernel refused.
+@discardableResult
+func resetPeakRSS() -> Bool {
+    let fd = open("/proc/self/clear_refs", O_WRONLY)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return write(fd, "5", 1) == 1
+}
+
+func pattern(_ n: Int, from offset: Int = 0) -> [UInt8] {
+    (0..<n).map { UInt8((offset + $0) % 251) }
+}
+
+func tempURL(_ name: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("hawser-test-\(UUID().uuidString)-\(name)")
+}
