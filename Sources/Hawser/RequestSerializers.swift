@@ -413,3 +413,73 @@ func foundationPropertyList(_ value: Any) throws -> Any {
         return v
     }
 }
+
+// MARK: - Multipart requests
+
+extension HTTPRequestSerializing {
+    /// AF's `multipartFormRequestWithMethod:URLString:parameters:constructingBodyWithBlock:error:`:
+    /// a request whose body is the multipart form `constructingBodyWith` builds, after one
+    /// form part per flattened parameter (same flattening as the query string; `Data` values
+    /// sent as they are, ``ParameterNull`` as an empty part).
+    ///
+    /// The body is a ``MultipartFormData/makeRequestBody()`` stream with `Content-Type`
+    /// `multipart/form-data; boundary=…` and `Content-Length` set. An empty form leaves the
+    /// request as the serializer made it, as AF does.
+    /// - Throws: ``SerializationError`` `.invalidParameters` for GET or HEAD (they have no
+    ///   body), `.invalidURL`, or what the closure throws (`.fileNotReachable` …).
+    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
+                                     boundary: String = MultipartFormData.makeBoundary(),
+                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+        guard !form.isEmpty else { return request }
+        var out = request
+        out.headers.replaceOrAdd(name: "Content-Type", value: form.contentType)
+        out.headers.replaceOrAdd(name: "Content-Length", value: String(form.contentLength))
+        out.body = form.makeRequestBody()
+        return out
+    }
+
+    /// The equivalent of AF's `requestWithMultipartFormRequest:writingStreamContentsToFile:completionHandler:`:
+    /// builds the same multipart form, writes its whole body to `fileURL`, and returns the
+    /// request *without* a body (its `Content-Type` and `Content-Length` set), to be sent as
+    /// an upload from that file. Returns when the file is complete.
+    /// - Throws: as ``multipartFormRequest(withMethod:urlString:parameters:boundary:constructingBodyWith:)``,
+    ///   and `.cannotWriteFile` / `.bodyReadFailed` while writing.
+    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
+                                     writingStreamContentsToFile fileURL: URL,
+                                     boundary: String = MultipartFormData.makeBoundary(),
+                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) async throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+        try await form.writeBody(toFile: fileURL)
+        var out = request
+        out.body = nil
+        if !form.isEmpty {
+            out.headers.replaceOrAdd(name: "Content-Type", value: form.contentType)
+            out.headers.replaceOrAdd(name: "Content-Length", value: String(form.contentLength))
+        }
+        return out
+    }
+
+    private func multipartForm(method: HTTPMethod, urlString: String, parameters: Parameters?, boundary: String,
+                               build: ((inout MultipartFormData) throws -> Void)?) throws -> (HTTPClientRequest, MultipartFormData) {
+        let upper = method.rawValue.uppercased()
+        guard upper != "GET", upper != "HEAD" else {
+            throw SerializationError(.invalidParameters, "a multipart form cannot be sent with \(upper), which has no body")
+        }
+        let request = try self.request(withMethod: method, urlString: urlString, parameters: nil)
+        var form = MultipartFormData(boundary: boundary)
+        if let parameters {
+            for pair in HTTPRequestSerializer.queryStringPairs(from: parameters) {
+                let bytes: [UInt8]
+                switch pair.value {
+                case nil: bytes = []
+                case let d as Data: bytes = Array(d)
+                case let v?: bytes = Array(parameterDescription(v).utf8)
+                }
+                form.appendPart(withFormData: bytes, name: pair.field)
+            }
+        }
+        try build?(&form)
+        return (request, form)
+    }
+}
