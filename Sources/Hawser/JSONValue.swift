@@ -37,7 +37,10 @@ public enum JSONNumber: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Objects are `[String: JSONValue]`, so **key order is not kept** (as with NSDictionary); a
 /// duplicated key keeps one of its values. Booleans are ``bool(_:)``, never numbers; integers
-/// are exact (``JSONNumber``). Use the subscripts and `…Value` accessors to walk it, or
+/// are exact (``JSONNumber``): a number whose value is an integer that fits `Int64` is
+/// `.integer`, whether written `1`, `1.0` or `1e0`. Parsing is Foundation's `JSONDecoder`, which
+/// (like JSONSerialization on current Foundation) tolerates a trailing comma in arrays and
+/// objects and limits nesting depth. Use the subscripts and `…Value` accessors to walk it, or
 /// ``decode(_:decoder:)`` to turn it into a `Decodable` type.
 public enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
