@@ -308,10 +308,9 @@ public struct MultipartFormData: Sendable {
         }
         defer { close(fd) }
         var remaining = length
-        var buffer = [UInt8](repeating: 0, count: out.chunkSize)
         while remaining > 0 {
-            let want = Int(min(Int64(min(out.room, buffer.count)), remaining))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, want) }
+            let want = Int(min(Int64(out.room), remaining))
+            let n = out.appendRead(upTo: want) { read(fd, $0.baseAddress!, $0.count) }
             if n < 0 {
                 let err = errno
                 if err == EINTR { continue }
@@ -322,8 +321,8 @@ public struct MultipartFormData: Sendable {
                 throw SerializationError(.bodyReadFailed, "\(path) ended \(remaining) bytes early: it shrank after it was appended (\(length) bytes then)",
                                          url: URL(fileURLWithPath: path))
             }
-            try await out.append(buffer[..<n])
             remaining -= Int64(n)
+            try await out.emitIfFull()
         }
     }
 
@@ -358,39 +357,78 @@ public struct MultipartFormData: Sendable {
 }
 
 /// Collects bytes into chunks of exactly `chunkSize` and hands each full chunk to the sink.
+/// One chunk-sized buffer is filled with plain memory copies (or by `read(2)` directly) and
+/// handed over whole when full, so producing the body costs one chunk of memory and no
+/// per-byte work.
 private struct ChunkBuffer {
     let chunkSize: Int
     let delay: Double
     let sink: ([UInt8]) async throws -> Void
-    var buffer: [UInt8] = []
+    private var storage: [UInt8]
+    private var filled = 0
 
     init(chunkSize: Int, delay: Double, sink: @escaping ([UInt8]) async throws -> Void) {
         self.chunkSize = chunkSize
         self.delay = delay
         self.sink = sink
-        self.buffer.reserveCapacity(chunkSize)
+        self.storage = Self.freshStorage(chunkSize)
+    }
+
+    /// A chunk-sized array whose bytes are written before they are read (only the filled
+    /// prefix is ever handed out), so it is not zeroed first.
+    private static func freshStorage(_ size: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: size) { _, count in count = size }
     }
 
     /// Bytes that still fit in the current chunk.
-    var room: Int { self.chunkSize - self.buffer.count }
+    var room: Int { self.chunkSize - self.filled }
 
-    mutating func append<C: Collection<UInt8>>(_ bytes: C) async throws {
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            let take = rest.prefix(self.room)
-            self.buffer.append(contentsOf: take)
-            rest = rest.dropFirst(take.count)
-            if self.buffer.count == self.chunkSize { try await self.emit() }
+    mutating func append(_ bytes: [UInt8]) async throws {
+        try await self.append(bytes[...])
+    }
+
+    mutating func append(_ bytes: ArraySlice<UInt8>) async throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = min(self.room, bytes.count - offset)
+            let start = self.filled
+            bytes.withUnsafeBytes { src in
+                self.storage.withUnsafeMutableBytes { dst in
+                    (dst.baseAddress! + start).copyMemory(from: src.baseAddress! + offset, byteCount: n)
+                }
+            }
+            self.filled += n
+            offset += n
+            if self.filled == self.chunkSize { try await self.emit() }
         }
     }
 
+    /// Lets `fill` write up to `count` (at most ``room``) bytes straight into the chunk and
+    /// keeps the number it reports; a negative result (an error) keeps nothing.
+    mutating func appendRead(upTo count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int) -> Int {
+        let start = self.filled
+        let n = self.storage.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+        if n > 0 { self.filled += n }
+        return n
+    }
+
+    mutating func emitIfFull() async throws {
+        if self.filled == self.chunkSize { try await self.emit() }
+    }
+
     mutating func flush() async throws {
-        if !self.buffer.isEmpty { try await self.emit() }
+        if self.filled > 0 { try await self.emit() }
     }
 
     private mutating func emit() async throws {
-        let chunk = self.buffer
-        self.buffer.removeAll(keepingCapacity: true)
+        let chunk: [UInt8]
+        if self.filled == self.chunkSize {
+            chunk = self.storage
+            self.storage = Self.freshStorage(self.chunkSize)
+        } else {
+            chunk = Array(self.storage[..<self.filled])
+        }
+        self.filled = 0
         try await self.sink(chunk)
         if self.delay > 0 { try await Task.sleep(nanoseconds: UInt64(self.delay * 1_000_000_000)) }
     }
