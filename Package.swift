@@ -19,6 +19,8 @@ let package = Package(
     products: [
         .library(name: "Hawser", targets: ["Hawser"]),
         .library(name: "HawserCore", targets: ["HawserCore"]),
+        // The XML response serializer, apart so that only its users link FoundationXML (libxml2).
+        .library(name: "HawserXML", targets: ["HawserXML"]),
         .library(name: "HawserHTTP1", targets: ["HawserHTTP1"]),
         .library(name: "HawserTestServer", targets: ["HawserTestServer"]),
         .executable(name: "hawser", targets: ["HawserTool"]),
@@ -37,6 +39,7 @@ let package = Package(
         .target(name: "HawserHTTP1", swiftSettings: strict),
         .target(name: "HawserCore", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
         .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
+        .target(name: "HawserXML", dependencies: ["Hawser"], swiftSettings: strict),
 
         // MARK: - Test server, tool (never used by the library)
         .target(name: "HawserTestServer", dependencies: ["HawserCore", "CHawser"], swiftSettings: strict),
@@ -64,6 +67,7 @@ let package = Package(
             dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
             swiftSettings: strict
         ),
+        .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
             dependencies: ["HawserCore", "HawserTestServer", "CHawser"],

@@ -1,0 +1,485 @@
+// AFHTTPRequestSerializer, AFJSONRequestSerializer and AFPropertyListRequestSerializer.
+//
+// AF's serializers are mutable objects that a manager is configured with and then shares across
+// threads; AF guards their headers with a concurrent queue and tracks changed request defaults
+// with KVO. Here they are value types: configure a copy, hand it to the manager, and the copy the
+// manager holds can never change under a request being built, with no lock and no KVO. The JSON
+// and property-list serializers hold an ``HTTPRequestSerializer`` (AF's superclass) and expose
+// its settings through ``HTTPRequestSerializing`` and dynamic member lookup.
+import Foundation
+import HawserCore
+
+/// The Hawser version the default `User-Agent` names.
+let hawserVersion = "0.1"
+
+/// A custom query-string encoder (AF's `setQueryStringSerializationWithBlock:`): receives the
+/// request being serialized and the parameters; throws to fail the request.
+public typealias QueryStringSerialization = @Sendable (HTTPClientRequest, Parameters) throws -> String
+
+/// The settings and behaviour every request serializer shares with AFHTTPRequestSerializer:
+/// default headers, request defaults, `request(withMethod:urlString:parameters:)` and the
+/// multipart builders. Conformers keep an ``HTTPRequestSerializer`` in ``httpSerializer``.
+public protocol HTTPRequestSerializing: RequestSerialization {
+    /// The AFHTTPRequestSerializer part of this serializer (its headers and request defaults).
+    var httpSerializer: HTTPRequestSerializer { get set }
+}
+
+/// AFHTTPRequestSerializer: encodes parameters into the query (GET, HEAD, DELETE) or into an
+/// `application/x-www-form-urlencoded` body, and adds default headers.
+public struct HTTPRequestSerializer: HTTPRequestSerializing {
+    /// The header fields added to every request that does not already set them (AF's
+    /// `HTTPRequestHeaders`). Starts with `Accept-Language` and `User-Agent`.
+    public private(set) var httpRequestHeaders: HTTPHeaders
+
+    /// Methods whose parameters go into the URL query instead of the body. Upper-case;
+    /// default GET, HEAD, DELETE.
+    public var httpMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+
+    /// The encoding of query strings and form bodies. Only UTF-8 is supported: the escaping
+    /// rules are defined on UTF-8 bytes and every server reads form bodies as UTF-8.
+    public var stringEncoding: String.Encoding { .utf8 }
+
+    // The request defaults. AF copies one onto a request only if it was set on the serializer
+    // (its KVO-tracked `mutableObservedChangedKeyPaths`); here "set" is "not nil", and setting one
+    // back to nil stops applying it.
+
+    /// The request timeout in seconds (NSURLRequest.timeoutInterval); nil leaves the session's.
+    public var timeoutInterval: Double?
+    /// The cache policy; nil leaves the session's.
+    public var cachePolicy: CachePolicy?
+    /// Whether to send and store cookies; nil leaves the session's `httpShouldSetCookies`.
+    public var shouldHandleCookies: Bool?
+    /// Kept for parity with AF and stored, but it does nothing: Linux has no cellular
+    /// interface policy to apply it to, and Hawser's requests carry no such flag.
+    public var allowsCellularAccess: Bool?
+    /// Kept for parity with AF and stored, but Hawser never pipelines (one request at a time
+    /// per connection, as NSURLSession does in practice), so it is not applied.
+    public var shouldUsePipelining: Bool?
+
+    /// A custom query-string encoder used instead of ``queryString(from:)``; nil for the default
+    /// (AF's `AFHTTPRequestQueryStringDefaultStyle`).
+    public var queryStringSerialization: QueryStringSerialization?
+
+    /// A serializer with the default headers: `Accept-Language` from the process locale and a
+    /// Hawser `User-Agent`.
+    public init() {
+        self.init(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// A serializer whose `Accept-Language` comes from the locale variables in `environment`
+    /// (`LANGUAGE`, `LC_ALL`, `LC_MESSAGES`, `LANG`).
+    public init(environment: [String: String]) {
+        self.httpRequestHeaders = [:]
+        self.httpRequestHeaders.add(name: "Accept-Language", value: Self.acceptLanguage(environment: environment))
+        self.httpRequestHeaders.add(name: "User-Agent", value: Self.defaultUserAgent)
+    }
+
+    public var httpSerializer: HTTPRequestSerializer {
+        get { self }
+        set { self = newValue }
+    }
+
+    // MARK: Headers
+
+    /// Sets a default header field; nil removes it. Names are case-insensitive.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        if let value {
+            self.httpRequestHeaders.replaceOrAdd(name: field, value: value)
+        } else {
+            self.httpRequestHeaders.remove(name: field)
+        }
+    }
+
+    /// The default value for `field`, or nil.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        self.httpRequestHeaders[field]
+    }
+
+    // MARK: AFURLRequestSerialization
+
+    public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        var out = self.addingDefaultHeaders(to: request)
+        var query: String?
+        if let parameters {
+            if let custom = self.queryStringSerialization {
+                do {
+                    query = try custom(request, parameters)
+                } catch {
+                    throw SerializationError(.queryStringSerializationFailed,
+                                             "the query string serialization failed: \(error)",
+                                             url: request.url, cause: sendableError(error))
+                }
+            } else {
+                query = Self.queryString(from: parameters)
+            }
+        }
+        if self.encodesParametersInURI(request.method) {
+            if let query, !query.isEmpty {
+                out.url = try Self.url(request.url, appendingQuery: query)
+            }
+        } else {
+            // An empty string is a valid x-www-form-urlencoded body (AF #2864).
+            if !out.headers.contains(name: "Content-Type") {
+                out.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            }
+            out.body = .bytes(Array((query ?? "").utf8))
+        }
+        return out
+    }
+
+    // MARK: Helpers shared with the JSON and property-list serializers
+
+    /// Whether `method`'s parameters go into the query.
+    public func encodesParametersInURI(_ method: HTTPMethod) -> Bool {
+        self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
+    }
+
+    /// `request` with every default header it does not set itself.
+    public func addingDefaultHeaders(to request: HTTPClientRequest) -> HTTPClientRequest {
+        var out = request
+        for (name, value) in self.httpRequestHeaders where !request.headers.contains(name: name) {
+            out.headers.add(name: name, value: value)
+        }
+        return out
+    }
+
+    /// `url` with `query` appended after `&` (it has a query) or `?`.
+    static func url(_ url: URL, appendingQuery query: String) throws -> URL {
+        var s = url.absoluteString
+        var fragment = ""
+        if let hash = s.firstIndex(of: "#") {
+            fragment = String(s[hash...])
+            s = String(s[..<hash])
+        }
+        s += (url.query(percentEncoded: true) != nil ? "&" : "?") + query + fragment
+        guard let result = URL(string: s) else {
+            throw SerializationError(.invalidURL, "appending the query to \(url.absoluteString) gives no valid URL", url: url)
+        }
+        return result
+    }
+
+    // MARK: Default headers
+
+    /// `Accept-Language` in AF's format: up to six languages, `tag;q=1, tag;q=0.9, …`, from the
+    /// POSIX locale variables (`LANGUAGE` list first, then `LC_ALL`, `LC_MESSAGES`, `LANG`);
+    /// `en` when none names a language (`C`, `POSIX`, unset).
+    public static func acceptLanguage(environment: [String: String]) -> String {
+        var languages = preferredLanguages(environment: environment)
+        if languages.isEmpty { languages = ["en"] }
+        var parts: [String] = []
+        for (i, tag) in languages.enumerated() {
+            let q = 1.0 - Double(i) * 0.1
+            parts.append("\(tag);q=\(String(format: "%0.1g", q))")
+            if q <= 0.5 + 1e-9 { break }
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The BCP 47 tags named by the locale variables, most preferred first, without duplicates.
+    static func preferredLanguages(environment env: [String: String]) -> [String] {
+        func tag(_ posix: Substring) -> String? {
+            // language[_territory][.codeset][@modifier] → language-territory
+            var s = posix.split(separator: "@", maxSplits: 1).first ?? ""
+            s = s.split(separator: ".", maxSplits: 1).first ?? ""
+            guard !s.isEmpty, s != "C", s != "POSIX" else { return nil }
+            let t = s.replacingOccurrences(of: "_", with: "-")
+            guard t.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else { return nil }
+            return t
+        }
+        var result: [String] = []
+        func add(_ t: String?) { if let t, !result.contains(t) { result.append(t) } }
+        let primary = [env["LC_ALL"], env["LC_MESSAGES"], env["LANG"]].compactMap { $0 }.first { !$0.isEmpty }
+        // gettext ignores LANGUAGE when the locale is C.
+        if let primary, tag(Substring(primary)) != nil, let list = env["LANGUAGE"] {
+            for item in list.split(separator: ":") { add(tag(item)) }
+        }
+        if let primary { add(tag(Substring(primary))) }
+        return result
+    }
+
+    /// `Hawser/<version> (Linux; <kernel release>; <machine>)`.
+    public static let defaultUserAgent: String = {
+        var u = utsname()
+        guard uname(&u) == 0 else { return "Hawser/\(hawserVersion) (Linux)" }
+        func field<T>(_ t: inout T) -> String {
+            withUnsafeBytes(of: &t) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }).filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self)
+            }
+        }
+        return "Hawser/\(hawserVersion) (Linux; \(field(&u.release)); \(field(&u.machine)))"
+    }()
+}
+
+extension HTTPRequestSerializing {
+    /// Sets a default header field on ``httpSerializer``; nil removes it.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        self.httpSerializer.setValue(value, forHTTPHeaderField: field)
+    }
+
+    /// The default value for `field`, or nil.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        self.httpSerializer.value(forHTTPHeaderField: field)
+    }
+
+    /// Sets `Authorization: Basic base64(username:password)` (UTF-8) as a default header.
+    public mutating func setAuthorizationHeaderField(username: String, password: String) {
+        let credentials = Data("\(username):\(password)".utf8).base64EncodedString()
+        self.setValue("Basic \(credentials)", forHTTPHeaderField: "Authorization")
+    }
+
+    /// Removes the default `Authorization` header.
+    public mutating func clearAuthorizationHeader() {
+        self.setValue(nil, forHTTPHeaderField: "Authorization")
+    }
+
+    /// AF's `requestWithMethod:URLString:parameters:error:`: a request for `urlString` with the
+    /// request defaults that were set, then serialized with `parameters` by this serializer.
+    /// - Throws: ``SerializationError`` (`.invalidURL` when `urlString` is not an absolute URL,
+    ///   or whatever serializing the parameters throws).
+    public func request(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?) throws -> HTTPClientRequest {
+        guard let url = URL(string: urlString), url.scheme != nil else {
+            throw SerializationError(.invalidURL, "'\(urlString)' is not an absolute URL")
+        }
+        var request = HTTPClientRequest(method: method, url: url)
+        let http = self.httpSerializer
+        if let t = http.timeoutInterval { request.timeoutInterval = t }
+        if let c = http.cachePolicy { request.cachePolicy = c }
+        if let c = http.shouldHandleCookies { request.shouldHandleCookies = c }
+        return try self.request(bySerializing: request, parameters: parameters)
+    }
+}
+
+/// AFJSONRequestSerializer: parameters as a JSON body (`Content-Type: application/json` unless
+/// the request sets one); for the methods in the URI set, as ``HTTPRequestSerializer`` does.
+@dynamicMemberLookup
+public struct JSONRequestSerializer: HTTPRequestSerializing {
+    public var httpSerializer: HTTPRequestSerializer
+    /// JSONSerialization's writing options (`.sortedKeys`, `.prettyPrinted`, `.withoutEscapingSlashes`).
+    public var writingOptions: JSONSerialization.WritingOptions
+
+    public init(writingOptions: JSONSerialization.WritingOptions = [], httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
+        self.writingOptions = writingOptions
+        self.httpSerializer = httpSerializer
+    }
+
+    /// The ``HTTPRequestSerializer`` settings (`timeoutInterval`, `httpMethodsEncodingParametersInURI` …).
+    public subscript<T>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, T>) -> T {
+        get { self.httpSerializer[keyPath: keyPath] }
+        set { self.httpSerializer[keyPath: keyPath] = newValue }
+    }
+
+    public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        if self.httpSerializer.encodesParametersInURI(request.method) {
+            return try self.httpSerializer.request(bySerializing: request, parameters: parameters)
+        }
+        var out = self.httpSerializer.addingDefaultHeaders(to: request)
+        guard let parameters else { return out }
+        if !out.headers.contains(name: "Content-Type") {
+            out.headers.add(name: "Content-Type", value: "application/json")
+        }
+        let object: Any
+        do {
+            object = try foundationJSONObject(parameters)
+        } catch let e as SerializationError {
+            throw e.with(url: request.url)
+        }
+        guard JSONSerialization.isValidJSONObject(object) else {
+            throw SerializationError(.invalidParameters, "the parameters are not valid JSON (a value is not a string, number, boolean, null, array or dictionary, or a number is not finite)", url: request.url)
+        }
+        do {
+            out.body = .bytes(Array(try JSONSerialization.data(withJSONObject: object, options: self.writingOptions)))
+        } catch {
+            throw SerializationError(.invalidParameters, "JSONSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+        }
+        return out
+    }
+}
+
+/// AFPropertyListRequestSerializer: parameters as a property-list body
+/// (`Content-Type: application/x-plist` unless the request sets one).
+@dynamicMemberLookup
+public struct PropertyListRequestSerializer: HTTPRequestSerializing {
+    public var httpSerializer: HTTPRequestSerializer
+    /// `.xml` (the default) or `.binary`; `.openStep` cannot be written.
+    public var format: PropertyListSerialization.PropertyListFormat
+    /// PropertyListSerialization's write options (none are defined; kept for parity).
+    public var writeOptions: PropertyListSerialization.WriteOptions
+
+    public init(format: PropertyListSerialization.PropertyListFormat = .xml, writeOptions: PropertyListSerialization.WriteOptions = 0,
+                httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
+        self.format = format
+        self.writeOptions = writeOptions
+        self.httpSerializer = httpSerializer
+    }
+
+    /// The ``HTTPRequestSerializer`` settings.
+    public subscript<T>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, T>) -> T {
+        get { self.httpSerializer[keyPath: keyPath] }
+        set { self.httpSerializer[keyPath: keyPath] = newValue }
+    }
+
+    public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        if self.httpSerializer.encodesParametersInURI(request.method) {
+            return try self.httpSerializer.request(bySerializing: request, parameters: parameters)
+        }
+        var out = self.httpSerializer.addingDefaultHeaders(to: request)
+        guard let parameters else { return out }
+        if !out.headers.contains(name: "Content-Type") {
+            out.headers.add(name: "Content-Type", value: "application/x-plist")
+        }
+        guard self.format != .openStep else {
+            throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
+        }
+        let object: Any
+        do {
+            object = try foundationPropertyList(parameters)
+        } catch let e as SerializationError {
+            throw e.with(url: request.url)
+        }
+        guard PropertyListSerialization.propertyList(object, isValidFor: self.format) else {
+            throw SerializationError(.invalidParameters, "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)", url: request.url)
+        }
+        do {
+            out.body = .bytes(Array(try PropertyListSerialization.data(fromPropertyList: object, format: self.format, options: self.writeOptions)))
+        } catch {
+            throw SerializationError(.invalidParameters, "PropertyListSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+        }
+        return out
+    }
+}
+
+extension SerializationError {
+    func with(url: URL) -> SerializationError {
+        var e = self
+        if e.url == nil { e.url = url }
+        return e
+    }
+}
+
+// MARK: - Parameters → Foundation object graphs
+
+/// `parameters` as the object graph JSONSerialization takes: ``ParameterNull`` and nil optionals
+/// become NSNull, ``JSONValue`` its Foundation form; sets are refused (JSON has none).
+func foundationJSONObject(_ value: Any) throws -> Any {
+    guard let v = unwrapped(value) else { return NSNull() }
+    if let j = v as? JSONValue { return j.foundationObject }
+    if v is String || v is Bool || v is NSNumber { return v }
+    let mirror = Mirror(reflecting: v)
+    switch mirror.displayStyle {
+    case .dictionary?:
+        var out: [String: Any] = [:]
+        for child in mirror.children {
+            let kv = Array(Mirror(reflecting: child.value).children)
+            guard kv.count == 2, let key = kv[0].value as? String else {
+                throw SerializationError(.invalidParameters, "a JSON object key is not a string")
+            }
+            out[key] = try foundationJSONObject(kv[1].value)
+        }
+        return out
+    case .collection?:
+        return try mirror.children.map { try foundationJSONObject($0.value) }
+    case .set?:
+        throw SerializationError(.invalidParameters, "a set is not valid JSON (use an array)")
+    default:
+        return v
+    }
+}
+
+/// `parameters` as the object graph PropertyListSerialization takes (it has no null).
+func foundationPropertyList(_ value: Any) throws -> Any {
+    guard let v = unwrapped(value) else {
+        throw SerializationError(.invalidParameters, "a property list cannot hold a null value")
+    }
+    if let j = v as? JSONValue {
+        if j.containsNull { throw SerializationError(.invalidParameters, "a property list cannot hold a null value") }
+        return j.foundationObject
+    }
+    if v is String || v is Bool || v is NSNumber || v is Data || v is Date { return v }
+    let mirror = Mirror(reflecting: v)
+    switch mirror.displayStyle {
+    case .dictionary?:
+        var out: [String: Any] = [:]
+        for child in mirror.children {
+            let kv = Array(Mirror(reflecting: child.value).children)
+            guard kv.count == 2, let key = kv[0].value as? String else {
+                throw SerializationError(.invalidParameters, "a property-list dictionary key is not a string")
+            }
+            out[key] = try foundationPropertyList(kv[1].value)
+        }
+        return out
+    case .collection?:
+        return try mirror.children.map { try foundationPropertyList($0.value) }
+    default:
+        return v
+    }
+}
+
+// MARK: - Multipart requests
+
+extension HTTPRequestSerializing {
+    /// AF's `multipartFormRequestWithMethod:URLString:parameters:constructingBodyWithBlock:error:`:
+    /// a request whose body is the multipart form `constructingBodyWith` builds, after one
+    /// form part per flattened parameter (same flattening as the query string; `Data` values
+    /// sent as they are, ``ParameterNull`` as an empty part).
+    ///
+    /// The body is a ``MultipartFormData/makeRequestBody()`` stream with `Content-Type`
+    /// `multipart/form-data; boundary=…` and `Content-Length` set. An empty form leaves the
+    /// request as the serializer made it, as AF does.
+    /// - Throws: ``SerializationError`` `.invalidParameters` for GET or HEAD (they have no
+    ///   body), `.invalidURL`, or what the closure throws (`.fileNotReachable` …).
+    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
+                                     boundary: String = MultipartFormData.makeBoundary(),
+                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+        guard !form.isEmpty else { return request }
+        var out = request
+        out.headers.replaceOrAdd(name: "Content-Type", value: form.contentType)
+        out.headers.replaceOrAdd(name: "Content-Length", value: String(form.contentLength))
+        out.body = form.makeRequestBody()
+        return out
+    }
+
+    /// The equivalent of AF's `requestWithMultipartFormRequest:writingStreamContentsToFile:completionHandler:`:
+    /// builds the same multipart form, writes its whole body to `fileURL`, and returns the
+    /// request *without* a body (its `Content-Type` and `Content-Length` set), to be sent as
+    /// an upload from that file. Returns when the file is complete.
+    /// - Throws: as ``multipartFormRequest(withMethod:urlString:parameters:boundary:constructingBodyWith:)``,
+    ///   and `.cannotWriteFile` / `.bodyReadFailed` while writing.
+    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
+                                     writingStreamContentsToFile fileURL: URL,
+                                     boundary: String = MultipartFormData.makeBoundary(),
+                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) async throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+        try await form.writeBody(toFile: fileURL)
+        var out = request
+        out.body = nil
+        if !form.isEmpty {
+            out.headers.replaceOrAdd(name: "Content-Type", value: form.contentType)
+            out.headers.replaceOrAdd(name: "Content-Length", value: String(form.contentLength))
+        }
+        return out
+    }
+
+    private func multipartForm(method: HTTPMethod, urlString: String, parameters: Parameters?, boundary: String,
+                               build: ((inout MultipartFormData) throws -> Void)?) throws -> (HTTPClientRequest, MultipartFormData) {
+        let upper = method.rawValue.uppercased()
+        guard upper != "GET", upper != "HEAD" else {
+            throw SerializationError(.invalidParameters, "a multipart form cannot be sent with \(upper), which has no body")
+        }
+        let request = try self.request(withMethod: method, urlString: urlString, parameters: nil)
+        var form = MultipartFormData(boundary: boundary)
+        if let parameters {
+            for pair in HTTPRequestSerializer.queryStringPairs(from: parameters) {
+                let bytes: [UInt8]
+                switch pair.value {
+                case nil: bytes = []
+                case let d as Data: bytes = Array(d)
+                case let v?: bytes = Array(parameterDescription(v).utf8)
+                }
+                form.appendPart(withFormData: bytes, name: pair.field)
+            }
+        }
+        try build?(&form)
+        return (request, form)
+    }
+}

@@ -1,0 +1,260 @@
+// AFHTTPResponseSerializer and its JSON, property-list and compound subclasses, plus a
+// Decodable serializer AF never had. Value types, for the same reason as the request serializers.
+import Foundation
+import HawserCore
+
+/// The validation every response serializer shares with AFHTTPResponseSerializer: acceptable
+/// status codes and content types, and ``validate(response:data:)``.
+public protocol HTTPResponseValidating: ResponseSerialization {
+    /// Status codes that are not an error; nil accepts any. Default 200..<300.
+    var acceptableStatusCodes: IndexSet? { get set }
+    /// MIME types (no parameters, compared case-insensitively) that are not an error; nil
+    /// accepts any.
+    var acceptableContentTypes: Set<String>? { get set }
+}
+
+extension HTTPResponseValidating {
+    /// AF's `validateResponse:data:error:`.
+    ///
+    /// - A MIME type outside ``acceptableContentTypes`` is a `.unacceptableContentType`
+    ///   (-1016) error, unless the body is empty (then the response is still invalid for AF, but
+    ///   without an error: Hawser does not throw, and the decoding serializers return nil).
+    /// - A status outside ``acceptableStatusCodes`` is a `.unacceptableStatusCode` (-1011)
+    ///   error, with the content-type error (if any) as its ``SerializationError/underlying``.
+    /// - Both carry the response's URL, the response and the data. A nil response is valid.
+    public func validate(response: HTTPResponse?, data: [UInt8]?) throws {
+        guard let response else { return }
+        var error: SerializationError?
+        let bodyIsEmpty = data?.isEmpty ?? true
+        if let types = self.acceptableContentTypes, !bodyIsEmpty {
+            let mime = response.mimeType
+            if mime == nil || !types.contains(where: { $0.lowercased() == mime }) {
+                error = SerializationError(.unacceptableContentType,
+                                           "Request failed: unacceptable content-type: \(mime ?? "(none)")",
+                                           url: response.url, response: response, data: data)
+            }
+        }
+        if let codes = self.acceptableStatusCodes, response.statusCode < 0 || !codes.contains(response.statusCode) {
+            let status = SerializationError(.unacceptableStatusCode,
+                                            "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
+                                            url: response.url, response: response, data: data)
+            error = status.chaining(error)
+        }
+        if let error { throw error }
+    }
+
+    /// Runs ``validate(response:data:)`` the way AF's decoding serializers do: a content-type
+    /// failure ends serialization (thrown); a status-code failure is returned so the body can
+    /// still be parsed and the failure chained under a parse error.
+    func validationFailure(response: HTTPResponse?, data: [UInt8]?) throws -> SerializationError? {
+        do {
+            try self.validate(response: response, data: data)
+            return nil
+        } catch let e as SerializationError {
+            if e.contains(.unacceptableContentType) { throw e }
+            return e
+        }
+    }
+}
+
+/// AFHTTPResponseSerializer: validates status code and content type, returns the body bytes
+/// (`[UInt8]`, or nil without a body).
+public struct HTTPResponseSerializer: HTTPResponseValidating {
+    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableContentTypes: Set<String>?
+
+    public init(acceptableContentTypes: Set<String>? = nil) {
+        self.acceptableContentTypes = acceptableContentTypes
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        try self.validate(response: response, data: data)
+        return data
+    }
+}
+
+/// AFJSONResponseSerializer: validates, then parses the body into a ``JSONValue``.
+///
+/// An empty body, or a body of one space (what Rails sends for `head :ok`), is nil without an
+/// error. A status-code failure with a body that parses throws the status error; with a body
+/// that does not parse, the parse error with the status error as its underlying error.
+public struct JSONResponseSerializer: HTTPResponseValidating {
+    /// What NSJSONSerialization's reading options mean here: only ``fragmentsAllowed`` and
+    /// ``json5Allowed`` change parsing; the mutable-container options have no Swift meaning.
+    public struct ReadingOptions: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Accept a top-level string, number, boolean or null.
+        public static let fragmentsAllowed = ReadingOptions(rawValue: 1 << 2)
+        /// Accept JSON5 (comments, trailing commas, unquoted keys …).
+        public static let json5Allowed = ReadingOptions(rawValue: 1 << 3)
+    }
+
+    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
+    public var readingOptions: ReadingOptions
+    /// Remove `null` object members and array elements, recursively.
+    public var removesKeysWithNullValues: Bool
+
+    public init(readingOptions: ReadingOptions = [], removesKeysWithNullValues: Bool = false) {
+        self.readingOptions = readingOptions
+        self.removesKeysWithNullValues = removesKeysWithNullValues
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        try self.json(for: response, data: data)
+    }
+
+    /// ``responseObject(for:data:)`` with its static type.
+    public func json(for response: HTTPResponse?, data: [UInt8]?) throws -> JSONValue? {
+        let statusFailure = try self.validationFailure(response: response, data: data)
+        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+            if let statusFailure { throw statusFailure }
+            return nil
+        }
+        var value: JSONValue
+        do {
+            value = try JSONValue(parsing: data, allowFragments: self.readingOptions.contains(.fragmentsAllowed),
+                                  allowJSON5: self.readingOptions.contains(.json5Allowed))
+        } catch {
+            throw parseError("the body is not valid JSON", error, response: response, data: data).chaining(statusFailure)
+        }
+        if let statusFailure { throw statusFailure }
+        if self.removesKeysWithNullValues { value = value.removingNullValues() }
+        return value
+    }
+}
+
+/// AFPropertyListResponseSerializer: validates (`application/x-plist`), then parses an XML,
+/// binary or OpenStep property list. The result is Sendable Swift values: `[String: any Sendable]`,
+/// `[any Sendable]`, `String`, `Int`, `Double`, `Bool`, `Date`, `Data`.
+public struct PropertyListResponseSerializer: HTTPResponseValidating {
+    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableContentTypes: Set<String>? = ["application/x-plist"]
+    /// Kept for parity with AF (reading detects the format).
+    public var format: PropertyListSerialization.PropertyListFormat
+    public var readOptions: PropertyListSerialization.ReadOptions
+
+    public init(format: PropertyListSerialization.PropertyListFormat = .xml, readOptions: PropertyListSerialization.ReadOptions = []) {
+        self.format = format
+        self.readOptions = readOptions
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        let statusFailure = try self.validationFailure(response: response, data: data)
+        guard let data else {
+            if let statusFailure { throw statusFailure }
+            return nil
+        }
+        let object: Any
+        do {
+            object = try PropertyListSerialization.propertyList(from: Data(data), options: self.readOptions, format: nil)
+        } catch {
+            throw parseError("the body is not a property list", error, response: response, data: data).chaining(statusFailure)
+        }
+        if let statusFailure { throw statusFailure }
+        return sendablePropertyList(object)
+    }
+}
+
+/// Decodes the body into `T` with a `JSONDecoder` (or any decoder of bytes you give it), after
+/// the same validation and empty-body rule as ``JSONResponseSerializer``: an empty body is nil
+/// unless `T` can be decoded from nothing, which JSON cannot.
+public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponseValidating {
+    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
+    /// Turns the body bytes into a `T`.
+    public var decode: @Sendable ([UInt8]) throws -> T
+
+    /// A serializer decoding JSON with `makeDecoder()` (called per response, so a configured
+    /// `JSONDecoder` — key strategy, date strategy — is never shared between threads).
+    public init(_ type: T.Type = T.self, makeDecoder: @escaping @Sendable () -> JSONDecoder = { JSONDecoder() }) {
+        self.decode = { bytes in try makeDecoder().decode(T.self, from: Data(bytes)) }
+    }
+
+    /// A serializer decoding with `decode` (a PropertyListDecoder, a custom format …); set
+    /// ``acceptableContentTypes`` to match.
+    public init(_ type: T.Type = T.self, acceptableContentTypes: Set<String>?, decode: @escaping @Sendable ([UInt8]) throws -> T) {
+        self.acceptableContentTypes = acceptableContentTypes
+        self.decode = decode
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        try self.value(for: response, data: data)
+    }
+
+    /// ``responseObject(for:data:)`` with its static type.
+    public func value(for response: HTTPResponse?, data: [UInt8]?) throws -> T? {
+        let statusFailure = try self.validationFailure(response: response, data: data)
+        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+            if let statusFailure { throw statusFailure }
+            return nil
+        }
+        let value: T
+        do {
+            value = try self.decode(data)
+        } catch {
+            throw parseError("the body does not decode as \(T.self)", error, response: response, data: data).chaining(statusFailure)
+        }
+        if let statusFailure { throw statusFailure }
+        return value
+    }
+}
+
+/// AFCompoundResponseSerializer: asks each serializer in turn; the first that returns an object
+/// without throwing wins. When none does and some threw, the first error is thrown, with the
+/// second chained under it (AF's `AFErrorWithUnderlyingError` rule). When none threw and none
+/// returned an object, the compound validates on its own and returns the body bytes, as
+/// ``HTTPResponseSerializer`` does.
+public struct CompoundResponseSerializer: HTTPResponseValidating {
+    public var responseSerializers: [any ResponseSerialization]
+    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableContentTypes: Set<String>?
+
+    public init(_ responseSerializers: [any ResponseSerialization]) {
+        self.responseSerializers = responseSerializers
+    }
+
+    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+        var errors: [any Error & Sendable] = []
+        for serializer in self.responseSerializers {
+            do {
+                if let object = try serializer.responseObject(for: response, data: data) { return object }
+            } catch {
+                errors.append(sendableError(error))
+            }
+        }
+        if let first = errors.first {
+            if var s = first as? SerializationError {
+                if errors.count > 1 { s = s.chaining(errors[1]) }
+                throw s
+            }
+            throw first
+        }
+        try self.validate(response: response, data: data)
+        return data
+    }
+}
+
+func parseError(_ what: String, _ error: any Error, response: HTTPResponse?, data: [UInt8]) -> SerializationError {
+    SerializationError(.cannotParseResponse, "\(what): \(error)", url: response?.url, response: response, data: data,
+                       cause: sendableError(error))
+}
+
+/// PropertyListSerialization's object graph as Sendable Swift values.
+func sendablePropertyList(_ object: Any) -> any Sendable {
+    if type(of: object) == Bool.self, let b = object as? Bool { return b }
+    switch object {
+    case let s as String: return s
+    case let d as Data: return d
+    case let d as Date: return d
+    case let n as NSNumber:
+        let kind = String(cString: n.objCType)
+        if kind == "c" || kind == "B" { return n.boolValue }
+        if kind == "d" || kind == "f" { return n.doubleValue }
+        return n.intValue
+    case let a as [Any]: return a.map(sendablePropertyList)
+    case let d as [String: Any]: return d.mapValues(sendablePropertyList) as [String: any Sendable]
+    default: return "\(object)"
+    }
+}
