@@ -24,6 +24,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// The session-level delegate, asked about challenges the task's delegate leaves alone.
     let sessionDelegate: (any SessionDelegate)?
     weak var session: Session?
+    /// Nonce counts of the Digest challenges this session answered.
+    let digestAuthenticator = DigestAuthenticator()
     /// The TLS context for https origins, made on first use (or the error making it gave).
     private var tlsContext: Result<TLSContext, HawserError>?
 

@@ -334,6 +334,12 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     private func readOnce() {
         guard !self.isClosed else { return }
+        // Reading is held (back-pressure, or a delegate deciding): leave the bytes — and an
+        // EOF — in the socket until it resumes.
+        if let task = self.task, task.readingSuspended {
+            self.updateReadInterest()
+            return
+        }
         let b = self.acquireBuffer()
         let space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
         let result: IOResult<Int>

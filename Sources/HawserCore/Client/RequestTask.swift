@@ -55,6 +55,9 @@ public final class RequestTask: @unchecked Sendable {
     /// The server answered before the 100-continue body was sent, which was then never sent.
     var bodyWithheld = false
     var countsFollowUpAsRedirect = true
+    /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
+    var serverAuthAttempts: AuthenticationAttempts?
+    var proxyAuthAttempts: AuthenticationAttempts?
     /// Undoes the response's Content-Encoding as body bytes arrive.
     var decoder: ContentDecoder?
     var responseDrained = false

@@ -23,6 +23,11 @@ extension RequestTask {
             return
         }
         self.bodyWithheld = false
+        if head.status == 401 || head.status == 407 {
+            let isProxy = head.status == 407
+            let challenges = HTTPAuthChallenge.parse(head.headers, proxy: isProxy)
+            if !challenges.isEmpty, self.decideAuthentication(head, challenges, isProxy: isProxy) { return }
+        }
         switch Redirect.nextRequest(after: self.request, response: head, redirectsSoFar: self.metrics.redirectCount,
                                     configuration: configuration.redirects) {
         case nil:
@@ -52,7 +57,7 @@ extension RequestTask {
         }
     }
 
-    private func deliverHead(_ head: HTTPResponseHead) {
+    func deliverHead(_ head: HTTPResponseHead) {
         let configuration = self.pool.configuration
         self.decoder = nil
         if configuration.automaticallyDecodesContent, self.request.method != .head,
@@ -73,6 +78,8 @@ extension RequestTask {
     /// from any thread, with what to do on the loop.
     private func awaitDecision(_ decide: (_ resume: @escaping @Sendable (@escaping @Sendable (RequestTask) -> Void) -> Void) -> Void) {
         self.decisionPending = true
+        // Stop reading now: what follows (the body, or the server's close) must wait for the answer.
+        if case .executing(let c) = self.state { c.updateReadInterest() }
         let loop = self.eventLoop
         decide { action in
             let body: @Sendable () -> Void = { [self] in
@@ -126,6 +133,116 @@ extension RequestTask {
                 }
             }
         }
+    }
+
+    // MARK: - 401 / 407
+
+    /// Asks the delegates (then the credential store) about a challenge. Returns false when the
+    /// response is to be delivered as it is (nothing to answer with, or too many failures).
+    private func decideAuthentication(_ head: HTTPResponseHead, _ challenges: [HTTPAuthChallenge], isProxy: Bool) -> Bool {
+        let configuration = self.pool.configuration
+        let chosen = HTTPAuthChallenge.strongest(of: challenges)
+        let field = isProxy ? "Proxy-Authorization" : "Authorization"
+        let sentCredentials = self.request.headers.contains(name: field)
+        var attempts = (isProxy ? self.proxyAuthAttempts : self.serverAuthAttempts)
+            ?? AuthenticationAttempts(maximumFailures: configuration.maximumAuthenticationFailures)
+        let decision = attempts.record(chosen, sentCredentials: sentCredentials)
+        if isProxy { self.proxyAuthAttempts = attempts } else { self.serverAuthAttempts = attempts }
+        guard decision == .retry, let challenge = chosen ?? challenges.first,
+              let space = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return false }
+        if case .stream? = self.request.body { return false }   // cannot be sent again
+        var proposed = configuration.urlCredentialStorage?.credential(for: challenge, url: self.request.url, isProxy: isProxy)
+        if proposed == nil, !isProxy, let user = self.request.url.user(percentEncoded: false) {
+            proposed = Credential(user: user, password: self.request.url.password(percentEncoded: false) ?? "", persistence: .none)
+        }
+        // A credential the server just refused is not proposed again.
+        if sentCredentials, attempts.failureCount > 0, attempts.staleRetries == 0 || chosen?[parameter: "stale"]?.lowercased() != "true" {
+            proposed = nil
+        }
+        let authChallenge = AuthenticationChallenge(protectionSpace: space, httpChallenges: challenges,
+                                                    previousFailureCount: attempts.failureCount, failureResponse: head,
+                                                    proposedCredential: proposed)
+        let answerable = chosen != nil
+        let defaultCredential = proposed
+        self.awaitDecision { resume in
+            self.askChallenge(authChallenge) { disposition in
+                resume { task in
+                    switch disposition {
+                    case .useCredential(let credential):
+                        task.answerChallenge(challenge, space: space, credential: credential, isProxy: isProxy, head: head)
+                        if credential.persistence != .none { configuration.urlCredentialStorage?.set(credential, for: space) }
+                    case .performDefaultHandling:
+                        if answerable, let defaultCredential {
+                            task.answerChallenge(challenge, space: space, credential: defaultCredential, isProxy: isProxy, head: head)
+                        } else {
+                            task.deliverHead(head)
+                        }
+                    case .cancelAuthenticationChallenge:
+                        task.fail(HawserError(.userCancelledAuthentication,
+                            "the \(head.status) challenge from \(space.host) was cancelled by its handler", url: task.request.url))
+                    case .rejectProtectionSpace, .useServerTrust, .refuseServerTrust:
+                        task.deliverHead(head)
+                    }
+                }
+            }
+        }
+        return true
+    }
+
+    /// Task delegate first; if it performs default handling, the session's delegate.
+    private func askChallenge(_ challenge: AuthenticationChallenge, _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        let pool = UnsafeTransfer(self.pool)
+        let loop = self.eventLoop
+        self.delegate.task(self, didReceive: challenge) { disposition in
+            guard case .performDefaultHandling = disposition else {
+                answer(disposition)
+                return
+            }
+            let askSession: @Sendable () -> Void = {
+                guard let sessionDelegate = pool.value.sessionDelegate, let session = pool.value.session else {
+                    answer(.performDefaultHandling)
+                    return
+                }
+                sessionDelegate.session(session, didReceive: challenge, completion: answer)
+            }
+            if loop.inEventLoop { askSession() } else { loop.execute(askSession) }
+        }
+    }
+
+    /// Sends the request again with credentials for `challenge` (Basic or Digest); a credential
+    /// that cannot be encoded fails the task with the reason.
+    private func answerChallenge(_ challenge: HTTPAuthChallenge, space: ProtectionSpace, credential: Credential,
+                                 isProxy: Bool, head: HTTPResponseHead) {
+        let value: String
+        do throws(AuthenticationError) {
+            if challenge.hasScheme("Digest") {
+                var target = self.request.url.path(percentEncoded: true)
+                if target.isEmpty { target = "/" }
+                if let q = self.request.url.query(percentEncoded: true) { target += "?" + q }
+                // qop=auth-int hashes the body: a request without one has an empty body.
+                var body: [UInt8]? = nil
+                switch self.request.body {
+                case nil: body = []
+                case .bytes(let b)?: body = b
+                case .stream?: body = nil
+                }
+                value = try self.pool.digestAuthenticator.authorization(responding: challenge, in: space, credential: credential,
+                                                                        method: self.request.method, target: target, body: body)
+            } else if challenge.hasScheme("Basic") {
+                value = try BasicAuthentication.authorizationValue(for: credential)
+            } else {
+                self.deliverHead(head)
+                return
+            }
+        } catch {
+            self.fail(HawserError(.userAuthenticationRequired, "cannot answer the \(challenge.scheme) challenge of \(space.host): \(error)",
+                                  url: self.request.url, underlying: error))
+            return
+        }
+        var again = self.request
+        again.headers.replaceOrAdd(name: isProxy ? "Proxy-Authorization" : "Authorization", value: value)
+        self.followUp = again
+        self.countsFollowUpAsRedirect = false
     }
 
     /// Starts the task again with `next` (a followed redirect): a new head, possibly another

@@ -39,6 +39,12 @@ public struct SessionConfiguration: Sendable {
     /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
     /// A request that sets its own `Cookie` field gets no cookies added from the jar.
     public var httpShouldSetCookies = true
+    /// Credentials offered by default for 401/407 challenges, per protection space; a credential
+    /// a delegate answers with (persistence other than `.none`) is stored here. nil: none.
+    public var urlCredentialStorage: CredentialStore? = CredentialStore()
+    /// Rejected credentials end the exchange after this many attempts (the 401/407 is then the
+    /// response); `stale=true` Digest rounds do not count.
+    public var maximumAuthenticationFailures = 3
     /// TLS protocol floor, client identity and session resumption for https.
     public var tls = TLSConfiguration()
     /// Decides whether a server's certificate chain is trusted when no delegate decides:
