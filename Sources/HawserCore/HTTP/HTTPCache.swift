@@ -167,37 +167,45 @@ struct VaryField: Sendable, Hashable {
     var value: String?
 }
 
-/// A stored response with what lookups need, derived once when stored or updated.
-struct CacheEntry: Sendable {
-    var key: String
-    var response: CachedResponse
-    var vary: [VaryField]
-    var lifetime: Double
-    var correctedInitialAge: Double
-    var responseSeconds: Double
+/// A stored response with what lookups need, derived once when stored or updated. A class
+/// with constant fields, so that a lookup hands it out with one retain instead of copying
+/// a dozen references.
+final class CacheEntry: Sendable {
+    let key: String
+    /// The response as stored, without an `Age` field (its value is folded into
+    /// `correctedInitialAge`; lookups add the current age).
+    let response: CachedResponse
+    let vary: [VaryField]
+    let lifetime: Double
+    let correctedInitialAge: Double
+    let responseSeconds: Double
     /// Response `no-cache` (unqualified or qualified: both mean validate before use here).
-    var noCache: Bool
-    var mustRevalidate: Bool
-    var etag: String?
-    var lastModified: String?
-    var size: Int
+    let noCache: Bool
+    let mustRevalidate: Bool
+    let etag: String?
+    let lastModified: String?
+    let size: Int
 
-    init(key: String, response: CachedResponse, vary: [VaryField]) {
+    /// An entry for `response`; `correctedInitialAge` is given when reloaded from disk
+    /// (the stored head has no Age field any more), else computed.
+    init(key: String, response: CachedResponse, vary: [VaryField], correctedInitialAge: Double? = nil) {
         self.key = key
-        self.response = response
         self.vary = vary
         let headers = response.head.headers
         let cc = CacheControl(headers)
         self.responseSeconds = finiteSeconds(response.responseTime)
         self.lifetime = freshnessLifetime(headers, cc, status: response.head.status, responseTime: self.responseSeconds).0
-        self.correctedInitialAge = computeCorrectedInitialAge(
+        self.correctedInitialAge = correctedInitialAge ?? computeCorrectedInitialAge(
             headers, requestTime: finiteSeconds(response.requestTime), responseTime: self.responseSeconds)
         self.noCache = cc.noCache
         self.mustRevalidate = cc.mustRevalidate
         self.etag = headers["ETag"]
         self.lastModified = headers["Last-Modified"]
+        var stored = response
+        if headers.contains(name: "Age") { stored.head.headers.remove(name: "Age") }
+        self.response = stored
         var size = 256 + key.utf8.count + response.body.count + response.head.reasonPhrase.utf8.count
-        for field in headers { size += field.name.utf8.count + field.value.utf8.count + 16 }
+        for field in stored.head.headers { size += field.name.utf8.count + field.value.utf8.count + 16 }
         for v in vary { size += v.name.utf8.count + (v.value?.utf8.count ?? 0) }
         for (k, v) in response.userInfo { size += k.utf8.count + v.utf8.count }
         self.size = size
@@ -267,33 +275,31 @@ func storableHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
 
 // MARK: - Memory store
 
-/// A byte-bounded LRU of entries, several variants per key. Slots live in an array and are
-/// linked by index: touching, inserting and evicting are O(1) (plus the key's variants).
+/// A byte-bounded LRU of entries, several variants per key. Entries live in an array and
+/// are linked by index: touching, inserting and evicting are O(1) (plus the key's variants).
 struct MemoryStore {
-    struct Slot {
-        var entry: CacheEntry
-        var prev: Int
-        var next: Int
-    }
-
     let capacity: Int
     private(set) var bytes = 0
     private var byKey: [String: [Int]] = [:]
-    private var slots: [Slot?] = []
+    private var entries: [CacheEntry?] = []
+    private var prev: [Int] = []
+    private var next: [Int] = []
     private var free: [Int] = []
     private var newest = -1
     private var oldest = -1
 
     init(capacity: Int) { self.capacity = max(0, capacity) }
 
-    var count: Int { self.slots.count - self.free.count }
+    var count: Int { self.entries.count - self.free.count }
 
     /// The index of the entry for `key` whose Vary'd headers match `request`.
     func find(_ key: String, _ request: HTTPHeaders) -> Int? {
-        self.byKey[key]?.first { self.slots[$0]!.entry.matches(request) }
+        guard let list = self.byKey[key] else { return nil }
+        for index in list where self.entries[index]!.matches(request) { return index }
+        return nil
     }
 
-    func entry(_ index: Int) -> CacheEntry { self.slots[index]!.entry }
+    func entry(_ index: Int) -> CacheEntry { self.entries[index]! }
 
     func indices(for key: String) -> [Int] { self.byKey[key] ?? [] }
 
@@ -306,18 +312,19 @@ struct MemoryStore {
     /// Inserts (replacing the variant with the same Vary'd values); evicts the least
     /// recently used entries to stay within capacity.
     mutating func insert(_ entry: CacheEntry) {
-        if let same = self.byKey[entry.key]?.first(where: { self.slots[$0]!.entry.vary == entry.vary }) {
+        if let same = self.byKey[entry.key]?.first(where: { self.entries[$0]!.vary == entry.vary }) {
             self.remove(same)
         }
         while self.bytes + entry.size > self.capacity && self.oldest >= 0 { self.remove(self.oldest) }
         let index: Int
-        let slot = Slot(entry: entry, prev: -1, next: -1)
         if let reused = self.free.popLast() {
             index = reused
-            self.slots[index] = slot
+            self.entries[index] = entry
         } else {
-            index = self.slots.count
-            self.slots.append(slot)
+            index = self.entries.count
+            self.entries.append(entry)
+            self.prev.append(-1)
+            self.next.append(-1)
         }
         self.linkNewest(index)
         self.byKey[entry.key, default: []].insert(index, at: 0)
@@ -325,14 +332,14 @@ struct MemoryStore {
     }
 
     mutating func remove(_ index: Int) {
-        guard let slot = self.slots[index] else { return }
+        guard let entry = self.entries[index] else { return }
         self.unlink(index)
-        self.bytes -= slot.entry.size
-        if var list = self.byKey[slot.entry.key] {
+        self.bytes -= entry.size
+        if var list = self.byKey[entry.key] {
             list.removeAll { $0 == index }
-            self.byKey[slot.entry.key] = list.isEmpty ? nil : list
+            self.byKey[entry.key] = list.isEmpty ? nil : list
         }
-        self.slots[index] = nil
+        self.entries[index] = nil
         self.free.append(index)
     }
 
@@ -345,17 +352,18 @@ struct MemoryStore {
     }
 
     private mutating func unlink(_ index: Int) {
-        let slot = self.slots[index]!
-        if slot.prev >= 0 { self.slots[slot.prev]!.next = slot.next } else { self.newest = slot.next }
-        if slot.next >= 0 { self.slots[slot.next]!.prev = slot.prev } else { self.oldest = slot.prev }
-        self.slots[index]!.prev = -1
-        self.slots[index]!.next = -1
+        let p = self.prev[index]
+        let n = self.next[index]
+        if p >= 0 { self.next[p] = n } else { self.newest = n }
+        if n >= 0 { self.prev[n] = p } else { self.oldest = p }
+        self.prev[index] = -1
+        self.next[index] = -1
     }
 
     private mutating func linkNewest(_ index: Int) {
-        self.slots[index]!.prev = -1
-        self.slots[index]!.next = self.newest
-        if self.newest >= 0 { self.slots[self.newest]!.prev = index }
+        self.prev[index] = -1
+        self.next[index] = self.newest
+        if self.newest >= 0 { self.prev[self.newest] = index }
         self.newest = index
         if self.oldest < 0 { self.oldest = index }
     }
@@ -526,7 +534,7 @@ public final class HTTPCache: Sendable {
         let nowSeconds = finiteSeconds(now)
         let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: nowSeconds)
         var served = entry.response
-        served.head.headers.replaceOrAdd(name: "Age", value: ageField(age))
+        served.head.headers.add(name: "Age", value: ageField(age))
         if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return .fresh(served) }
 
         if self.usableWithoutValidation(entry, age: age, request: request.headers) { return .fresh(served) }
@@ -626,8 +634,9 @@ public final class HTTPCache: Sendable {
         let entry = CacheEntry(key: key, response: updated, vary: old.vary)
         _ = self.keep(entry)
         let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: entry.responseSeconds)
-        updated.head.headers.replaceOrAdd(name: "Age", value: ageField(age))
-        return updated
+        var served = entry.response
+        served.head.headers.add(name: "Age", value: ageField(age))
+        return served
     }
 
     // MARK: Invalidation (§4.4)

@@ -204,6 +204,7 @@ final class DiskStore: Sendable {
         meta.string(entry.key)
         meta.u64(r.requestTime.timeIntervalSince1970.bitPattern)
         meta.u64(r.responseTime.timeIntervalSince1970.bitPattern)
+        meta.u64(entry.correctedInitialAge.bitPattern)
         meta.u64(UInt64(bitPattern: Int64(r.head.status)))
         meta.u32(UInt32(truncatingIfNeeded: r.head.version.major))
         meta.u32(UInt32(truncatingIfNeeded: r.head.version.minor))
@@ -242,18 +243,18 @@ final class DiskStore: Sendable {
         guard let crc = tail.u32(), crc == crc32Of(bytes[..<(bytes.count - 4)]) else { return nil }
         var reader = ByteReader(bytes[4..<(bytes.count - 4)])
         guard let metaLength = reader.u32().map(Int.init), metaLength <= reader.remaining,
-            let (key, response, vary) = decodeMeta(ByteReader(bytes[8..<(8 + metaLength)]))
+            let (key, response, vary, initialAge) = decodeMeta(ByteReader(bytes[8..<(8 + metaLength)]))
         else { return nil }
         reader.skip(metaLength)
         guard let bodyLength = reader.u64(), bodyLength == UInt64(reader.remaining) else { return nil }
         var full = response
         full.body = Array(bytes[(bytes.count - 4 - Int(bodyLength))..<(bytes.count - 4)])
-        return CacheEntry(key: key, response: full, vary: vary)
+        return CacheEntry(key: key, response: full, vary: vary, correctedInitialAge: initialAge)
     }
 
-    private static func decodeMeta(_ reader: ByteReader) -> (String, CachedResponse, [VaryField])? {
+    private static func decodeMeta(_ reader: ByteReader) -> (String, CachedResponse, [VaryField], Double)? {
         var r = reader
-        guard let key = r.string(), let requestBits = r.u64(), let responseBits = r.u64(),
+        guard let key = r.string(), let requestBits = r.u64(), let responseBits = r.u64(), let ageBits = r.u64(),
             let statusBits = r.u64(), let major = r.u32(), let minor = r.u32(), let reason = r.string(),
             let headerCount = r.u32(), Int(headerCount) <= r.remaining
         else { return nil }
@@ -278,14 +279,15 @@ final class DiskStore: Sendable {
         guard r.remaining == 0, (100...999).contains(status) else { return nil }
         let requestTime = Double(bitPattern: requestBits)
         let responseTime = Double(bitPattern: responseBits)
-        guard requestTime.isFinite, responseTime.isFinite else { return nil }
+        let initialAge = Double(bitPattern: ageBits)
+        guard requestTime.isFinite, responseTime.isFinite, initialAge.isFinite, initialAge >= 0 else { return nil }
         let head = HTTPResponseHead(
             version: HTTPVersion(major: Int(major), minor: Int(minor)), status: Int(status), reasonPhrase: reason,
             headers: HTTPHeaders(fields))
         let response = CachedResponse(
             head: head, body: [], requestTime: Date(timeIntervalSince1970: requestTime),
             responseTime: Date(timeIntervalSince1970: responseTime), userInfo: userInfo, storagePolicy: .allowed)
-        return (key, response, vary)
+        return (key, response, vary, initialAge)
     }
 
     /// The index record of a file from its first bytes (magic, meta, body length checked
@@ -307,7 +309,7 @@ final class DiskStore: Sendable {
         else { return nil }
         var lengthReader = ByteReader(meta[metaLength...])
         guard let bodyLength = lengthReader.u64(), UInt64(size) == UInt64(8 + metaLength + 12) &+ bodyLength,
-            let (key, _, vary) = decodeMeta(ByteReader(meta[0..<metaLength]))
+            let (key, _, vary, _) = decodeMeta(ByteReader(meta[0..<metaLength]))
         else { return nil }
         return (Record(key: key, vary: vary, size: size, access: 0), Int64(st.st_mtim.tv_sec))
     }
