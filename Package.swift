@@ -54,6 +54,8 @@ let package = Package(
         .executableTarget(name: "FuzzResponseParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
         .executableTarget(name: "FuzzRequestParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
         .executableTarget(name: "FuzzCertificates", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCertificates", swiftSettings: strict),
+        .executableTarget(name: "FuzzAuthChallenge", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzAuthChallenge", swiftSettings: strict),
+        .executableTarget(name: "FuzzCacheControl", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCacheControl", swiftSettings: strict),
 
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
