@@ -50,6 +50,8 @@ let package = Package(
         .target(name: "FuzzSupport", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzSupport", swiftSettings: strict),
         .executableTarget(name: "FuzzResponseParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
         .executableTarget(name: "FuzzRequestParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
+        .executableTarget(name: "FuzzContentDecoder", dependencies: ["FuzzSupport", "HawserCore", "CHawser"], path: "Fuzz/FuzzContentDecoder", swiftSettings: strict),
+        .executableTarget(name: "FuzzCookieParser", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCookieParser", swiftSettings: strict),
 
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
