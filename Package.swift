@@ -56,6 +56,8 @@ let package = Package(
         .executableTarget(name: "FuzzCertificates", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCertificates", swiftSettings: strict),
         .executableTarget(name: "FuzzAuthChallenge", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzAuthChallenge", swiftSettings: strict),
         .executableTarget(name: "FuzzCacheControl", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCacheControl", swiftSettings: strict),
+        .executableTarget(name: "FuzzContentDecoder", dependencies: ["FuzzSupport", "HawserCore", "CHawser"], path: "Fuzz/FuzzContentDecoder", swiftSettings: strict),
+        .executableTarget(name: "FuzzCookieParser", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCookieParser", swiftSettings: strict),
 
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),

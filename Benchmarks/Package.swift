@@ -8,6 +8,8 @@
 //                     (N=0 only loads the message: the callgrind baseline)
 //   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
+//   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
+//                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -20,6 +22,7 @@ let package = Package(
     products: [
         .executable(name: "parser-bench", targets: ["ParserBench"]),
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
+        .executable(name: "decode-bench", targets: ["DecodeBench"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -41,6 +44,12 @@ let package = Package(
             name: "ParserBench",
             dependencies: ["BenchSupport", .product(name: "HawserHTTP1", package: "Hawser")],
             path: "Sources/ParserBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "DecodeBench",
+            dependencies: [.product(name: "HawserCore", package: "Hawser")],
+            path: "Sources/DecodeBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -420,6 +420,8 @@ struct CookieTests {
         ".com\tTRUE\t/\tFALSE\t0\tn\tv",                     // public suffix
         "example.com\tFALSE\t/\tFALSE\t0\tn\tv\u{01}",       // control character
         "# example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // a comment
+        "ex ample.com\tFALSE\t/\tFALSE\t0\tn\tv",            // not a host name
+        "..example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // would not read back the same
     ])
     func malformedLines(_ line: String) {
         #expect(NetscapeCookieFile.parse(line + "\n", now: now).isEmpty)

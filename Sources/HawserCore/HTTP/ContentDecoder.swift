@@ -388,6 +388,12 @@ final class InflateLayer {
             let produced = self.capacity - Int(s.pointee.avail_out)
             used += took
             self.consumed += took
+            // Output first, also when zlib then reports an error: what it produced before the
+            // bad byte is the same for any split of the input, so errors surface at the same
+            // point of the stream (in this layer or one below) however the bytes arrived.
+            if produced > 0 {
+                try downstream(UnsafeRawBufferPointer(start: self.buffer, count: produced))
+            }
             switch rc {
             case Z_OK, Z_BUF_ERROR:
                 break
@@ -402,9 +408,6 @@ final class InflateLayer {
                 throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib is out of memory")
             default:
                 throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib inflate failed (\(rc): \(self.zlibMessage))")
-            }
-            if produced > 0 {
-                try downstream(UnsafeRawBufferPointer(start: self.buffer, count: produced))
             }
             if rc == Z_STREAM_END { return used }
             // A full output buffer may leave output pending inside zlib: go round again.

@@ -167,7 +167,8 @@ public struct SetCookie: Sendable, Hashable {
                 // RFC 6265 §5.2.3: an empty value is ignored; a leading dot is dropped.
                 if !attrValue.isEmpty { self.domain = CookieRules.canonicalDomain(v) }
             case "path":
-                self.path = attrValue.first == UInt8(ascii: "/") ? v : nil
+                // A tab could not be written to the Netscape cookie file: such a path is ignored too.
+                self.path = attrValue.first == UInt8(ascii: "/") && !attrValue.contains(0x09) ? v : nil
             case "secure":
                 self.isSecure = true
             case "httponly":

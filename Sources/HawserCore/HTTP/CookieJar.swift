@@ -410,6 +410,8 @@ public enum NetscapeCookieFile {
             } else if line.hasPrefix("#") || line.allSatisfy({ $0 == " " || $0 == "\t" }) {
                 continue
             }
+            // Control characters (other than the tab separators) make the line malformed.
+            if line.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { continue }
             var fields = line.split(separator: "\t", omittingEmptySubsequences: false)
             // An empty value makes a 6-field line when the trailing tab is missing (curl reads it so).
             if fields.count == 6 { fields.append("") }
@@ -421,8 +423,7 @@ public enum NetscapeCookieFile {
             guard let expiry = Int64(fields[4]) else { continue }
             let name = String(fields[5])
             let value = String(fields[6])
-            if domain.isEmpty || name.isEmpty { continue }
-            if (name + value).utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { continue }
+            if name.isEmpty || !Self.isHostName(domain) { continue }
             if name.utf8.count + value.utf8.count > SetCookie.maxNameValueBytes { continue }
             if includeSubdomains && PublicSuffixes.isPublicSuffix(domain) { continue }
             if path.first != "/" { path = "/" }
@@ -433,6 +434,14 @@ public enum NetscapeCookieFile {
             out.append(cookie)
         }
         return out
+    }
+
+    /// A domain field must be a host name or an IP literal: letters, digits, '-', '_', '.',
+    /// and ':' for IPv6 (so that nothing else, such as a '#', can start a written line).
+    static func isHostName(_ d: String) -> Bool {
+        !d.isEmpty && !d.hasPrefix(".") && d.utf8.allSatisfy { b in
+            (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A || b >= 0x80
+        }
     }
 
     /// The file text for `cookies`, in the given order.
