@@ -198,6 +198,19 @@ final class ServerConnection: EventLoopIOHandler {
             var extra = [("Location", location)]
             if let cookie = query["cookie"] { extra.append(("Set-Cookie", Self.percentDecoded(cookie) + "; Path=/")) }
             self.send(status: status, body: Array("redirecting".utf8), extra: extra, head: isHead)
+        case ("cacheable", 1):
+            // Cache-Control: max-age=N (default 60), ETag "v1"; If-None-Match "v1" → 304.
+            // The body names how many times the server produced it.
+            let maxAge = query["max-age"] ?? "60"
+            var extra = [("Cache-Control", "max-age=\(maxAge)"), ("ETag", "\"v1\""), ("Content-Type", "text/plain")]
+            if let v = query["vary"] { extra.append(("Vary", v)) }
+            if h.headers["If-None-Match"] == "\"v1\"" {
+                self.listener.notModified += 1
+                self.send(status: 304, body: [], extra: extra, head: true)
+            } else {
+                self.listener.produced += 1
+                self.send(status: 200, body: Array("response #\(self.listener.produced)".utf8), extra: extra, head: isHead)
+            }
         case ("redirect-loop", 1):
             self.send(status: 302, body: [], extra: [("Location", "/redirect-loop")], head: isHead)
         case ("gzip", 1):

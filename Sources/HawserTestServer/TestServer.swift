@@ -21,6 +21,8 @@ import Glibc
 /// - `ANY /redirect-to?url=U[&status=N][&cookie=C]`: status N (default 302) to the percent-encoded `U`,
 ///   setting cookie `C` (`name=value`, percent-encoded) when given.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
+/// - `GET /cacheable[?max-age=N][&vary=F]`: `Cache-Control: max-age=N` (default 60), `ETag: "v1"`;
+///   with `If-None-Match: "v1"` a 304; the body says how many 200s the server has produced.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
 /// - `GET /cookies/set?NAME=VALUE[&…]`: 200 with one `Set-Cookie: NAME=VALUE; Path=/` per pair (names sorted).
 /// - `GET /cookies`: 200; the request's `Cookie` field value as the body (empty when none).
@@ -96,6 +98,12 @@ public final class TestServer: @unchecked Sendable {
         return self.host.contains(":") ? "\(scheme)://[\(self.host)]:\(self.port)" : "\(scheme)://\(self.host):\(self.port)"
     }
 
+    /// 200s and 304s the `/cacheable` route has answered.
+    public var cacheableCounts: (produced: Int, notModified: Int) {
+        let l = UnsafeTransfer2(self.listener)
+        return (try? self.loop.submitAndWait { (l.value.produced, l.value.notModified) }) ?? (0, 0)
+    }
+
     /// TLS handshakes that failed so far (https only).
     public var handshakeFailures: Int {
         let l = UnsafeTransfer2(self.listener)
@@ -134,6 +142,8 @@ final class Listener: EventLoopIOHandler {
     let loop: EventLoop
     var accepted = 0
     var handshakeFailures = 0
+    var produced = 0
+    var notModified = 0
     var streamed = 0
     var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var closed = false

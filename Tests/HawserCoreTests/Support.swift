@@ -110,6 +110,10 @@ class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
               completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
         completion(.performDefaultHandling)
     }
+    func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
+              completion: @escaping @Sendable (CachedResponse?) -> Void) {
+        completion(proposed)
+    }
 
     /// Waits for the completion, then gives the loop a moment to deliver a (wrong) second one.
     func wait() async -> Record {

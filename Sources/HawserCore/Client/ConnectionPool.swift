@@ -67,6 +67,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
         self.tasks[ObjectIdentifier(task)] = task
         task.start(configuration: self.configuration)
+        if self.configuration.urlCache != nil, task.consultCache() { return }
         self.dispatch(task, front: false)
     }
 

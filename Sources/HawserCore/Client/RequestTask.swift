@@ -58,6 +58,16 @@ public final class RequestTask: @unchecked Sendable {
     /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
     var serverAuthAttempts: AuthenticationAttempts?
     var proxyAuthAttempts: AuthenticationAttempts?
+    /// The stored response a conditional request revalidates (a 304 serves it).
+    var cacheCandidate: CachedResponse?
+    /// A response being stored: its head (Content-Encoding removed: the body is kept decoded),
+    /// the body so far, and when the request went out. nil when it is not to be stored, or
+    /// after the body outgrew what the cache would keep.
+    var cacheRecording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)?
+    /// The network body is ignored: a cached response was delivered in its place (after a 304).
+    var servedFromCache = false
+    var pendingCachedBody: [UInt8]?
+    var requestTime = Date()
     /// Undoes the response's Content-Encoding as body bytes arrive.
     var decoder: ContentDecoder?
     var responseDrained = false
@@ -200,6 +210,10 @@ public final class RequestTask: @unchecked Sendable {
                 result = .failure(error.with(url: self.request.url))
             }
             self.decoder = nil
+        }
+        if case .success = result, let recording = self.cacheRecording {
+            self.cacheRecording = nil
+            self.storeInCache(recording)
         }
         if case .success = result {
             if let next = self.followUp {

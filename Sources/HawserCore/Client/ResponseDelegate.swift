@@ -29,6 +29,12 @@ public protocol ResponseDelegate: AnyObject, Sendable {
     /// replayed: answer a new stream, or nil to fail the task. Default: nil.
     func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void)
 
+    /// The response is about to be stored in the session's HTTP cache (NSURLSession's
+    /// willCacheResponse): call `completion` once with it, a changed one, or nil to not store
+    /// it. The task completes without waiting. Default: store it as proposed.
+    func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
+              completion: @escaping @Sendable (CachedResponse?) -> Void)
+
     /// A challenge for this task: the server's TLS chain on a new connection opened for it, or a
     /// 401/407 response. Call `completion` exactly once, from any thread; reading (or the
     /// connection) waits for it. Default: `.performDefaultHandling`.
@@ -45,6 +51,10 @@ extension ResponseDelegate {
     }
     public func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
         completion(nil)
+    }
+    public func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
+                     completion: @escaping @Sendable (CachedResponse?) -> Void) {
+        completion(proposed)
     }
     public func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
                      completion: @escaping @Sendable (ChallengeDisposition) -> Void) {

@@ -41,14 +41,16 @@ extension RequestTask {
 
     /// Body bytes from the connection: swallowed while a followed redirect's body drains.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) {
-        if self.followUp != nil || self.drainingResponse { return }
+        if self.followUp != nil || self.drainingResponse || self.servedFromCache { return }
         guard self.decoder != nil else {
+            if self.cacheRecording != nil { self.recordForCache(bytes) }
             self.delegate.task(self, didReceiveBody: bytes)
             return
         }
         do {
             try self.decoder!.decode(bytes) { (chunk: UnsafeRawBufferPointer) throws(HawserError) in
                 guard !self.isFinished else { return }
+                if self.cacheRecording != nil { self.recordForCache(chunk) }
                 self.delegate.task(self, didReceiveBody: chunk)
             }
         } catch {
@@ -71,7 +73,16 @@ extension RequestTask {
                 return
             }
         }
-        self.delegate.task(self, didReceiveHead: head)
+        var delivered = head
+        if configuration.urlCache != nil {
+            delivered = self.cacheHead(head)
+            if self.servedFromCache { self.decoder = nil }
+        }
+        self.delegate.task(self, didReceiveHead: delivered)
+        if let body = self.pendingCachedBody {
+            self.pendingCachedBody = nil
+            if !body.isEmpty, !self.isFinished { body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: $0) } }
+        }
     }
 
     /// Holds reading while `decide` runs; `decide` gets a resume function to call exactly once,

@@ -39,6 +39,11 @@ public struct SessionConfiguration: Sendable {
     /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
     /// A request that sets its own `Cookie` field gets no cookies added from the jar.
     public var httpShouldSetCookies = true
+    /// The private HTTP cache (RFC 9111) responses are served from and stored in; nil (the
+    /// default) means no caching. `HTTPCache(memoryCapacity:)` or with a disk directory.
+    public var urlCache: HTTPCache? = nil
+    /// How requests that do not say otherwise use `urlCache`.
+    public var requestCachePolicy: CachePolicy = .useProtocolCachePolicy
     /// Credentials offered by default for 401/407 challenges, per protection space; a credential
     /// a delegate answers with (persistence other than `.none`) is stored here. nil: none.
     public var urlCredentialStorage: CredentialStore? = CredentialStore()

@@ -23,6 +23,10 @@ public struct TaskMetrics: Sendable, Hashable {
     public var isReusedConnection = false
     /// How many times the task was retried on a fresh connection after a stale one failed.
     public var retryCount = 0
+    /// The response came from the session's HTTP cache without a request (`.fresh`), or after a
+    /// 304 revalidated the stored one (`.validated`); nil when it came from the network.
+    public var cacheUse: CacheUse?
+    public enum CacheUse: Sendable, Hashable { case fresh, validated }
     /// How many redirects the task followed (the timings above are those of the last request).
     public var redirectCount = 0
     /// The peer's address.

@@ -386,6 +386,11 @@ public final class HTTPCache: Sendable {
 
     /// A response larger than `capacity / maximumEntryDivisor` of a store is not kept in it.
     public static let maximumEntryDivisor = 10
+
+    /// The largest body any of this cache's stores would keep (callers stop recording past it).
+    public var maximumEntrySize: Int {
+        max(self.memoryCapacity, self.diskCapacity) / Self.maximumEntryDivisor
+    }
     /// Vary'd variants kept per URL; storing one more drops the least recently stored.
     public static let maximumVariantsPerKey = 8
 
