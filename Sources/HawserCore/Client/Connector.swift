@@ -20,7 +20,13 @@ final class Connector: EventLoopIOHandler {
     /// `decide` exactly once, with nil to accept or the error that refuses it. May answer later.
     typealias TrustHook = (_ connector: Connector, _ chain: [[UInt8]], _ decide: @escaping (HawserError?) -> Void) -> Void
 
-    private enum Phase { case connecting, handshaking, evaluating }
+    private enum Phase { case connecting, proxyHandshake, handshaking, evaluating }
+
+    /// The exchange with a proxy before the origin's bytes flow (CONNECT or SOCKS5).
+    private enum ProxyExchange {
+        case connect(HTTPConnectTunnel.ResponseReader)
+        case socks(SOCKS5Handshake)
+    }
 
     let key: ConnectionKey
     private let loop: EventLoop
@@ -37,6 +43,13 @@ final class Connector: EventLoopIOHandler {
     private var timer: Scheduled?
     private var timings = HTTP1Connection.ConnectTimings()
     private var errors: [String] = []
+    private var proxyExchange: ProxyExchange?
+    /// Bytes for the proxy not yet written.
+    private var proxyOutbox: [UInt8] = []
+
+    /// Where the TCP connection goes: the proxy when there is one, else the origin.
+    private var dialHost: String { self.key.proxy?.server.host ?? self.key.host }
+    private var dialPort: Int { self.key.proxy?.server.port ?? self.key.port }
 
     init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, tlsContext: TLSContext? = nil,
          trustHook: TrustHook? = nil, completion: @escaping Completion) {
@@ -51,9 +64,9 @@ final class Connector: EventLoopIOHandler {
     func start() {
         self.timer = self.loop.scheduleInLoop(in: RequestTask.nanos(self.timeoutSeconds)) { [unowned(unsafe) self] in
             self.timer = nil
-            self.finish(.failure(HawserError(.connectTimeout, "connecting to \(self.key.host):\(self.key.port) took longer than \(self.timeoutSeconds) s")))
+            self.finish(.failure(HawserError(.connectTimeout, "connecting to \(self.key.host):\(self.key.port)\(self.key.proxy.map { " via \($0.server)" } ?? "") took longer than \(self.timeoutSeconds) s")))
         }
-        if let literal = SocketAddress(ipAddress: self.key.host, port: self.key.port) {
+        if let literal = SocketAddress(ipAddress: self.dialHost, port: self.dialPort) {
             self.addresses = [literal]
             self.tryNext()
             return
@@ -61,7 +74,7 @@ final class Connector: EventLoopIOHandler {
         self.timings.domainLookupStart = TaskMetrics.now()
         let loop = self.loop
         let box = UnsafeTransfer(self)
-        Resolver.shared.resolve(host: self.key.host, port: self.key.port) { result in
+        Resolver.shared.resolve(host: self.dialHost, port: self.dialPort) { result in
             loop.execute { box.value.resolved(result) }
         }
     }
@@ -74,7 +87,8 @@ final class Connector: EventLoopIOHandler {
             self.addresses = a
             self.tryNext()
         case .failure(let e):
-            self.finish(.failure(HawserError(.cannotResolveHost, e.description, underlying: e)))
+            let what = self.key.proxy == nil ? "" : "the proxy: "
+            self.finish(.failure(HawserError(self.key.proxy == nil ? .cannotResolveHost : .proxyError, what + e.description, underlying: e)))
         }
     }
 
@@ -102,15 +116,27 @@ final class Connector: EventLoopIOHandler {
         }
         if self.completion != nil {
             let detail = self.errors.isEmpty ? "no address to try" : self.errors.joined(separator: "; ")
-            self.finish(.failure(HawserError(.cannotConnect, "cannot connect to \(self.key.host):\(self.key.port): \(detail)")))
+            if let proxy = self.key.proxy {
+                self.finish(.failure(HawserError(.proxyError, "cannot connect to the proxy \(proxy.server): \(detail)")))
+            } else {
+                self.finish(.failure(HawserError(.cannotConnect, "cannot connect to \(self.key.host):\(self.key.port): \(detail)")))
+            }
         }
     }
 
     func ioWritable() {
-        if self.phase == .handshaking { self.continueHandshake() } else { self.checkConnect() }
+        switch self.phase {
+        case .handshaking: self.continueHandshake()
+        case .proxyHandshake: self.flushProxyOutbox()
+        default: self.checkConnect()
+        }
     }
     func ioReadable() {
-        if self.phase == .handshaking { self.continueHandshake() } else { self.checkConnect() }
+        switch self.phase {
+        case .handshaking: self.continueHandshake()
+        case .proxyHandshake: self.readFromProxy()
+        default: self.checkConnect()
+        }
     }
 
     private func checkConnect() {
@@ -132,6 +158,157 @@ final class Connector: EventLoopIOHandler {
 
     private func connected(registered: Bool) {
         self.timings.connectEnd = TaskMetrics.now()
+        if let proxy = self.key.proxy, proxy.mode != .forward, self.proxyExchange == nil {
+            self.startProxyExchange(proxy, registered: registered)
+            return
+        }
+        self.startTLSOrFinish(registered: registered)
+    }
+
+    // MARK: - Proxies
+
+    private func startProxyExchange(_ proxy: ProxyTarget, registered: Bool) {
+        self.phase = .proxyHandshake
+        do {
+            if !registered { try self.loop.register(fd: self.fd, handler: self, readable: true, writable: false) }
+            self.loop.setInterest(fd: self.fd, readable: true, writable: false)
+        } catch {
+            self.finish(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
+            return
+        }
+        switch proxy.mode {
+        case .forward:
+            return
+        case .connectTunnel:
+            do {
+                self.proxyOutbox = try HTTPConnectTunnel.requestHead(host: self.key.host, port: self.key.port,
+                                                                     credentials: proxy.server.credentials)
+            } catch {
+                self.finish(.failure(error.hawserError))
+                return
+            }
+            self.proxyExchange = .connect(HTTPConnectTunnel.ResponseReader(host: self.key.host, port: self.key.port))
+        case .socks5(let remoteDNS):
+            let destination: SOCKS5Handshake.Destination
+            if let literal = SocketAddress(ipAddress: self.key.host, port: self.key.port) {
+                destination = .address(literal)
+            } else if remoteDNS {
+                destination = .hostname(self.key.host)
+            } else {
+                // socks5:// resolves here, off the loop, then hands the proxy an address.
+                let loop = self.loop
+                let box = UnsafeTransfer(self)
+                Resolver.shared.resolve(host: self.key.host, port: self.key.port) { result in
+                    loop.execute {
+                        let me = box.value
+                        guard me.completion != nil else { return }
+                        switch result {
+                        case .success(let addresses) where !addresses.isEmpty:
+                            me.beginSOCKS(.address(addresses[0]), proxy)
+                        case .success:
+                            me.finish(.failure(HawserError(.cannotResolveHost, "\(me.key.host) has no address")))
+                        case .failure(let e):
+                            me.finish(.failure(HawserError(.cannotResolveHost, e.description, underlying: e)))
+                        }
+                    }
+                }
+                return
+            }
+            self.beginSOCKS(destination, proxy)
+            return
+        }
+        self.flushProxyOutbox()
+    }
+
+    private func beginSOCKS(_ destination: SOCKS5Handshake.Destination, _ proxy: ProxyTarget) {
+        do {
+            var handshake = try SOCKS5Handshake(destination: destination, port: self.key.port, credentials: proxy.server.credentials)
+            self.proxyOutbox = handshake.start()
+            self.proxyExchange = .socks(handshake)
+        } catch {
+            self.finish(.failure(error.hawserError))
+            return
+        }
+        self.flushProxyOutbox()
+    }
+
+    private func flushProxyOutbox() {
+        while !self.proxyOutbox.isEmpty, self.completion != nil {
+            let r = self.proxyOutbox.withUnsafeBytes { raw in
+                Result { () throws(IOError) in try Posix.send(self.fd, raw) }
+            }
+            switch r {
+            case .success(.processed(let n)):
+                self.proxyOutbox.removeFirst(n)
+            case .success(.wouldBlock):
+                self.loop.setInterest(fd: self.fd, readable: true, writable: true)
+                return
+            case .failure(let e):
+                self.finish(.failure(HawserError(.proxyError, "writing to the proxy \(self.key.proxy.map { "\($0.server)" } ?? "") failed: \(e)", underlying: e)))
+                return
+            }
+        }
+        self.loop.setInterest(fd: self.fd, readable: true, writable: false)
+    }
+
+    private func readFromProxy() {
+        guard self.completion != nil, let exchange = self.proxyExchange else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let r = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(IOError) in try Posix.read(self.fd, raw) }
+        }
+        let bytes: [UInt8]
+        switch r {
+        case .success(.wouldBlock): return
+        case .success(.processed(0)):
+            switch exchange {
+            case .connect(var reader): self.finish(.failure(reader.finish().hawserError))
+            case .socks: self.finish(.failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake")))
+            }
+            return
+        case .success(.processed(let n)): bytes = Array(buffer[0..<n])
+        case .failure(let e):
+            self.finish(.failure(HawserError(.proxyError, "reading from the proxy failed: \(e)", underlying: e)))
+            return
+        }
+        var leftover: [UInt8] = []
+        switch exchange {
+        case .connect(var reader):
+            do {
+                let outcome = try reader.receive(bytes)
+                self.proxyExchange = .connect(reader)
+                guard case .established(let rest) = outcome else { return }
+                leftover = rest
+            } catch {
+                self.finish(.failure(error.hawserError))
+                return
+            }
+        case .socks(var handshake):
+            do {
+                let step = try handshake.receive(bytes)
+                self.proxyExchange = .socks(handshake)
+                switch step {
+                case .needMore: return
+                case .send(let out):
+                    self.proxyOutbox += out
+                    self.flushProxyOutbox()
+                    return
+                case .connected(_, let rest): leftover = rest
+                }
+            } catch {
+                self.finish(.failure(error.hawserError))
+                return
+            }
+        }
+        guard leftover.isEmpty else {
+            self.finish(.failure(HawserError(.proxyError, "the proxy sent \(leftover.count) bytes before the origin could have spoken")))
+            return
+        }
+        self.loop.setInterest(fd: self.fd, readable: false, writable: false)
+        self.startTLSOrFinish(registered: true)
+    }
+
+    private func startTLSOrFinish(registered: Bool) {
         guard let context = self.tlsContext else {
             if registered { self.loop.deregister(fd: self.fd) }
             self.succeed()
@@ -146,10 +323,10 @@ final class Connector: EventLoopIOHandler {
             self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: "\(host):\(self.key.port)")
             if !registered {
                 try self.loop.register(fd: self.fd, handler: self, readable: false, writable: true)
-                self.handshakeInterest = (false, true)
             } else {
-                self.handshakeInterest = (false, true)
+                self.loop.setInterest(fd: self.fd, readable: false, writable: true)
             }
+            self.handshakeInterest = (false, true)
         } catch let e as HawserError {
             self.finish(.failure(e))
             return

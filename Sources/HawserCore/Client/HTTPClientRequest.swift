@@ -75,8 +75,12 @@ public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
     public var scheme: String   // "http" or "https"
     public var host: String
     public var port: Int
+    /// The proxy connections to this origin go through, if any (they are pooled apart).
+    public var proxy: ProxyTarget? = nil
 
-    public var description: String { "\(self.scheme)://\(self.host):\(self.port)" }
+    public var description: String {
+        "\(self.scheme)://\(self.host):\(self.port)" + (self.proxy.map { " via \($0.server)" } ?? "")
+    }
 }
 
 extension HTTPClientRequest {

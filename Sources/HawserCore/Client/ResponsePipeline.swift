@@ -163,6 +163,9 @@ extension RequestTask {
               let space = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return false }
         if case .stream? = self.request.body { return false }   // cannot be sent again
         var proposed = configuration.urlCredentialStorage?.credential(for: challenge, url: self.request.url, isProxy: isProxy)
+        if proposed == nil, isProxy, let c = self.key.proxy?.server.credentials {
+            proposed = Credential(user: c.user, password: c.password, persistence: .none)
+        }
         if proposed == nil, !isProxy, let user = self.request.url.user(percentEncoded: false) {
             proposed = Credential(user: user, password: self.request.url.password(percentEncoded: false) ?? "", persistence: .none)
         }

@@ -142,7 +142,24 @@ public final class Session: Sendable {
 
     /// The origin `request` goes to and its encoded head.
     static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> (key: ConnectionKey, head: [UInt8]) {
-        let info = try request.wireInfo()
+        var info = try request.wireInfo()
+        var request = request
+        if let proxy = configuration.proxy.proxy(for: request.url) {
+            if case .https = proxy.server.kind {
+                throw HawserError(.proxyError, "https:// proxies (TLS to the proxy) are not supported; use an http:// proxy (CONNECT) or SOCKS5",
+                                  url: request.url)
+            }
+            info.key.proxy = proxy
+            if proxy.mode == .forward {
+                // RFC 9112 §3.2.2: absolute-form to a forward proxy, without user info or fragment.
+                let portPart = request.url.port.map { ":\($0)" } ?? ""
+                let host = info.key.host.contains(":") ? "[\(info.key.host)]" : info.key.host
+                info.target = "http://\(host)\(portPart)\(info.target)"
+                if let credentials = proxy.server.credentials, !request.headers.contains(name: "Proxy-Authorization") {
+                    request.headers.add(name: "Proxy-Authorization", value: credentials.basicAuthorization)
+                }
+            }
+        }
         return (info.key, try Self.encodeHead(request, target: info.target, hostHeader: info.hostHeader, configuration: configuration))
     }
 

@@ -39,6 +39,10 @@ public struct SessionConfiguration: Sendable {
     /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
     /// A request that sets its own `Cookie` field gets no cookies added from the jar.
     public var httpShouldSetCookies = true
+    /// Proxies (HTTP forward, CONNECT tunnels for https, SOCKS5). By default the environment's
+    /// `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, read once per process the way
+    /// curl reads them; `.none` for a direct connection whatever the environment says.
+    public var proxy: ProxyConfiguration = ProxyConfiguration.processEnvironment
     /// The private HTTP cache (RFC 9111) responses are served from and stored in; nil (the
     /// default) means no caching. `HTTPCache(memoryCapacity:)` or with a disk directory.
     public var urlCache: HTTPCache? = nil

@@ -314,6 +314,12 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// No proxy at all.
     public static let none = ProxyConfiguration()
 
+    /// This process's environment, read once (an environment whose proxy variables cannot be
+    /// parsed means no proxy; `fromEnvironment` reports why).
+    public static let processEnvironment: ProxyConfiguration = {
+        (try? ProxyConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)) ?? .none
+    }()
+
     public init(httpProxy: ProxyServer? = nil, httpsProxy: ProxyServer? = nil, allProxy: ProxyServer? = nil,
                 bypass: NoProxyList = NoProxyList("")) {
         self.httpProxy = httpProxy
