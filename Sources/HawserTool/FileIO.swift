@@ -24,6 +24,14 @@ final class OutputFile: @unchecked Sendable {
         return OutputFile(fd: fd, owned: true)
     }
 
+    /// Opens `path` to append to it (for -C -), creating it if needed; returns it and its size.
+    static func openForAppend(_ path: String) throws -> (OutputFile, Int64) {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
+        let size = lseek(fd, 0, SEEK_END)
+        return (OutputFile(fd: fd, owned: true), Int64(max(0, size)))
+    }
+
     var isTerminal: Bool { isatty(self.fd) == 1 }
 
     func write(_ bytes: UnsafeRawBufferPointer) {

@@ -56,6 +56,15 @@ enum GetCommand {
         }
         // curl's default is 50 with -L; -1 means no limit.
         config.redirects.maximumRedirects = o.maxRedirects.map { $0 < 0 ? Int.max : $0 } ?? 50
+        do {
+            try Self.applyTLS(o, to: &config)
+            try Self.applyProxy(o, to: &config)
+        } catch let e as HawserError {
+            return Self.fail(o, Self.exitCode(for: e), e.message)
+        } catch {
+            return Self.fail(o, 2, "\(error)")
+        }
+        if let t = o.expect100Timeout { config.expectContinueTimeout = t }
         // Like curl, the tool sends a body only when asked (no automatic 100-continue wait
         // below curl's own 1 MiB threshold, which matches the session default).
         let session = Session(configuration: config)
@@ -65,6 +74,17 @@ enum GetCommand {
         request.method = HTTPMethod(rawValue: o.method ?? (o.headOnly ? "HEAD" : (o.data != nil ? "POST" : "GET")))
         for (n, v) in o.headers { request.headers.add(name: n, value: v) }
         if let literalCookie, !request.headers.contains(name: "Cookie") { request.headers.add(name: "Cookie", value: literalCookie) }
+        if let user = o.user {
+            let (name, password) = Self.splitUser(user)
+            if o.digest {
+                // --digest: answer the server's Digest challenge with these credentials.
+                request.url = Self.url(url, withUser: name, password: password)
+            } else if !request.headers.contains(name: "Authorization"),
+                      let value = try? BasicAuthentication.authorizationValue(user: name, password: password) {
+                // curl's --basic sends the credentials with the first request.
+                request.headers.add(name: "Authorization", value: value)
+            }
+        }
         if let d = o.data {
             request.body = .bytes(d)
             if !request.headers.contains(name: "Content-Type") {
@@ -73,8 +93,17 @@ enum GetCommand {
         }
 
         let body: OutputFile
+        var resumeFrom: Int64? = nil
         do {
-            body = try o.outputPath.map(OutputFile.open) ?? .stdout
+            if o.resume {
+                guard let path = o.outputPath, path != "-" else { return Self.fail(o, 2, "-C - needs -o FILE to resume into") }
+                let (file, size) = try OutputFile.openForAppend(path)
+                body = file
+                resumeFrom = size
+                if size > 0 { request.headers.replaceOrAdd(name: "Range", value: "bytes=\(size)-") }
+            } else {
+                body = try o.outputPath.map(OutputFile.open) ?? .stdout
+            }
         } catch {
             return Self.fail(o, 23, "\(error)")
         }
@@ -88,7 +117,8 @@ enum GetCommand {
         defer { dump?.close() }
 
         let showProgress = !o.silent && !o.verbose && o.outputPath != nil && o.outputPath != "-" && OutputFile.stderr.isTerminal
-        let printer = TransferPrinter(options: o, body: body, dump: dump, progress: showProgress)
+        let printer = TransferPrinter(options: o, body: body, dump: dump, progress: showProgress,
+                                      resumingFrom: resumeFrom.flatMap { $0 > 0 ? $0 : nil })
         if o.verbose {
             OutputFile.stderr.write("> \(request.method) \(url.absoluteString)\n")
             for f in request.headers { OutputFile.stderr.write("> \(f.name): \(f.value)\n") }
@@ -115,11 +145,98 @@ enum GetCommand {
                 OutputFile.stdout.write(WriteOut.render(w, head: head, metrics: metrics, url: url, bodyBytes: printer.bodyBytes, headBytes: printer.headBytes))
             }
             if body.failed { return Self.fail(o, 23, "failed writing the body") }
+            if let from = resumeFrom, from > 0 {
+                if head.status == 200 { return Self.fail(o, 33, "HTTP server doesn't seem to support byte ranges. Cannot resume.") }
+                if head.status == 416 { return 0 }   // already complete
+            }
             if o.failOnError && head.status >= 400 {
                 return Self.fail(o, 22, "the requested URL returned error: \(head.status)")
             }
             return 0
         }
+    }
+
+    static func splitUser(_ s: String) -> (String, String) {
+        guard let colon = s.firstIndex(of: ":") else { return (s, "") }
+        return (String(s[..<colon]), String(s[s.index(after: colon)...]))
+    }
+
+    static func url(_ u: URL, withUser user: String, password: String) -> URL {
+        guard var c = URLComponents(url: u, resolvingAgainstBaseURL: false) else { return u }
+        c.user = user
+        c.password = password
+        return c.url ?? u
+    }
+
+    /// -k, --cacert, --capath, --pinnedpubkey, --cert/--key/--cert-type, --tlsv1.x, --tls-max.
+    static func applyTLS(_ o: CurlOptions, to config: inout SessionConfiguration) throws {
+        switch o.tlsMinimum {
+        case .tls12?: config.tls.minimumVersion = .tls1_2
+        case .tls13?: config.tls.minimumVersion = .tls1_3
+        case nil: break
+        }
+        if let m = o.tlsMaximum { config.tls.maximumVersion = m == "1.3" ? .tls1_3 : .tls1_2 }
+        if let cert = o.certPath {
+            let (path, password) = Self.splitUser(cert)
+            if o.certType == "P12" {
+                config.tls.clientIdentity = .pkcs12(path: path, password: password)
+            } else {
+                config.tls.clientIdentity = .pem(certificateChainPath: path, privateKeyPath: o.keyPath ?? path,
+                                                 password: password.isEmpty ? nil : password)
+            }
+        }
+        var anchors: [Certificate] = []
+        do {
+            if let path = o.caCertPath { anchors += try Certificate.load(contentsOf: path) }
+            if let dir = o.caPath { anchors += try Certificate.certificates(inDirectory: dir) }
+        } catch {
+            throw HawserError(.invalidRequest, "cannot read CA certificates: \(error)")
+        }
+        var policy = SecurityPolicy(pinningMode: .none)
+        policy.anchors = anchors.isEmpty ? .system : .custom(anchors)
+        if let pins = o.pinnedPublicKey {
+            // curl's form: sha256//BASE64;sha256//BASE64 — Hawser's pins are sha256/BASE64.
+            let list = pins.split(separator: ";").map { String($0).replacing("sha256//", with: "sha256/") }
+            do {
+                var pinned = SecurityPolicy(pinningMode: .publicKey)
+                pinned.pinnedPublicKeyHashes = Set(try list.map { (p: String) throws(PinError) in try PublicKeyPin(p) })
+                pinned.anchors = policy.anchors
+                policy = pinned
+            } catch {
+                throw HawserError(.invalidRequest, "--pinnedpubkey: \(error)")
+            }
+        }
+        if o.insecure {
+            policy.allowInvalidCertificates = true
+            policy.validatesDomainName = false
+        }
+        config.serverTrustEvaluator = policy
+    }
+
+    /// -x, -U, --socks5-hostname, --noproxy, on top of the environment (as curl does).
+    static func applyProxy(_ o: CurlOptions, to config: inout SessionConfiguration) throws {
+        var proxy = ProxyConfiguration.processEnvironment
+        do {
+            if let p = o.socks5Hostname {
+                var server = try ProxyServer(parsing: p.contains("://") ? p : "socks5h://" + p)
+                server.kind = .socks5(remoteDNS: true)
+                proxy = ProxyConfiguration(allProxy: server, bypass: proxy.bypass)
+            }
+            if let p = o.proxy {
+                proxy = ProxyConfiguration(allProxy: try ProxyServer(parsing: p), bypass: proxy.bypass)
+            }
+        } catch {
+            throw HawserError(.proxyError, "invalid proxy: \(error)")
+        }
+        if let u = o.proxyUser {
+            let (name, password) = Self.splitUser(u)
+            let creds = ProxyCredentials(user: name, password: password)
+            proxy.httpProxy?.credentials = creds
+            proxy.httpsProxy?.credentials = creds
+            proxy.allProxy?.credentials = creds
+        }
+        if let list = o.noProxy { proxy.bypass = NoProxyList(list) }
+        config.proxy = proxy
     }
 
     static func fail(_ o: CurlOptions, _ code: Int32, _ message: String) -> Int32 {

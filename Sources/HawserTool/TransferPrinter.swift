@@ -25,8 +25,12 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     private var lastDraw: UInt64 = 0
     private let done = Mutex<CheckedContinuation<Result<(HTTPResponseHead, TaskMetrics, URL), HawserError>, Never>?>(nil)
 
-    init(options: CurlOptions, body: OutputFile, dump: OutputFile?, progress: Bool) {
+    /// With -C -: the size of the partial file; only a 206 body is appended to it.
+    private let resumingFrom: Int64?
+
+    init(options: CurlOptions, body: OutputFile, dump: OutputFile?, progress: Bool, resumingFrom: Int64? = nil) {
         self.options = options
+        self.resumingFrom = resumingFrom
         self.body = body
         self.dump = dump
         self.progress = progress
@@ -65,7 +69,8 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
 
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         self.bodyBytes += Int64(bytes.count)
-        if !self.options.headOnly { self.body.write(bytes) }
+        let appendable = self.resumingFrom == nil || self.head?.status == 206
+        if !self.options.headOnly && appendable { self.body.write(bytes) }
         if self.body.failed {
             task.fail(with: HawserError(.ioError, "failed writing the body"))
             return

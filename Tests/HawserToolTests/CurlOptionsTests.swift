@@ -171,6 +171,43 @@ struct GetCommandTests {
         #expect(raw.prefix(2) == Data([0x1f, 0x8b]))
     }
 
+    @Test("TLS flags: untrusted by default (60), -k, --cacert, --pinnedpubkey (match and mismatch)")
+    func tls() async throws {
+        let pki = try TestPKI.shared()
+        let server = try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+        defer { server.shutdown() }
+        let out = Self.temp("body")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let u = "https://localhost:\(server.port)/hello"
+        #expect(await GetCommand.run(["-s", "-o", out, u]) == 60)
+        #expect(await GetCommand.run(["-sk", "-o", out, u]) == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "Hello, World!")
+        #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "-o", out, u]) == 0)
+        let pin = pki.intermediate.publicKeySHA256Pin.replacing("sha256/", with: "sha256//")
+        #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "--pinnedpubkey", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;" + pin, "-o", out, u]) == 0)
+        #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "--pinnedpubkey", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "-o", out, u]) == 60)
+    }
+
+    @Test("-u sends Basic credentials; -C - resumes a partial file with Range")
+    func userAndResume() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let out = Self.temp("body"), heads = Self.temp("heads")
+        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
+        #expect(await GetCommand.run(["-s", "-u", "ada:lovelace", "-D", heads, "-o", out, server.baseURL + "/echo"]) == 0)
+        #expect(try String(contentsOfFile: heads, encoding: .utf8).contains("X-Echo-H-Authorization: Basic YWRhOmxvdmVsYWNl"))
+        // Download the first part, then resume.
+        let full = server.baseURL + "/range/5000"
+        #expect(await GetCommand.run(["-s", "-o", out, full]) == 0)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: out))
+        try whole.prefix(1234).write(to: URL(fileURLWithPath: out))
+        #expect(await GetCommand.run(["-s", "-C", "-", "-o", out, full]) == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == whole)
+        #expect(await GetCommand.run(["-s", "-C", "-", "-o", out, full]) == 0, "416: already complete")
+        try whole.prefix(10).write(to: URL(fileURLWithPath: out))
+        #expect(await GetCommand.run(["-s", "-C", "-", "-o", out, full + "?ignore-range=1"]) == 33)
+    }
+
     @Test("a refused connection exits 7; an unknown flag exits 2")
     func refusedAndUsage() async throws {
         let probe = try TestServer()
