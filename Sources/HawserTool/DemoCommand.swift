@@ -62,6 +62,14 @@ enum DemoCommand {
             "server saw \($0.headers["X-Echo-Method"] ?? "?") with \($0.headers["X-Echo-Body-Length"] ?? "?") bytes: \(String(decoding: $0.body, as: UTF8.self))"
         }
         await step("Interim 100 and 103 heads, then the final response", "/interim") { "final body: \(String(decoding: $0.body, as: UTF8.self))" }
+        await step("Three redirects, followed (the engine drains each redirect's body and reuses the connection)", "/redirect/3") {
+            "landed on \(String(decoding: $0.body, as: UTF8.self)) after \($0.metrics.redirectCount) redirects"
+        }
+        await step("A gzip body, decoded as it arrives (Accept-Encoding: gzip, deflate)", "/gzip") {
+            "content-encoding: \($0.headers["Content-Encoding"] ?? "-"), decoded: \(String(decoding: $0.body, as: UTF8.self))"
+        }
+        await step("Set-Cookie goes into the session's cookie jar", "/cookies/set?flavour=oatmeal")
+        await step("… and comes back on the next request", "/cookies") { "the server saw Cookie: \(String(decoding: $0.body, as: UTF8.self))" }
         await step("A 404 is a response, not an error", "/status/404")
         await step("A close-delimited body (no Content-Length)", "/close-delimited/5000")
         await step("Idle timeout: the server waits 2 s, the request allows 0.2 s", "/delay/2000", timeout: 0.2, expectFailure: true)
@@ -86,8 +94,60 @@ enum DemoCommand {
         say("   \(ok)/32 answered 200 in \(ms(elapsed)); new connections opened: \(server.acceptedConnections - before); pool: \(session.poolStatistics().openConnections) open\n")
         if ok != 32 { failures += 1 }
 
+        failures += await Self.httpsTour()
+
         say("\n\(failures == 0 ? "Tour complete: every step behaved as expected." : "Tour finished with \(failures) unexpected result(s).")\n")
         return failures == 0 ? 0 : 1
+    }
+
+    /// HTTPS against the embedded server with a certificate from a PKI made for this run: pinned
+    /// and trusted, resumed on a second connection, and refused by the default policy.
+    static func httpsTour() async -> Int {
+        var failures = 0
+        say("── HTTPS: a test PKI is generated for this run; the embedded server presents its localhost certificate\n")
+        let pki: TestPKI
+        let server: TestServer
+        do {
+            pki = try TestPKI.shared()
+            server = try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+        } catch {
+            say("   cannot start the TLS server: \(error)\n")
+            return 1
+        }
+        defer { server.shutdown() }
+        let u = URL(string: "https://localhost:\(server.port)/close")!
+        var config = SessionConfiguration()
+        // AFSecurityPolicy's certificate pinning of a private CA: as in AFNetworking, the chain
+        // cannot pass the system store first, so allowInvalidCertificates lets the pinned root
+        // alone decide (the chain must still validate against it, and the host name must match).
+        var policy = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.root])
+        policy.allowInvalidCertificates = true
+        config.serverTrustEvaluator = policy
+        let pinned = Session(configuration: config)
+        defer { pinned.shutdown() }
+        for round in 1...2 {
+            do {
+                let r = try await pinned.response(for: HTTPClientRequest(url: u))
+                let m = r.metrics
+                let handshake = TaskMetrics.span(m.secureConnectionStart, m.secureConnectionEnd).map(ms) ?? "-"
+                say("   \(round == 1 ? "pinned to the test root" : "second connection  ") → \(r.status) over \(m.tlsProtocolVersion ?? "?") \(m.tlsCipherSuite ?? "")")
+                say(" · handshake \(handshake) · session \(m.isResumedTLSSession == true ? "resumed" : "full")\n")
+                if round == 2 && m.isResumedTLSSession != true { failures += 1; say("   ✗ expected a resumed session\n") }
+            } catch {
+                say("   → \(error.code): \(error.message)\n")
+                failures += 1
+            }
+        }
+        let plain = Session()
+        defer { plain.shutdown() }
+        do {
+            _ = try await plain.response(for: HTTPClientRequest(url: u))
+            say("   ✗ the system trust store accepted a test certificate\n")
+            failures += 1
+        } catch {
+            say("   the default policy (system trust store) refuses it: \(error.code) (\(error.urlErrorCode)): \(error.message)\n")
+        }
+        return failures
     }
 
     static func say(_ s: String) { OutputFile.stdout.write(s) }
