@@ -1,5 +1,6 @@
 import Foundation
 import HawserCore
+import HawserTestServer
 import Synchronization
 import Testing
 
@@ -7,6 +8,8 @@ import Testing
 /// stopped by its pid afterwards. `.ci/run` installs nginx; a missing nginx is a failure.
 final class NginxFixture: @unchecked Sendable {
     let port: Int
+    /// The https port (the test PKI's valid localhost certificate with its intermediate).
+    let tlsPort: Int
     let directory: URL
     private let pid: pid_t
 
@@ -27,6 +30,9 @@ final class NginxFixture: @unchecked Sendable {
         try Data("Hello, World!".utf8).write(to: dir.appendingPathComponent("html/hello.txt"))
         let port = try Self.freePort()
         self.port = port
+        let tlsPort = try Self.freePort()
+        self.tlsPort = tlsPort
+        let pki = try TestPKI.shared()
         let config = """
         daemon off;
         master_process off;
@@ -48,6 +54,17 @@ final class NginxFixture: @unchecked Sendable {
                 root \(dir.path)/html;
                 location = /hello { default_type text/plain; return 200 "Hello, World!"; }
                 location = /json { default_type application/json; return 200 '{"ok":true}'; }
+                location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
+            }
+            server {
+                listen 127.0.0.1:\(tlsPort) ssl;
+                ssl_certificate \(pki.valid.chainPath);
+                ssl_certificate_key \(pki.valid.keyPath);
+                ssl_protocols TLSv1.2 TLSv1.3;
+                ssl_session_cache shared:hawser:1m;
+                ssl_session_tickets on;
+                root \(dir.path)/html;
+                location = /hello { default_type text/plain; return 200 "Hello, World!"; }
                 location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
             }
         }
@@ -171,6 +188,36 @@ extension NetworkTests {
                 }
                 #expect(fresh == 1)
                 #expect(session.poolStatistics().openConnections == 1)
+            }
+        }
+
+        @Test("HTTPS to nginx: keep-alive reuse, an 8 MiB file intact, resumption on a new connection, and the trust decision")
+        func https() async throws {
+            let pki = try TestPKI.shared()
+            try await Self.withNginx({ $0.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([pki.root])) }) { nginx, session in
+                let base = "https://localhost:\(nginx.tlsPort)"
+                var fresh = 0
+                for _ in 0..<200 {
+                    let r = try await session.response(for: HTTPClientRequest(url: url(base + "/hello")))
+                    #expect(r.status == 200)
+                    if !r.metrics.isReusedConnection { fresh += 1 }
+                }
+                #expect(fresh == 1)
+                let big = try await session.response(for: HTTPClientRequest(url: url(base + "/big.bin")))
+                #expect(big.body.count == 8 * 1024 * 1024 && big.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                let first = try await session.response(for: HTTPClientRequest(url: url(base + "/close")))
+                let second = try await session.response(for: HTTPClientRequest(url: url(base + "/close")))
+                #expect(!second.metrics.isReusedConnection)
+                #expect(second.metrics.isResumedTLSSession == true, "nginx resumed the session (first: \(String(describing: first.metrics.isResumedTLSSession)))")
+                #expect(first.metrics.tlsProtocolVersion == "TLSv1.3")
+            }
+            try await Self.withNginx { nginx, session in
+                do {
+                    _ = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(nginx.tlsPort)/hello")))
+                    Issue.record("the system store trusted the test PKI")
+                } catch let error as HawserError {
+                    #expect(error.code == .serverCertificateUntrusted)
+                }
             }
         }
 
