@@ -21,7 +21,7 @@ import HawserCore
 public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL relative URL strings resolve against; a path always ends with `/`.
     public let baseURL: URL?
-    private let requestSerializerBox = Locked<any RequestSerialization>(MergeDefaults.requestSerializer)
+    private let requestSerializerBox = Locked<any RequestSerialization>(ManagerDefaults.requestSerializer)
 
     /// Creates a manager (AFHTTPSessionManager `initWithBaseURL:sessionConfiguration:`).
     public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,

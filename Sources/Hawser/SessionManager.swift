@@ -111,7 +111,7 @@ public class SessionManager: @unchecked Sendable {
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.sessionState = Locked(SessionState(session: Session(configuration: configuration, eventLoop: eventLoop)))
-        self.settings = Locked(ManagerSettings(responseSerializer: MergeDefaults.responseSerializer,
+        self.settings = Locked(ManagerSettings(responseSerializer: ManagerDefaults.responseSerializer,
                                                completionQueue: nil, completionGroup: nil, interceptor: nil))
         self.monitorList = Locked(eventMonitors)
         self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
