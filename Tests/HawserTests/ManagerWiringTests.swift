@@ -183,5 +183,103 @@ extension ManagerNetworkTests {
             #expect(r2.url.path == "/echo")
             #expect((echo as? Data) == Data("second".utf8))
         }
+
+        // MARK: - Security policy and challenge blocks over TLS
+
+        static func withTLSServer(_ body: (TestServer, TestPKI) async throws -> Void) async throws {
+            let pki = try TestPKI.shared()
+            try await expectNoFDLeak {
+                let tls = TestServer.TLS(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+                let server = try TestServer(host: "127.0.0.1", tls: tls)
+                defer { server.shutdown() }
+                try await body(server, pki)
+            }
+        }
+
+        @Test("the default policy refuses the test root: -1202 with the URL, the chain and the reason untrustedRoot")
+        func defaultPolicyRefuses() async throws {
+            try await Self.withTLSServer { server, pki in
+                let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                let done = Expectation()
+                let failure = Box<(any Error)?>(nil)
+                m.get("hello", success: { _, _ in done.fulfill() }, failure: { _, e in failure.value = e; done.fulfill() })
+                #expect(await done.wait())
+                let e = try #require(failure.value as? HawserError, "\(String(describing: failure.value))")
+                #expect(e.code == .serverCertificateUntrusted)
+                #expect(e.urlErrorCode == -1202)
+                #expect(e.url?.absoluteString == "https://localhost:\(server.port)/hello")
+                #expect(e.peerCertificates == pki.valid.presentedChain)
+                #expect((e.underlying as? TrustFailure)?.reason == .untrustedRoot)
+            }
+        }
+
+        @Test("certificate pinning on the test root accepts; a pin on another root refuses with pinMismatch")
+        func pinningPolicy() async throws {
+            try await Self.withTLSServer { server, pki in
+                let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                // AF's recipe for a private CA: pin it, and allow what the system store cannot verify
+                // (the pin must still be in the chain).
+                var pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.root])
+                pinned.allowInvalidCertificates = true
+                m.securityPolicy = pinned
+                let (value, response) = try await m.get("json")
+                #expect(response.statusCode == 200)
+                #expect((value as? JSONValue)?["ok"] == .bool(true))
+
+                // A fresh manager (no pooled connection) pinned on a root that did not issue the chain.
+                let other = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                defer { other.invalidateSession(cancelingPendingTasks: true) }
+                var wrongPin = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: [pki.untrustedRoot])
+                wrongPin.anchors = .custom([pki.root])
+                other.securityPolicy = wrongPin
+                do {
+                    _ = try await other.get("json")
+                    Issue.record("a chain matching no pin was accepted")
+                } catch let e as HawserError {
+                    #expect(e.code == .serverCertificateUntrusted)
+                    #expect((e.underlying as? TrustFailure)?.reason == .pinMismatch)
+                }
+            }
+        }
+
+        @Test("a task challenge block answering .useServerTrust wins over the policy; a session block decides when alone")
+        func challengeBlocksWin() async throws {
+            try await Self.withTLSServer { server, pki in
+                let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                let seen = Box<[String]>([])
+                m.taskDidReceiveAuthenticationChallenge = { task, challenge in
+                    seen.mutate { $0.append("task \(challenge.protectionSpace.authenticationMethod) \(challenge.protectionSpace.host) \(challenge.serverTrust?.certificates.count ?? 0) \(task.currentRequest?.url.path ?? "")") }
+                    return .useServerTrust
+                }
+                m.sessionDidReceiveAuthenticationChallenge = { _ in
+                    seen.mutate { $0.append("session") }
+                    return .performDefaultHandling
+                }
+                let (_, response) = try await m.get("json")
+                #expect(response.statusCode == 200)
+                #expect(seen.value == ["task serverTrust localhost 2 /json"], "the task block decided alone: \(seen.value)")
+
+                // Only a session block: it decides (here: refuses with its own reason).
+                let s = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                defer { s.invalidateSession(cancelingPendingTasks: true) }
+                var accepting = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.root])
+                accepting.allowInvalidCertificates = true
+                s.securityPolicy = accepting
+                s.sessionDidReceiveAuthenticationChallenge = { challenge in
+                    #expect(challenge.serverTrust?.certificates == pki.valid.presentedChain)
+                    return .refuseServerTrust(TrustFailure(.other, "the session block says no"))
+                }
+                do {
+                    _ = try await s.get("json")
+                    Issue.record("the session block's refusal was ignored (the policy would accept)")
+                } catch let e as HawserError {
+                    #expect(e.code == .serverCertificateUntrusted)
+                    #expect((e.underlying as? TrustFailure)?.message.contains("the session block says no") == true, "\(e)")
+                }
+            }
+        }
     }
 }
