@@ -8,6 +8,7 @@
 //                     (N=0 only loads the message: the callgrind baseline)
 //   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
+//   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -20,6 +21,7 @@ let package = Package(
     products: [
         .executable(name: "parser-bench", targets: ["ParserBench"]),
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
+        .executable(name: "hawser-manager-load", targets: ["HawserManagerLoad"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -50,6 +52,12 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/HawserLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "HawserManagerLoad",
+            dependencies: [.product(name: "Hawser", package: "Hawser")],
+            path: "Sources/HawserManagerLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
