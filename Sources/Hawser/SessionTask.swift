@@ -100,7 +100,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         get { self.core.withLock { $0.taskDescription } }
         set { self.core.withLock { $0.taskDescription = newValue } }
     }
-    /// The request of the current attempt: after adapters, with resume headers (NSURLSessionTask.currentRequest).
+    /// The request of the current attempt: after adapters, with resume headers, and the target of
+    /// the last redirect followed (NSURLSessionTask.currentRequest).
     public var currentRequest: HTTPClientRequest? { self.core.withLock { $0.currentRequest } }
     /// The final response head, once it arrived.
     public var response: HTTPResponse? { self.core.withLock { $0.response } }
