@@ -10,6 +10,7 @@
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
+//   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -23,6 +24,7 @@ let package = Package(
         .executable(name: "parser-bench", targets: ["ParserBench"]),
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
         .executable(name: "decode-bench", targets: ["DecodeBench"]),
+        .executable(name: "hawser-manager-load", targets: ["HawserManagerLoad"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -59,6 +61,12 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/HawserLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "HawserManagerLoad",
+            dependencies: [.product(name: "Hawser", package: "Hawser")],
+            path: "Sources/HawserManagerLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -21,7 +21,7 @@ import HawserCore
 public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL relative URL strings resolve against; a path always ends with `/`.
     public let baseURL: URL?
-    private let requestSerializerBox = Locked<any RequestSerialization>(MergeDefaults.requestSerializer)
+    private let requestSerializerBox = Locked<any RequestSerialization>(ManagerDefaults.requestSerializer)
 
     /// Creates a manager (AFHTTPSessionManager `initWithBaseURL:sessionConfiguration:`).
     public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
@@ -70,12 +70,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         do {
             request = try self.makeRequest(method: method, urlString: urlString, parameters: parameters, headers: headers)
         } catch {
-            if let failure {
-                let settings = self.settings.withLock { $0 }
-                (settings.completionQueue ?? self.defaultCompletionQueue).async(group: settings.completionGroup ?? defaultCompletionGroup) {
-                    failure(nil, error)
-                }
-            }
+            self.reportBuildFailure(error, to: failure)
             return nil
         }
         let box = Locked<DataTask?>(nil)
@@ -149,8 +144,88 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         self.resumed(.delete, urlString, parameters, headers, nil, nil, success, failure)
     }
 
-    // MERGE: `post(_:parameters:headers:constructingBodyWith:progress:success:failure:)` needs
-    // MultipartFormData from the serialization branch; the lead adds it at merge.
+    /// Multipart POST (AFHTTPSessionManager `POST:parameters:headers:constructingBodyWithBlock:progress:success:failure:`):
+    /// one form part per parameter, then the parts `constructingBodyWith` appends, sent as a
+    /// `multipart/form-data` body with a `Content-Length`. The body is streamed in bounded chunks
+    /// (files are read as they are sent, never loaded whole), and replayed from the form if a 307/308
+    /// redirect needs it again.
+    ///
+    /// The form is built by ``requestSerializer`` when it is an ``HTTPRequestSerializing``;
+    /// another serializer gets the finished multipart request with nil parameters, so it can add
+    /// its headers. A closure that throws (a file that cannot be read:
+    /// ``SerializationError`` `.fileNotReachable`) or a form that cannot be built calls `failure`
+    /// with a nil task on the completion queue and returns nil; a file that fails while the body is
+    /// sent fails the task (`.bodyReadFailed`), reported to `failure` as well.
+    @discardableResult
+    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
+                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?,
+                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        let built: (request: HTTPClientRequest, form: MultipartFormData?)
+        do {
+            built = try self.makeMultipartRequest(urlString: urlString, parameters: parameters, headers: headers, build: build)
+        } catch {
+            self.reportBuildFailure(error, to: failure)
+            return nil
+        }
+        let box = Locked<DataTask?>(nil)
+        let task = self.uploadTask(withStreamedRequest: built.request, progress: progress) { _, object, error in
+            guard let task = box.withLock({ $0 }) else { return }
+            if let error { failure?(task, error) } else { success?(task, object) }
+        }
+        if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
+        box.withLock { $0 = task }
+        task.resume()
+        return task
+    }
+
+    /// Multipart POST, async: the serialized response object and the response. Throws what
+    /// building the form throws, the engine's error or the serializer's.
+    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
+                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse) {
+        let built = try self.makeMultipartRequest(urlString: urlString, parameters: parameters, headers: headers, build: build)
+        return try await Self.run { done in
+            let task = self.uploadTask(withStreamedRequest: built.request, progress: nil) { response, object, error in
+                if let error { done(.failure(error)) }
+                else if let response { done(.success((object, response))) }
+                else { done(.failure(SessionManagerError.noRequest)) }
+            }
+            if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
+            return task
+        }
+    }
+
+    /// The multipart request and its form (nil when the form stayed empty and the request has no
+    /// multipart body).
+    func makeMultipartRequest(urlString: String, parameters: Parameters?, headers: HTTPHeaders?,
+                              build: ((inout MultipartFormData) throws -> Void)?) throws -> (request: HTTPClientRequest, form: MultipartFormData?) {
+        guard let url = self.url(for: urlString) else { throw SessionManagerError.invalidURL(urlString) }
+        let serializer = self.requestSerializer
+        let http = (serializer as? any HTTPRequestSerializing) ?? HTTPRequestSerializer()
+        // The closure runs once here; the form it filled is captured so the body can be produced
+        // again (redirects) without running the closure twice.
+        let captured = Locked<MultipartFormData?>(nil)
+        var request = try http.multipartFormRequest(withMethod: .post, urlString: url.absoluteString, parameters: parameters) { form in
+            try build?(&form)
+            captured.withLock { $0 = form }
+        }
+        if !(serializer is any HTTPRequestSerializing) {
+            request = try serializer.request(bySerializing: request, parameters: nil)
+        }
+        for field in headers ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
+        let form = captured.withLock { $0 }
+        return (request, (form?.isEmpty ?? true) ? nil : form)
+    }
+
+    private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
+        guard let failure else { return }
+        let settings = self.settings.withLock { $0 }
+        (settings.completionQueue ?? self.defaultCompletionQueue).async(group: settings.completionGroup ?? defaultCompletionGroup) {
+            failure(nil, error)
+        }
+    }
 
     private func resumed(_ method: HTTPMethod, _ urlString: String, _ parameters: Parameters?, _ headers: HTTPHeaders?,
                          _ up: (@Sendable (TransferProgress) -> Void)?, _ down: (@Sendable (TransferProgress) -> Void)?,

@@ -90,6 +90,8 @@ public protocol EventMonitor: Sendable {
     func taskDidResume(_ task: SessionTask)
     func taskDidSuspend(_ task: SessionTask)
     func taskDidCancel(_ task: SessionTask)
+    /// A resumed task waits for the network (``SessionManager/waitsForConnectivity``).
+    func taskIsWaitingForConnectivity(_ task: SessionTask)
     /// The interceptor's adapter rewrote the request of the next attempt.
     func task(_ task: SessionTask, didAdapt request: HTTPClientRequest, to adapted: HTTPClientRequest)
     /// The retrier decided to send the task again after `delay` seconds.
@@ -109,6 +111,7 @@ extension EventMonitor {
     public func taskDidResume(_ task: SessionTask) {}
     public func taskDidSuspend(_ task: SessionTask) {}
     public func taskDidCancel(_ task: SessionTask) {}
+    public func taskIsWaitingForConnectivity(_ task: SessionTask) {}
     public func task(_ task: SessionTask, didAdapt request: HTTPClientRequest, to adapted: HTTPClientRequest) {}
     public func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?) {}
     public func task(_ task: SessionTask, didReceive response: HTTPResponse) {}

@@ -16,36 +16,13 @@ public enum ResponseDisposition: Sendable, Hashable {
     case becomeDownload
 }
 
-/// A server's or proxy's authentication challenge (NSURLAuthenticationChallenge), for the stored
-/// challenge blocks. The engine's challenge hook arrives with the authentication work; until then
-/// these blocks are stored and not called.
-public struct SessionAuthenticationChallenge: Sendable {
-    /// `Basic`, `Digest`, `Bearer`, `ServerTrust`, `ClientCertificate`…
-    public var authenticationMethod: String
-    public var host: String
-    public var port: Int
-    public var realm: String?
-    /// How many times this challenge was answered without success.
-    public var previousFailureCount: Int
-    /// The response that carried the challenge.
-    public var failureResponse: HTTPResponse?
-}
-
-/// An answer to an authentication challenge (NSURLSessionAuthChallengeDisposition + NSURLCredential).
-public enum SessionChallengeDisposition: Sendable {
-    case useCredential(user: String, password: String)
-    case performDefaultHandling
-    case cancelAuthenticationChallenge
-    case rejectProtectionSpace
-}
-
 /// The callback blocks of a manager (AFURLSessionManager's `set…Block:` methods).
 struct ManagerHooks {
     var sessionDidBecomeInvalid: (@Sendable ((any Error)?) -> Void)?
-    var sessionDidReceiveAuthenticationChallenge: (@Sendable (SessionAuthenticationChallenge) -> SessionChallengeDisposition)?
+    var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
     var taskNeedNewBodyStream: (@Sendable (SessionTask) -> RequestBody?)?
     var taskWillPerformHTTPRedirection: (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
-    var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, SessionAuthenticationChallenge) -> SessionChallengeDisposition)?
+    var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
     var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)?
     var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)?
     var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)?
@@ -63,6 +40,8 @@ struct ManagerSettings {
     var completionQueue: DispatchQueue?
     var completionGroup: DispatchGroup?
     var interceptor: (any RequestInterceptor)?
+    var securityPolicy: SecurityPolicy = .default
+    var waitsForConnectivity = false
 }
 
 /// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
@@ -89,6 +68,10 @@ public class SessionManager: @unchecked Sendable {
     /// The session configuration the manager's sessions are made with.
     public let configuration: SessionConfiguration
     private let eventLoop: EventLoop?
+    /// Answers the session-level challenges of every session this manager makes; holds the
+    /// manager weakly (the session keeps its delegate strongly).
+    private let sessionDelegate: ManagerSessionDelegate
+    private let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
     private let sessionState: Locked<SessionState>
     private let entries = Locked<[Int: Entry]>([:])
     private let identifiers = Locked(0)
@@ -110,11 +93,15 @@ public class SessionManager: @unchecked Sendable {
                 eventMonitors: [any EventMonitor] = []) {
         self.configuration = configuration
         self.eventLoop = eventLoop
-        self.sessionState = Locked(SessionState(session: Session(configuration: configuration, eventLoop: eventLoop)))
-        self.settings = Locked(ManagerSettings(responseSerializer: MergeDefaults.responseSerializer,
+        let sessionDelegate = ManagerSessionDelegate()
+        self.sessionDelegate = sessionDelegate
+        self.sessionState = Locked(SessionState(session: Session(configuration: configuration, eventLoop: eventLoop,
+                                                                 delegate: sessionDelegate)))
+        self.settings = Locked(ManagerSettings(responseSerializer: ManagerDefaults.responseSerializer,
                                                completionQueue: nil, completionGroup: nil, interceptor: nil))
         self.monitorList = Locked(eventMonitors)
         self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
+        sessionDelegate.manager = self
     }
 
     deinit {
@@ -154,9 +141,49 @@ public class SessionManager: @unchecked Sendable {
         set { self.settings.withLock { $0.interceptor = newValue } }
     }
 
-    // MERGE: `securityPolicy: SecurityPolicy` (AFURLSessionManager.securityPolicy) and
-    // `reachabilityManager: NetworkReachabilityManager` arrive with their types from the TLS and
-    // reachability branches; they are left out here rather than stubbed.
+    /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
+    /// ``SecurityPolicy/default`` (the chain must verify against the system store and name the
+    /// host). Used for every server-trust challenge that no challenge block answers, as
+    /// AFURLSessionManager does: an accepted chain is trusted (`.useServerTrust`), a refused one
+    /// fails the task with ``HawserError`` `.serverCertificateUntrusted` (-1202) carrying the URL,
+    /// the chain (`peerCertificates`) and the ``TrustFailure`` saying why. Read at each TLS
+    /// handshake; a pooled connection that was already accepted is reused without a new check.
+    /// It replaces the configuration's `serverTrustEvaluator` for this manager's tasks.
+    public var securityPolicy: SecurityPolicy {
+        get { self.settings.withLock { $0.securityPolicy } }
+        set { self.settings.withLock { $0.securityPolicy = newValue } }
+    }
+
+    /// Watches the network (AFURLSessionManager.reachabilityManager). Made on first use for the
+    /// default route; it is not started: call `startMonitoring()` on it. Setting it replaces it
+    /// (it is not started or stopped for you). ``waitsForConnectivity`` consults it.
+    public var reachabilityManager: NetworkReachabilityManager {
+        get {
+            self.reachabilityState.withLock { r in
+                if let r { return r }
+                let made = NetworkReachabilityManager()
+                r = made
+                return made
+            }
+        }
+        set { self.reachabilityState.withLock { $0 = newValue } }
+    }
+
+    /// The reachability manager if one was made or set, without making one.
+    var existingReachabilityManager: NetworkReachabilityManager? { self.reachabilityState.withLock { $0 } }
+
+    /// Whether a task resumed while ``reachabilityManager`` reports the network not reachable
+    /// waits for it to become reachable before it starts (URLSessionConfiguration's
+    /// `waitsForConnectivity`; not in AFNetworking). Default false.
+    ///
+    /// A waiting task is ``SessionTaskState/running``; it starts as soon as the status turns
+    /// reachable (or unknown), and fails with `.timedOut` (-1001) if the configuration's
+    /// `timeoutIntervalForResource` passes first. When the status is unknown (the manager is not
+    /// monitoring, or has no answer yet), tasks start at once.
+    public var waitsForConnectivity: Bool {
+        get { self.settings.withLock { $0.waitsForConnectivity } }
+        set { self.settings.withLock { $0.waitsForConnectivity = newValue } }
+    }
 
     /// Adds a monitor that sees every step of every task created afterwards or running.
     public func addEventMonitor(_ monitor: any EventMonitor) {
@@ -374,7 +401,7 @@ public class SessionManager: @unchecked Sendable {
         let finishNow = self.sessionState.withLock { s -> Bool in
             s.retiredSession = s.session
             if resetSession {
-                s.session = Session(configuration: self.configuration, eventLoop: self.eventLoop)
+                s.session = Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
                 s.invalidated = false
             } else {
                 s.invalidated = true
@@ -447,26 +474,36 @@ public class SessionManager: @unchecked Sendable {
         get { self.hooks.withLock { $0.sessionDidBecomeInvalid } }
         set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue } }
     }
-    /// Answers session-level authentication challenges (server trust…). Stored, awaiting the
-    /// engine's challenge hook: not called yet.
-    public var sessionDidReceiveAuthenticationChallenge: (@Sendable (SessionAuthenticationChallenge) -> SessionChallengeDisposition)? {
+    /// Answers the challenges no task-level block answered: the server's TLS chain and, once the
+    /// engine asks, 401/407 (URLSession:didReceiveChallenge:completionHandler:). Return the
+    /// disposition; `.useCredential(_:)` carries the credential. With this block set, the
+    /// ``securityPolicy`` is not consulted: the block decides. Called on the event loop: be quick.
+    public var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)? {
         get { self.hooks.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
         set { self.hooks.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
     }
-    /// Gives a fresh body when a request must be re-sent (URLSession:task:needNewBodyStream:).
-    /// Stored, awaiting the engine's hook: not called yet.
+    /// Gives a fresh body when a 307/308 redirect must send a streamed body again
+    /// (URLSession:task:needNewBodyStream:); nil fails the task. Without the block, a multipart
+    /// POST's form is produced again; any other stream cannot be replayed and the task fails.
     public var taskNeedNewBodyStream: (@Sendable (SessionTask) -> RequestBody?)? {
         get { self.hooks.withLock { $0.taskNeedNewBodyStream } }
         set { self.hooks.withLock { $0.taskNeedNewBodyStream = newValue } }
     }
-    /// Decides a redirect: return the request to follow, or nil to stop and deliver the 3xx
-    /// (URLSession:task:willPerformHTTPRedirection:). Stored, awaiting the redirect work's hook.
+    /// Decides a redirect (URLSession:task:willPerformHTTPRedirection:newRequest:): given the
+    /// task, the 3xx response (its `url` the URL that redirected) and the request the engine
+    /// would send, return that request, a changed one, or nil to stop: then the 3xx response is
+    /// the task's response. Called on the event loop: be quick.
     public var taskWillPerformHTTPRedirection: (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)? {
         get { self.hooks.withLock { $0.taskWillPerformHTTPRedirection } }
         set { self.hooks.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
     }
-    /// Answers task-level authentication challenges (401/407). Stored, awaiting the engine's hook.
-    public var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, SessionAuthenticationChallenge) -> SessionChallengeDisposition)? {
+    /// Answers a task's challenges (URLSession:task:didReceiveChallenge:completionHandler:): the
+    /// server's TLS chain on a connection opened for the task, and 401/407 once the engine asks.
+    /// Return the disposition; `.useCredential(_:)` carries the credential, and
+    /// `.performDefaultHandling` hands the challenge on to ``sessionDidReceiveAuthenticationChallenge``
+    /// or, without it, to the ``securityPolicy`` (server trust) or the engine. With this block set,
+    /// the policy is not consulted unless the block defers. Called on the event loop: be quick.
+    public var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)? {
         get { self.hooks.withLock { $0.taskDidReceiveAuthenticationChallenge } }
         set { self.hooks.withLock { $0.taskDidReceiveAuthenticationChallenge = newValue } }
     }

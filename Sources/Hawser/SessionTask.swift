@@ -77,6 +77,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// A problem found when the task was created (unreadable upload file, invalid resume data);
     /// the task fails with it when resumed, instead of the creating call trapping.
     var preflightError: (any Error)?
+    /// Makes the request body again when a 307/308 redirect must resend a streamed body and no
+    /// ``SessionManager/taskNeedNewBodyStream`` block is set (a multipart form can be produced
+    /// again; an arbitrary stream cannot). Set before the task is resumed.
+    var replayableBody: (@Sendable () -> RequestBody)?
 
     init(identifier: Int, request: HTTPClientRequest?, manager: SessionManager?, hub: EventHub) {
         self.taskIdentifier = identifier
@@ -96,7 +100,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         get { self.core.withLock { $0.taskDescription } }
         set { self.core.withLock { $0.taskDescription = newValue } }
     }
-    /// The request of the current attempt: after adapters, with resume headers (NSURLSessionTask.currentRequest).
+    /// The request of the current attempt: after adapters, with resume headers, and the target of
+    /// the last redirect followed (NSURLSessionTask.currentRequest).
     public var currentRequest: HTTPClientRequest? { self.core.withLock { $0.currentRequest } }
     /// The final response head, once it arrived.
     public var response: HTTPResponse? { self.core.withLock { $0.response } }
@@ -161,7 +166,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             return
         case .start:
             self.emitResume()
-            self.startAttempt(self.originalRequest)
+            self.startWhenConnected()
         case .continueReading(let t):
             self.emitResume()
             t.resumeReading()
@@ -228,6 +233,56 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     // MARK: - Attempts
+
+    /// Starts the first attempt, after waiting for the network when the manager
+    /// ``SessionManager/waitsForConnectivity`` and its reachability manager reports it not
+    /// reachable. The task stays in phase `.preparing` (state `.running`) while it waits, so a
+    /// cancel ends it at once; the wait ends when the status turns reachable or unknown, or fails
+    /// the task with `.resourceTimeout` after the configuration's `timeoutIntervalForResource`.
+    private func startWhenConnected() {
+        guard let manager = self.manager, manager.waitsForConnectivity,
+              let reachability = manager.existingReachabilityManager else {
+            self.startAttempt(self.originalRequest)
+            return
+        }
+        // Observe first, then look: a change between the two is not missed.
+        let fired = Locked(false)
+        let token = Locked<NetworkReachabilityManager.Observation?>(nil)
+        let timer = Locked<DispatchWorkItem?>(nil)
+        let stopObserving: @Sendable () -> Void = { [weak reachability] in
+            if let t = token.withLock({ t -> NetworkReachabilityManager.Observation? in defer { t = nil }; return t }) {
+                reachability?.removeObserver(t)
+            }
+        }
+        let finish: @Sendable (_ timedOut: Bool) -> Void = { [weak self] timedOut in
+            let first = fired.withLock { f -> Bool in defer { f = true }; return !f }
+            guard first else { return }
+            timer.withLock { $0 }?.cancel()
+            stopObserving()
+            guard let self else { return }
+            if timedOut {
+                let seconds = self.manager?.configuration.timeoutIntervalForResource ?? 0
+                self.finishPreparing(error: HawserError(.resourceTimeout, "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
+                                                        url: self.originalRequest?.url))
+            } else {
+                self.startAttempt(self.originalRequest)
+            }
+        }
+        let observation = reachability.addObserver { change in
+            if change.status != .notReachable { finish(false) }
+        }
+        token.withLock { $0 = observation }
+        if fired.withLock({ $0 }) { stopObserving() }
+        guard reachability.networkReachabilityStatus == .notReachable else {
+            finish(false)
+            return
+        }
+        manager.monitors.forEach { $0.taskIsWaitingForConnectivity(self) }
+        let limit = manager.configuration.timeoutIntervalForResource
+        let item = DispatchWorkItem { finish(true) }
+        timer.withLock { $0 = item }
+        DispatchQueue.global().asyncAfter(deadline: .now() + min(limit, 365 * 24 * 3600), execute: item)
+    }
 
     /// Runs the adapter (if any) on `request`, then launches it. Called in phase `.preparing`.
     func startAttempt(_ request: HTTPClientRequest?) {
@@ -449,7 +504,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Whether a retrier may send the task again (a download restarts; a streamed upload whose
     /// producer already ran cannot be replayed).
     var canRetry: Bool {
-        if case .stream? = self.originalRequest?.body { return false }
+        if case .stream? = self.originalRequest?.body, self.replayableBody == nil { return false }
         return true
     }
 
@@ -558,5 +613,48 @@ final class EngineBridge: ResponseDelegate, @unchecked Sendable {
 
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
         self.target.engineDidComplete(result, metrics: metrics, attempt: self.attempt)
+    }
+
+    /// Server trust and 401/407: the manager's task block, session block, then security policy
+    /// (AFURLSessionManager's challenge delegate method).
+    func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
+              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        let target = self.target
+        guard target.isCurrent(self.attempt), let manager = target.manager else {
+            completion(.performDefaultHandling)
+            return
+        }
+        completion(manager.taskDisposition(for: challenge, task: target))
+    }
+
+    /// The manager's `taskWillPerformHTTPRedirection` block decides; without it the redirect is
+    /// followed. A followed redirect becomes the task's `currentRequest`.
+    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+        let target = self.target
+        guard target.isCurrent(self.attempt) else {
+            completion(newRequest)
+            return
+        }
+        var chosen: HTTPClientRequest? = newRequest
+        if let block = target.manager?.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
+            // `task.request` is still the request that was redirected.
+            let redirect = HTTPResponse(url: task.request.url, statusCode: response.status, headers: response.headers,
+                                        version: response.version)
+            chosen = block(target, redirect, newRequest)
+        }
+        if let chosen { target.core.withLock { $0.currentRequest = chosen } }
+        completion(chosen)
+    }
+
+    /// The manager's `taskNeedNewBodyStream` block, else the task's own replayable body (a
+    /// multipart form), else nil (the engine fails the task).
+    func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+        let target = self.target
+        if let block = target.manager?.hooks.withLock({ $0.taskNeedNewBodyStream }) {
+            completion(block(target))
+            return
+        }
+        completion(target.replayableBody?())
     }
 }

@@ -1,0 +1,142 @@
+// hawser-manager-load: load through the AFNetworking layer — HTTPSessionManager.get with the
+// JSON response serializer — to set against hawser-load's raw engine and --session modes.
+//
+//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] URL
+//
+// -c 1 is sequential; -c 64 runs 64 requests at a time over up to 64 keep-alive connections
+// (maximumConnectionsPerHost = CONCURRENCY). Each request goes through the whole manager path:
+// request serializer, task and TaskDelegate, engine, JSON serializer on the processing queue,
+// completion on the completion queue. A response the serializer refuses counts as an error.
+//
+// The last line has hawser-load's RESULT keys plus `cpu_s` (user + system from getrusage),
+// `req_per_cpu_s` and `vmhwm_kb` (peak RSS from /proc/self/status):
+//   RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K cpu_s=C req_per_cpu_s=Q vmhwm_kb=H
+import Foundation
+import Hawser
+import HawserCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var concurrency = 1
+    var seconds: Double? = nil
+    var requests: Int? = nil
+    var url: String?
+}
+
+func usage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] URL\n".utf8))
+    exit(2)
+}
+
+func parseOptions() -> Options {
+    var o = Options()
+    var args = Array(CommandLine.arguments.dropFirst())[...]
+    func value(_ flag: String) -> String {
+        guard let v = args.popFirst() else { usage("\(flag) needs a value") }
+        return v
+    }
+    while let a = args.popFirst() {
+        switch a {
+        case "-c", "--concurrency", "--connections": o.concurrency = Int(value(a)) ?? 0
+        case "-d", "--duration":
+            var v = value(a)
+            if v.hasSuffix("s") { v.removeLast() }
+            o.seconds = Double(v)
+        case "-n", "--requests": o.requests = Int(value(a))
+        default:
+            if a.hasPrefix("-") { usage("unknown option '\(a)'") }
+            o.url = a
+        }
+    }
+    guard let url = o.url, URL(string: url)?.scheme != nil else { usage("no URL") }
+    guard o.concurrency > 0 else { usage("-c must be positive") }
+    if o.seconds == nil && o.requests == nil { o.seconds = 10 }
+    return o
+}
+
+/// Hands out at most `n` requests across the workers.
+final class Budget: @unchecked Sendable {
+    private let lock = NSLock()
+    private var left: Int
+    init(_ n: Int) { self.left = n }
+    func take() -> Bool {
+        self.lock.lock(); defer { self.lock.unlock() }
+        guard self.left > 0 else { return false }
+        self.left -= 1
+        return true
+    }
+}
+
+func now() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+func vmHWMKiB() -> Int {
+    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in s.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+}
+
+func f2(_ v: Double) -> String { String(format: "%.2f", v) }
+
+signal(SIGPIPE, SIG_IGN)
+let o = parseOptions()
+var configuration = SessionConfiguration()
+configuration.maximumConnectionsPerHost = o.concurrency
+configuration.httpCookieStorage = nil
+let manager = HTTPSessionManager(configuration: configuration)
+manager.responseSerializer = JSONResponseSerializer()
+let url = o.url!
+
+print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
+print("  HTTPSessionManager.get + JSONResponseSerializer, concurrency \(o.concurrency), keep-alive")
+let deadline = o.seconds.map { now() + UInt64($0 * 1e9) } ?? UInt64.max
+let budget = Budget(o.requests ?? Int.max)
+let start = now()
+let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?).self) { group in
+    for _ in 0..<o.concurrency {
+        group.addTask {
+            var ok = 0, failed = 0
+            var first: String? = nil
+            while now() < deadline && budget.take() {
+                do {
+                    _ = try await manager.get(url)
+                    ok += 1
+                } catch {
+                    failed += 1
+                    if first == nil { first = "\(error)" }
+                }
+            }
+            return (ok, failed, first)
+        }
+    }
+    var all = (0, 0, nil as String?)
+    for await r in group {
+        all.0 += r.0
+        all.1 += r.1
+        all.2 = all.2 ?? r.2
+    }
+    return all
+}
+let elapsed = Double(now() - start) / 1e9
+manager.invalidateSession(cancelingPendingTasks: true)
+
+var usage = rusage()
+getrusage(RUSAGE_SELF.rawValue, &usage)
+let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+let sys = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+let cpu = user + sys
+let hwm = vmHWMKiB()
+print("  \(requests) requests in \(f2(elapsed))s, \(f2(cpu)) CPU s (\(f2(user)) user, \(f2(sys)) sys), peak RSS \(hwm / 1024) MiB")
+if errors > 0 { print("  Non-2xx, serializer or socket errors: \(errors) (first: \(firstError ?? "?"))") }
+print("Requests/sec: \(f2(Double(requests) / elapsed))")
+print("Requests/CPU-s: \(f2(cpu > 0 ? Double(requests) / cpu : 0))")
+print("RESULT requests=\(requests) errors=\(errors) seconds=\(f2(elapsed)) rps=\(f2(Double(requests) / elapsed)) cpu_user=\(f2(user)) cpu_sys=\(f2(sys)) maxrss_kb=\(usage.ru_maxrss) cpu_s=\(f2(cpu)) req_per_cpu_s=\(f2(cpu > 0 ? Double(requests) / cpu : 0)) vmhwm_kb=\(hwm)")
+exit(requests > 0 ? 0 : 1)
