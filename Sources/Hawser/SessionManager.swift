@@ -537,8 +537,9 @@ public class SessionManager: @unchecked Sendable {
         get { self.hooks.withLock { $0.dataTaskDidReceiveData } }
         set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue } }
     }
-    /// Whether a response may be stored in the HTTP cache (URLSession:dataTask:willCacheResponse:;
-    /// false = do not store). Stored, awaiting the cache work's hook.
+    /// Whether a response may be stored in the session's HTTP cache
+    /// (URLSession:dataTask:willCacheResponse:; false = do not store). Called only when the
+    /// configuration has a `urlCache` and the response is storable.
     public var dataTaskWillCacheResponse: (@Sendable (DataTask, HTTPResponse) -> Bool)? {
         get { self.hooks.withLock { $0.dataTaskWillCacheResponse } }
         set { self.hooks.withLock { $0.dataTaskWillCacheResponse = newValue } }

@@ -647,6 +647,20 @@ final class EngineBridge: ResponseDelegate, @unchecked Sendable {
         completion(chosen)
     }
 
+    /// The manager's `dataTaskWillCacheResponse` block decides whether a data task's response is
+    /// stored; without it, it is stored as proposed.
+    func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
+              completion: @escaping @Sendable (CachedResponse?) -> Void) {
+        let target = self.target
+        guard let data = target as? DataTask, let block = target.manager?.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
+            completion(proposed)
+            return
+        }
+        let response = HTTPResponse(url: task.request.url, statusCode: proposed.head.status, headers: proposed.head.headers,
+                                    version: proposed.head.version)
+        completion(block(data, response) ? proposed : nil)
+    }
+
     /// The manager's `taskNeedNewBodyStream` block, else the task's own replayable body (a
     /// multipart form), else nil (the engine fails the task).
     func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {

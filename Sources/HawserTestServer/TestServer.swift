@@ -21,6 +21,8 @@ import Glibc
 /// - `ANY /redirect-to?url=U[&status=N][&cookie=C]`: status N (default 302) to the percent-encoded `U`,
 ///   setting cookie `C` (`name=value`, percent-encoded) when given.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
+/// - `ANY /basic-auth/USER/PASS`: 200 with the matching Basic `Authorization`, else 401 with
+///   `WWW-Authenticate: Basic realm="hawser"`.
 /// - `GET /cacheable[?max-age=N][&vary=F]`: `Cache-Control: max-age=N` (default 60), `ETag: "v1"`;
 ///   with `If-None-Match: "v1"` a 304; the body says how many 200s the server has produced.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).

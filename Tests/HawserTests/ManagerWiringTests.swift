@@ -281,5 +281,55 @@ extension ManagerNetworkTests {
                 }
             }
         }
-    }
+    
+        // MARK: - HTTP authentication and the cache hook
+
+        @Test("a 401 goes to the task challenge block: a credential succeeds; refused twice, the 401 is the response")
+        func httpAuthenticationBlocks() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!)
+            m.responseSerializer = HTTPResponseSerializer()
+            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            let counts = Box<[Int]>([])
+            m.taskDidReceiveAuthenticationChallenge = { _, challenge in
+                counts.mutate { $0.append(challenge.previousFailureCount) }
+                #expect(challenge.protectionSpace.authenticationMethod == .basic)
+                #expect(challenge.protectionSpace.realm == "hawser")
+                return .useCredential(Credential(user: "ada", password: challenge.previousFailureCount == 0 ? "lovelace" : "x", persistence: .none))
+            }
+            let (_, ok) = try await m.get("basic-auth/ada/lovelace")
+            #expect(ok.statusCode == 200)
+            #expect(counts.value == [0])
+            counts.value = []
+            m.taskDidReceiveAuthenticationChallenge = { _, challenge in
+                counts.mutate { $0.append(challenge.previousFailureCount) }
+                return challenge.previousFailureCount < 1 ? .useCredential(Credential(user: "ada", password: "wrong", persistence: .none))
+                                                          : .rejectProtectionSpace
+            }
+            await #expect(throws: SerializationError.self) { _ = try await m.get("basic-auth/ada/lovelace") }
+            #expect(counts.value == [0, 1])
+        }
+
+        @Test("dataTaskWillCacheResponse decides whether a response is stored in the session's cache")
+        func willCacheResponse() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            var config = SessionConfiguration()
+            config.urlCache = HTTPCache(memoryCapacity: 1 << 20)
+            let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!, configuration: config)
+            m.responseSerializer = HTTPResponseSerializer()
+            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            let asked = Box(0)
+            m.dataTaskWillCacheResponse = { _, response in
+                asked.mutate { $0 += 1 }
+                return response.statusCode == 200 && asked.value > 1   // refuse the first, keep the second
+            }
+            _ = try await m.get("cacheable")
+            _ = try await m.get("cacheable")
+            _ = try await m.get("cacheable")
+            #expect(asked.value == 2, "the third request was served from the cache without asking")
+            #expect(server.cacheableCounts.produced == 2)
+        }
+}
 }
