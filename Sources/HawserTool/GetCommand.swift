@@ -12,6 +12,10 @@ import Glibc
 /// `hawser get URL [curl options]`.
 enum GetCommand {
     static func run(_ args: [String]) async -> Int32 {
+        if args.contains("--help") || args.contains("-h") {
+            OutputFile.stdout.write(CurlOptions.help + "\n")
+            return 0
+        }
         let o: CurlOptions
         do {
             o = try CurlOptions.parse(args)

@@ -88,8 +88,10 @@ extension NetworkTests {
             let creds = ProxyCredentials(user: "u", password: "p")
             try await Self.session(ProxyConfiguration(httpProxy: ProxyServer(kind: .http, host: "127.0.0.1", port: proxy.port))) { session in
                 final class Answer: RecordingDelegate, @unchecked Sendable {
+                    let spaces = Mutex<[ProtectionSpace]>([])
                     override func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
                                        completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+                        self.spaces.withLock { $0.append(challenge.protectionSpace) }
                         completion(challenge.protectionSpace.isProxy ? .useCredential(Credential(user: "u", password: "p", persistence: .none)) : .cancelAuthenticationChallenge)
                     }
                 }
@@ -97,6 +99,8 @@ extension NetworkTests {
                 session.execute(HTTPClientRequest(url: url("http://origin.test/path?q=1")), delegate: d)
                 let rec = await d.wait()
                 #expect(rec.head?.status == 200)
+                let space = try #require(d.spaces.withLock { $0.first })
+                #expect(space.isProxy && space.host == "127.0.0.1" && space.port == proxy.port, "the proxy's protection space: \(space)")
                 let requests = proxy.requests.map { String(decoding: $0, as: UTF8.self) }
                 #expect(requests.count == 2)
                 #expect(requests.first?.hasPrefix("GET http://origin.test/path?q=1 HTTP/1.1\r\n") == true)

@@ -160,9 +160,18 @@ extension RequestTask {
         let decision = attempts.record(chosen, sentCredentials: sentCredentials)
         if isProxy { self.proxyAuthAttempts = attempts } else { self.serverAuthAttempts = attempts }
         guard decision == .retry, let challenge = chosen ?? challenges.first,
-              let space = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return false }
+              let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return false }
+        // A proxy's protection space is the proxy's, not the origin's.
+        let space = isProxy && self.key.proxy != nil
+            ? ProtectionSpace(host: self.key.proxy!.server.host, port: self.key.proxy!.server.port, urlScheme: .http,
+                              realm: challenge.realm, authenticationMethod: originSpace.authenticationMethod, isProxy: true)
+            : originSpace
         if case .stream? = self.request.body { return false }   // cannot be sent again
-        var proposed = configuration.urlCredentialStorage?.credential(for: challenge, url: self.request.url, isProxy: isProxy)
+        var proposed: Credential? = nil
+        if let store = configuration.urlCredentialStorage {
+            let stored = store.credentials(for: space)
+            proposed = store.defaultCredential(for: space) ?? (stored.count == 1 ? stored.first?.value : nil)
+        }
         if proposed == nil, isProxy, let c = self.key.proxy?.server.credentials {
             proposed = Credential(user: c.user, password: c.password, persistence: .none)
         }
