@@ -2,7 +2,7 @@
  * curl-multi: a libcurl multi-interface HTTP/1.1 load client, the "libcurl"
  * peer in Benchmarks/scripts/compare.sh.
  *
- *   curl-multi [-c CONNECTIONS] [-d SECONDS | -n REQUESTS] [-e] URL
+ *   curl-multi [-c CONNECTIONS] [-d SECONDS | -n REQUESTS] [-e] [-C CAFILE] [-F] [-R] URL
  *
  * One thread, one multi handle, CONNECTIONS easy handles kept busy: when a
  * transfer finishes its handle is removed and added again, so libcurl takes
@@ -19,6 +19,18 @@
  *            / CURLMOPT_TIMERFUNCTION): only the ready sockets are serviced, which is
  *            how event-loop integrations (libevent, libuv) use libcurl at scale.
  *
+ * HTTPS (for Benchmarks/scripts/tls-compare.sh):
+ *   -C CAFILE  verify the server against these PEM anchors only (CURLOPT_CAINFO, no CAPATH;
+ *              peer and host verification stay on, libcurl's defaults)
+ *   -F         one request per connection: CURLOPT_FRESH_CONNECT + CURLOPT_FORBID_REUSE, and a
+ *              `Connection: close` request header so nginx closes exactly as it does for
+ *              hawser-load --new-connection
+ *   -R         no TLS session resumption (CURLOPT_SSL_SESSIONID_CACHE 0); by default libcurl
+ *              keeps a session cache per easy handle and resumes
+ *   With https, a `TLS` line reports the handshakes: how many new connections, how many
+ *   resumed (SSL_session_reused on the transfer's SSL*, looked up with dlsym so this file
+ *   does not link libssl itself) and the mean CURLINFO_APPCONNECT_TIME - CONNECT_TIME.
+ *
  * The last line is machine readable (compare.sh reads it):
  *   RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K
  */
@@ -30,6 +42,31 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <unistd.h>
+#include <dlfcn.h>
+
+/* ---- TLS accounting (-F): the SSL* is valid in the pre-request callback ---- */
+static int (*session_reused_fn)(const void *ssl);
+static long tls_new_conns = 0, tls_resumed = 0;
+static double tls_handshake_s = 0, tls_resumed_s = 0;
+
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port) {
+    (void)conn_primary_ip; (void)conn_local_ip; (void)conn_primary_port; (void)conn_local_port;
+    CURL *e = clientp;
+    long reused = 0;
+    struct curl_tlssessioninfo *info = NULL;
+    curl_off_t connect_us = 0, app_us = 0;
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &reused);   /* 1 when this transfer connected */
+    if (reused == 0) return CURL_PREREQFUNC_OK;
+    if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &info) != CURLE_OK || !info || info->backend != CURLSSLBACKEND_OPENSSL || !info->internals)
+        return CURL_PREREQFUNC_OK;
+    curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &connect_us);
+    curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &app_us);
+    double hs = (double)(app_us - connect_us) / 1e6;
+    tls_new_conns++;
+    tls_handshake_s += hs;
+    if (session_reused_fn && session_reused_fn(info->internals)) { tls_resumed++; tls_resumed_s += hs; }
+    return CURL_PREREQFUNC_OK;
+}
 
 /* ---- socket_action mode: libcurl tells us which sockets to watch ---- */
 static int epfd = -1;
@@ -77,15 +114,19 @@ static void usage(const char *argv0) {
 
 int main(int argc, char **argv) {
     long conns = 1, limit = -1;
-    int use_epoll = 0;
+    int use_epoll = 0, fresh = 0, no_resume = 0;
+    const char *cafile = NULL;
     double duration = 5.0;
     int opt;
-    while ((opt = getopt(argc, argv, "c:d:n:eh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:d:n:eC:FRh")) != -1) {
         switch (opt) {
         case 'c': conns = strtol(optarg, NULL, 10); break;
         case 'd': duration = strtod(optarg, NULL); limit = -1; break;
         case 'n': limit = strtol(optarg, NULL, 10); break;
         case 'e': use_epoll = 1; break;
+        case 'C': cafile = optarg; break;
+        case 'F': fresh = 1; break;
+        case 'R': no_resume = 1; break;
         default: usage(argv[0]);
         }
     }
@@ -103,6 +144,9 @@ int main(int argc, char **argv) {
         curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
     }
 
+    int https = strncmp(url, "https:", 6) == 0;
+    session_reused_fn = (int (*)(const void *))dlsym(RTLD_DEFAULT, "SSL_session_reused");
+    struct curl_slist *hdrs = fresh ? curl_slist_append(NULL, "Connection: close") : NULL;
     CURL **easy = calloc((size_t)conns, sizeof *easy);
     size_t body_bytes = 0;
     long issued = 0, done = 0, errors = 0;
@@ -114,6 +158,17 @@ int main(int argc, char **argv) {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &body_bytes);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+        if (cafile) { curl_easy_setopt(e, CURLOPT_CAINFO, cafile); curl_easy_setopt(e, CURLOPT_CAPATH, NULL); }
+        if (fresh) {
+            curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+            curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+            curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+        }
+        if (no_resume) curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+        if (https) {
+            curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+            curl_easy_setopt(e, CURLOPT_PREREQDATA, e);
+        }
         easy[i] = e;
     }
 
@@ -178,6 +233,7 @@ int main(int argc, char **argv) {
 
     for (long i = 0; i < conns; i++) curl_easy_cleanup(easy[i]);
     free(easy);
+    curl_slist_free_all(hdrs);
     curl_multi_cleanup(multi);
     curl_global_cleanup();
     if (epfd >= 0) close(epfd);
@@ -189,7 +245,14 @@ int main(int argc, char **argv) {
     printf("req/s        %.0f\n", done / secs);
     printf("cpu user+sys %.3f s (%.3f + %.3f)\n", cu + cs, cu, cs);
     printf("req/cpu-s    %.0f\n", cu + cs > 0 ? done / (cu + cs) : 0.0);
+    if (https)
+        printf("TLS handshakes=%ld resumed=%ld full_us=%.2f resumed_us=%.2f (APPCONNECT - CONNECT, means)%s\n",
+               tls_new_conns, tls_resumed,
+               tls_new_conns > tls_resumed ? (tls_handshake_s - tls_resumed_s) / (double)(tls_new_conns - tls_resumed) * 1e6 : 0.0,
+               tls_resumed ? tls_resumed_s / (double)tls_resumed * 1e6 : 0.0,
+               session_reused_fn ? "" : " [SSL_session_reused not found: resumed unknown]");
     printf("RESULT requests=%ld errors=%ld seconds=%.3f rps=%.1f cpu_user=%.3f cpu_sys=%.3f maxrss_kb=%ld\n",
            done, errors, secs, done / secs, cu, cs, ru.ru_maxrss);
+    if (https) printf("TLSRESULT handshakes=%ld resumed=%ld\n", tls_new_conns, tls_resumed);
     return errors ? 1 : 0;
 }

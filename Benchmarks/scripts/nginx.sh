@@ -12,6 +12,12 @@
 #   GET /bytes/1m  a 1 MiB static file, Content-Type application/octet-stream
 # Environment: NGINX (binary, default /usr/sbin/nginx), NGINX_PORT (force a port),
 #   NGINX_CPU (pin nginx with taskset -c NGINX_CPU, e.g. 0).
+# Opt-in TLS: with NGINX_TLS_CERT and NGINX_TLS_KEY (PEM paths) the same server also listens
+#   with `ssl` on a second free port (NGINX_TLS_PORT to force it), printed on a second line.
+#   Session resumption is set explicitly (nginx's defaults are `ssl_session_cache none`, i.e.
+#   no server-side cache, and `ssl_session_tickets on` with keys made at start-up):
+#   NGINX_TLS_SESSION_CACHE [shared:SSL:10m], NGINX_TLS_TICKETS [on], ssl_session_timeout 1h,
+#   ssl_protocols TLSv1.2 TLSv1.3.
 set -euo pipefail
 
 NGINX="${NGINX:-/usr/sbin/nginx}"
@@ -44,6 +50,20 @@ start() {
         exit 1
     fi
     local port="${NGINX_PORT:-$(free_port)}"
+    local tls_port="" tls_conf=""
+    if [[ -n "${NGINX_TLS_CERT:-}" || -n "${NGINX_TLS_KEY:-}" ]]; then
+        [[ -r "${NGINX_TLS_CERT:-}" && -r "${NGINX_TLS_KEY:-}" ]] ||
+            { echo "nginx.sh: NGINX_TLS_CERT and NGINX_TLS_KEY must both be readable files" >&2; exit 2; }
+        tls_port="${NGINX_TLS_PORT:-$(free_port)}"
+        while [[ "$tls_port" == "$port" ]]; do tls_port="$(free_port)"; done
+        tls_conf="listen 127.0.0.1:$tls_port ssl;
+        ssl_certificate $(realpath "$NGINX_TLS_CERT");
+        ssl_certificate_key $(realpath "$NGINX_TLS_KEY");
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache ${NGINX_TLS_SESSION_CACHE:-shared:SSL:10m};
+        ssl_session_tickets ${NGINX_TLS_TICKETS:-on};
+        ssl_session_timeout 1h;"
+    fi
     mkdir -p "$dir/tmp" "$dir/www/bytes"
     [[ -s "$dir/www/bytes/1m" ]] || head -c 1048576 /dev/urandom > "$dir/www/bytes/1m"
     chmod -R a+rX "$dir/www"
@@ -73,6 +93,7 @@ http {
     scgi_temp_path $dir/tmp/scgi;
     server {
         listen 127.0.0.1:$port;
+        $tls_conf
         location = /hello {
             default_type text/plain;
             return 200 "Hello, World!";
@@ -92,9 +113,10 @@ CONF
     if [[ -n "${NGINX_CPU:-}" ]]; then pin=(taskset -c "$NGINX_CPU"); fi
     "${pin[@]}" "$NGINX" -c "$dir/nginx.conf" -p "$dir" -e "$dir/error.log"
     for _ in $(seq 1 100); do
-        if [[ -s "$dir/nginx.pid" ]] && port_open "$port"; then
+        if [[ -s "$dir/nginx.pid" ]] && port_open "$port" && { [[ -z "$tls_port" ]] || port_open "$tls_port"; }; then
             echo "$port" > "$dir/port"
             echo "$port"
+            if [[ -n "$tls_port" ]]; then echo "$tls_port" > "$dir/tls_port"; echo "$tls_port"; fi
             return 0
         fi
         sleep 0.05

@@ -1,6 +1,11 @@
 // hawser-load: a wrk-like HTTP/1.1 load generator on HawserCore.
 //
 //   hawser-load [-c CONNECTIONS] [-t LOOPS] [-d SECONDS | -n REQUESTS] [--latency] [--session] URL
+//   TLS (--session only; the raw mode speaks plain HTTP): --cacert FILE (trust only these PEM
+//   certificates: DefaultTrustEvaluator(anchors: .custom)), --no-resumption
+//   (config.tls.sessionResumption = false), --new-connection (`Connection: close` on every
+//   request: one request per TCP+TLS connection). With https, a `TLS` line reports the
+//   handshakes seen in the metrics (count, resumed, mean secureConnectionEnd − Start).
 //
 // Default (raw) mode: each connection lives on one of the -t event loops and runs
 // request → parse → next request from the readiness event, with HawserHTTP1's parser over
@@ -30,11 +35,14 @@ struct Options {
     var onLoop = false
     var idleSeconds: Double? = nil
     var hold = false
+    var caCert: String? = nil
+    var resumption = true
+    var newConnection = false
     var url: URL?
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop]] URL\n"
+    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--cacert FILE] [--no-resumption] [--new-connection]] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -59,6 +67,9 @@ func parseOptions() -> Options {
         case "--idle": o.idleSeconds = Double(value(a))
         case "--hold": o.hold = true
         case "--session": o.session = true
+        case "--cacert": o.caCert = value(a)
+        case "--no-resumption": o.resumption = false
+        case "--new-connection": o.newConnection = true
         case "--executor":
             switch value(a) {
             case "loop": o.onLoop = true
@@ -74,6 +85,9 @@ func parseOptions() -> Options {
     guard o.url != nil else { usage("no URL") }
     guard o.connections > 0, o.loops > 0 else { usage("-c and -t must be positive") }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
+    if !o.session && (o.caCert != nil || !o.resumption || o.newConnection || o.url?.scheme == "https") {
+        usage("https, --cacert, --no-resumption and --new-connection need --session (the raw mode speaks plain HTTP only)")
+    }
     return o
 }
 
@@ -112,6 +126,11 @@ struct Totals {
     var bytes = 0
     var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
     var perLoopRPS: [Double] = []
+    /// TLS handshakes seen in the metrics (new connections), how many resumed, their total ns.
+    var handshakes = 0
+    var resumed = 0
+    var handshakeNanos: UInt64 = 0
+    var resumedNanos: UInt64 = 0
 }
 
 func runRaw(_ o: Options) -> (Totals, Double) {
@@ -180,9 +199,19 @@ struct UnsafeTransferBox<T>: @unchecked Sendable {
 func runSession(_ o: Options) async -> (Totals, Double) {
     var config = SessionConfiguration()
     config.maximumConnectionsPerHost = o.connections
+    config.tls.sessionResumption = o.resumption
+    if let path = o.caCert {
+        do {
+            config.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom(try Certificate.load(contentsOf: path)))
+        } catch {
+            usage("cannot read --cacert \(path): \(error)")
+        }
+    }
     let loop = try! EventLoop(name: "hawser-load")
     let session = Session(configuration: config, eventLoop: loop)
-    let request = HTTPClientRequest(url: o.url!)
+    var built = HTTPClientRequest(url: o.url!)
+    if o.newConnection { built.headers.add(name: "Connection", value: "close") }
+    let request = built
     let deadline = o.seconds.map { TaskMetrics.now() + UInt64($0 * 1e9) } ?? UInt64.max
     let budget = Budget(o.requests ?? Int.max)
     let start = TaskMetrics.now()
@@ -197,6 +226,14 @@ func runSession(_ o: Options) async -> (Totals, Double) {
                         _ = local.histogram.record((TaskMetrics.now() - sent) / 1000)
                         local.requests += 1
                         local.bytes += Int(r.metrics.bytesReceived)
+                        if let s = r.metrics.secureConnectionStart, let e = r.metrics.secureConnectionEnd, e >= s {
+                            local.handshakes += 1
+                            local.handshakeNanos += e - s
+                            if r.metrics.isResumedTLSSession == true {
+                                local.resumed += 1
+                                local.resumedNanos += e - s
+                            }
+                        }
                     } catch {
                         local.errors += 1
                     }
@@ -210,6 +247,10 @@ func runSession(_ o: Options) async -> (Totals, Double) {
             all.errors += l.errors
             all.bytes += l.bytes
             all.histogram.add(l.histogram)
+            all.handshakes += l.handshakes
+            all.resumed += l.resumed
+            all.handshakeNanos += l.handshakeNanos
+            all.resumedNanos += l.resumedNanos
         }
         return all
     }
@@ -376,5 +417,11 @@ print("  \(totals.requests) requests in \(String(format2: elapsed))s, \(fmtBytes
 if totals.errors > 0 { print("  Non-2xx or socket errors: \(totals.errors)") }
 print("Requests/sec: \(pad(String(format2: Double(totals.requests) / elapsed), 10))")
 print("Transfer/sec: \(pad(fmtBytes(Double(totals.bytes) / elapsed), 10))")
-print("RESULT requests=\(totals.requests) errors=\(totals.errors) seconds=\(String(format2: elapsed)) rps=\(String(format2: Double(totals.requests) / elapsed)) cpu_user=\(String(format2: user)) cpu_sys=\(String(format2: sys)) maxrss_kb=\(usage.ru_maxrss)")
+if options.url?.scheme == "https" {
+    let full = totals.handshakes - totals.resumed
+    let fullUs = full > 0 ? Double(totals.handshakeNanos - totals.resumedNanos) / Double(full) / 1000 : 0
+    let resUs = totals.resumed > 0 ? Double(totals.resumedNanos) / Double(totals.resumed) / 1000 : 0
+    print("TLS handshakes=\(totals.handshakes) resumed=\(totals.resumed) full_us=\(String(format2: fullUs)) resumed_us=\(String(format2: resUs)) (secureConnectionEnd - secureConnectionStart, means)")
+}
+print("RESULT requests=\(totals.requests) errors=\(totals.errors) seconds=\(String(format2: elapsed)) rps=\(String(format2: Double(totals.requests) / elapsed)) cpu_user=\(String(format2: user)) cpu_sys=\(String(format2: sys)) maxrss_kb=\(usage.ru_maxrss)\(options.url?.scheme == "https" ? " handshakes=\(totals.handshakes) resumed=\(totals.resumed)" : "")")
 exit(totals.requests > 0 ? 0 : 1)
