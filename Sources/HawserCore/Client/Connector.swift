@@ -357,7 +357,10 @@ final class Connector: EventLoopIOHandler {
             self.timings.tlsCipherSuite = tls.cipherSuite
             self.setHandshakeInterest(read: false, write: false)
             self.phase = .evaluating
-            guard let hook = self.trustHook else {
+            // A resumed session continues one whose chain was accepted (only trusted sessions
+            // are kept): the chain is not evaluated again, as curl does.
+            guard let hook = self.trustHook, !tls.isResumed else {
+                tls.markTrusted()
                 self.loop.deregister(fd: self.fd)
                 self.succeed()
                 return
@@ -372,6 +375,9 @@ final class Connector: EventLoopIOHandler {
                     self.tlsContext?.removeSession(for: tls.origin)
                     self.finish(.failure(error))
                 } else {
+                    // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
+                    self.timings.secureConnectionEnd = TaskMetrics.now()
+                    tls.markTrusted()
                     self.loop.deregister(fd: self.fd)
                     self.succeed()
                 }

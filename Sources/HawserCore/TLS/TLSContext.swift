@@ -25,8 +25,11 @@ package final class TLSContext: @unchecked Sendable {
     package let ctx: OpaquePointer
     package let isServer: Bool
     private let resumption: Bool
-    /// origin ("host:port") → a resumable SSL_SESSION (owned reference). Loop-confined.
-    private var sessions: [String: OpaquePointer] = [:]
+    /// origin ("host:port") → resumable SSL_SESSIONs (owned references), newest last, each
+    /// offered to one connection only: TLS 1.3 tickets are single-use, and a server with a
+    /// session cache refuses a second use. Loop-confined.
+    private var sessions: [String: [OpaquePointer]] = [:]
+    private static let sessionsPerOrigin = 8
 
     /// A client context for `configuration`.
     package init(client configuration: TLSConfiguration) throws(HawserError) {
@@ -46,6 +49,13 @@ package final class TLSContext: @unchecked Sendable {
             let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
             _ = SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count))
             _ = CHawser_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+            // Every session the server hands out (TLS 1.3 sends several single-use tickets per
+            // connection) is offered to the stream that received it.
+            SSL_CTX_sess_set_new_cb(ctx) { ssl, session in
+                guard let ssl, let session, let raw = SSL_get_ex_data(ssl, 0) else { return 0 }
+                let stream = Unmanaged<TLSStream>.fromOpaque(raw).takeUnretainedValue()
+                return stream.received(session: session) ? 1 : 0
+            }
             if !configuration.sessionResumption {
                 _ = CHawser_SSL_CTX_set_options(ctx, CHawser_SSL_OP_NO_TICKET())
             }
@@ -85,7 +95,7 @@ package final class TLSContext: @unchecked Sendable {
     }
 
     deinit {
-        for (_, s) in self.sessions { SSL_SESSION_free(s) }
+        for (_, list) in self.sessions { for s in list { SSL_SESSION_free(s) } }
         SSL_CTX_free(self.ctx)
     }
 
@@ -179,25 +189,36 @@ package final class TLSContext: @unchecked Sendable {
 
     // MARK: - Session cache (client)
 
-    /// A new reference to the resumable session stored for `origin`, or nil.
-    func cachedSession(for origin: String) -> OpaquePointer? {
-        guard self.resumption, let s = self.sessions[origin] else { return nil }
-        return s
+    /// The newest session stored for `origin` (an owned reference the caller frees), or nil.
+    /// Each is handed out once while others remain; the last one is shared rather than leave a
+    /// connection with nothing to offer (a server that refuses a reused ticket just does a full
+    /// handshake).
+    func takeSession(for origin: String) -> OpaquePointer? {
+        guard self.resumption, var list = self.sessions[origin], let s = list.last else { return nil }
+        if list.count > 1 {
+            list.removeLast()
+            self.sessions[origin] = list
+            return s
+        }
+        return SSL_SESSION_up_ref(s) == 1 ? s : nil
     }
 
-    /// Stores `session` (an owned reference) for `origin`, freeing the one it replaces.
+    /// Stores `session` (an owned reference) for `origin`; the oldest goes past the limit.
     func store(session: OpaquePointer, for origin: String) {
         guard self.resumption else {
             SSL_SESSION_free(session)
             return
         }
-        if let old = self.sessions.updateValue(session, forKey: origin) { SSL_SESSION_free(old) }
+        var list = self.sessions[origin] ?? []
+        list.append(session)
+        if list.count > Self.sessionsPerOrigin { SSL_SESSION_free(list.removeFirst()) }
+        self.sessions[origin] = list
     }
 
-    /// Forgets `origin`'s session (after a failed or refused handshake).
+    /// Forgets `origin`'s sessions (after a failed or refused handshake).
     func removeSession(for origin: String) {
-        if let old = self.sessions.removeValue(forKey: origin) { SSL_SESSION_free(old) }
+        if let list = self.sessions.removeValue(forKey: origin) { for s in list { SSL_SESSION_free(s) } }
     }
 
-    var cachedSessionCount: Int { self.sessions.count }
+    var cachedSessionCount: Int { self.sessions.values.reduce(0) { $0 + $1.count } }
 }

@@ -28,8 +28,12 @@ package final class TLSStream {
     let ssl: OpaquePointer
     let context: TLSContext
     let origin: String
-    private var sessionSaved = false
+    /// A session received before the chain was trusted (TLS 1.2), kept until then.
+    private var pendingSession: OpaquePointer?
     private var shutDown = false
+    /// The peer's chain was accepted (or this is a server): only then are its sessions kept, so
+    /// a resumption can only ever continue a session that was trusted.
+    private(set) var isTrusted = false
 
     /// A client stream for `fd`, sending SNI `serverName` (nil for an IP literal, as RFC 6066 says)
     /// and offering the cached session for `origin` ("host:port").
@@ -47,10 +51,13 @@ package final class TLSStream {
         if let serverName {
             _ = CHawser_SSL_set_tlsext_host_name(ssl, serverName)
         }
-        if let session = context.cachedSession(for: origin) {
+        if let session = context.takeSession(for: origin) {
             _ = SSL_set_session(ssl, session)
+            SSL_SESSION_free(session)   // SSL_set_session took its own reference
         }
         SSL_set_connect_state(ssl)
+        // For the new-session callback (unretained: the stream owns the SSL and outlives it).
+        _ = SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// A server stream for an accepted `fd`.
@@ -69,7 +76,22 @@ package final class TLSStream {
     }
 
     deinit {
+        _ = SSL_set_ex_data(self.ssl, 0, nil)
         SSL_free(self.ssl)
+        if let p = self.pendingSession { SSL_SESSION_free(p) }
+    }
+
+    /// A session from the server (OpenSSL's new-session callback). Returns whether this stream
+    /// took the reference. Before the chain is trusted it is held back (one, the newest).
+    func received(session: OpaquePointer) -> Bool {
+        guard SSL_SESSION_is_resumable(session) == 1 else { return false }
+        if self.isTrusted {
+            self.context.store(session: session, for: self.origin)
+        } else {
+            if let old = self.pendingSession { SSL_SESSION_free(old) }
+            self.pendingSession = session
+        }
+        return true
     }
 
     // MARK: - Handshake
@@ -77,10 +99,7 @@ package final class TLSStream {
     package func handshake() -> HandshakeStatus {
         ERR_clear_error()
         let r = SSL_do_handshake(self.ssl)
-        if r == 1 {
-            self.saveSessionIfResumable()
-            return .done
-        }
+        if r == 1 { return .done }
         switch SSL_get_error(self.ssl, r) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
@@ -106,7 +125,6 @@ package final class TLSStream {
         if r == 1 {
             // TLS 1.3 delivers session tickets after the handshake, so the session becomes
             // resumable only once application data flows.
-            if !self.sessionSaved { self.saveSessionIfResumable() }
             return .bytes(n)
         }
         return self.status(after: Int32(r), operation: "read")
@@ -178,6 +196,16 @@ package final class TLSStream {
         _ = drainOpenSSLErrors()
     }
 
+    /// The chain was accepted: from now on the session may be kept for resumption (a TLS 1.2
+    /// session now; TLS 1.3 tickets as they arrive with the first reads).
+    func markTrusted() {
+        self.isTrusted = true
+        if let p = self.pendingSession {
+            self.pendingSession = nil
+            self.context.store(session: p, for: self.origin)
+        }
+    }
+
     /// Marks the stream as not to be shut down gracefully (it is being reset).
     func abandon() {
         self.shutDown = true
@@ -234,15 +262,6 @@ package final class TLSStream {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(len)), as: UTF8.self)
     }
 
-    private func saveSessionIfResumable() {
-        guard !self.context.isServer, !self.sessionSaved, let s = SSL_get1_session(self.ssl) else { return }
-        if SSL_SESSION_is_resumable(s) == 1 {
-            self.context.store(session: s, for: self.origin)
-            self.sessionSaved = true
-        } else {
-            SSL_SESSION_free(s)
-        }
-    }
 }
 
 #if canImport(Glibc)
