@@ -8,6 +8,8 @@
 //                     (N=0 only loads the message: the callgrind baseline)
 //   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
+//   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)
+//   peer-urlsession   the same load through Foundation's URLSession (FoundationNetworking, libcurl)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -20,6 +22,8 @@ let package = Package(
     products: [
         .executable(name: "parser-bench", targets: ["ParserBench"]),
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
+        .executable(name: "peer-ahc", targets: ["PeerAHC"]),
+        .executable(name: "peer-urlsession", targets: ["PeerURLSession"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -29,6 +33,12 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
                  traits: ["MallocInterposer"]),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
+        // Peer for the request-rate comparisons (Benchmarks/scripts/compare-peers.sh).  Only
+        // this package sees it; it brings swift-nio, swift-nio-ssl (BoringSSL), -http2, -extras,
+        // swift-log, swift-configuration, ...  swift-nio is listed only to name NIOCore/NIOPosix;
+        // its version is whatever AHC 1.37.0 resolves to (2.101.x from the mirror).
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
     ],
     targets: [
         .target(
@@ -50,6 +60,30 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/HawserLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "PeerSupport",
+            path: "Sources/PeerSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PeerAHC",
+            dependencies: [
+                "PeerSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/PeerAHC",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // URLSession is allowed here (the Benchmarks package) and never in Sources/.
+        .executableTarget(
+            name: "PeerURLSession",
+            dependencies: ["PeerSupport"],
+            path: "Sources/PeerURLSession",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
