@@ -1,16 +1,22 @@
 // peer-ahc: hawser-load's load, through AsyncHTTPClient 1.37 (the peer of issues 4 and 2).
 //
-//   peer-ahc [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] [--api future|async] URL
+//   peer-ahc [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] [--api future|future-channel|async] URL
 //
 // One HTTPClient on its own MultiThreadedEventLoopGroup: -t threads (default 1 for -c 1, one
 // per core otherwise), connection pool soft limit = -c, -c requests in flight (keep-alive GETs,
 // each worker sends its next request when the previous one has finished).
 //
 //   --api future (default; AHC's best configuration): `execute(request:delegate:eventLoop:)`
-//       with `.delegateAndChannel(on: loop)`: worker i is pinned to loop i % THREADS, its
-//       connection lives on that loop, the delegate runs there and the next request is sent from
-//       the completion callback on the same loop.  No thread hop per request.  The delegate
-//       counts the body bytes (no accumulation; the bodies here are ~60 bytes).
+//       with `.delegate(on: loop)`: worker i is pinned to loop i % THREADS, the delegate runs
+//       there and the next request is sent from the completion callback on that loop.  The pool
+//       prefers an idle connection on the same loop (with 1 thread there is no other).  The
+//       delegate counts the body bytes (no accumulation; the bodies here are ~60 bytes).
+//   --api future-channel: the same with `.delegateAndChannel(on: loop)`, which looks like the
+//       better fit but is not: AHC 1.37 serves an event-loop-*required* request on an "overflow"
+//       connection and closes overflow connections when they go idle with nothing waiting for
+//       their loop, so a worker that sends its next request from the completion callback gets a
+//       new TCP connection for every request (strace: 4,000 connect() for 4,000 requests at -c 1
+//       and at -c 64; `.delegate(on:)`: 1 and 64).  Kept to show it.
 //   --api async: the async/await API (`execute(_ HTTPClientRequest, timeout:)` + `body.collect`)
 //       from -c tasks on Swift's global (cooperative) executor: what `await client.execute` gives
 //       an application by default (two thread hops per request).
@@ -28,7 +34,7 @@ import Glibc
 #endif
 
 let tool = "peer-ahc"
-let extra = " [--api future|async]"
+let extra = " [--api future|future-channel|async]"
 
 /// One request slot of the future API: sends, on its own loop, the next request when the
 /// previous one completes.  Reused for its sequential requests: its state is touched only
@@ -42,11 +48,13 @@ final class Worker: HTTPClientResponseDelegate, @unchecked Sendable {
     let budget: PeerBudget
     let counters: PeerCounters
     let finished: @Sendable () -> Void
+    let preference: HTTPClient.EventLoopPreference
     private var status: UInt = 0
     private var bytes = 0
 
     init(client: HTTPClient, loop: any EventLoop, request: HTTPClient.Request, budget: PeerBudget,
-         counters: PeerCounters, finished: @escaping @Sendable () -> Void) {
+         counters: PeerCounters, requireChannelOnLoop: Bool, finished: @escaping @Sendable () -> Void) {
+        self.preference = requireChannelOnLoop ? .delegateAndChannel(on: loop) : .delegate(on: loop)
         self.client = client
         self.loop = loop
         self.request = request
@@ -77,22 +85,23 @@ final class Worker: HTTPClientResponseDelegate, @unchecked Sendable {
             return
         }
         self.status = 0
-        self.client.execute(request: self.request, delegate: self, eventLoop: .delegateAndChannel(on: self.loop))
+        self.client.execute(request: self.request, delegate: self, eventLoop: self.preference)
             .futureResult.whenComplete { result in
                 switch result {
-                case .success(let n) where n >= 0:
-                    self.counters.ok(bytes: n)
-                    self.next()
+                case .success(let n) where n >= 0: self.counters.ok(bytes: n)
                 default:
                     self.counters.error()
-                    // a failure may complete at once: go through the loop, not the stack
+                    // a failure may complete at once: through the loop, not the stack
                     self.loop.execute { self.next() }
+                    return
                 }
+                self.next()
             }
     }
 }
 
-func runFuture(_ o: PeerOptions, client: HTTPClient, group: MultiThreadedEventLoopGroup, counters: PeerCounters) -> UInt64 {
+func runFuture(_ o: PeerOptions, client: HTTPClient, group: MultiThreadedEventLoopGroup, counters: PeerCounters,
+               requireChannelOnLoop: Bool) -> UInt64 {
     let request: HTTPClient.Request
     do {
         request = try HTTPClient.Request(url: o.url, method: .GET)
@@ -105,7 +114,8 @@ func runFuture(_ o: PeerOptions, client: HTTPClient, group: MultiThreadedEventLo
     let start = peerNow()
     let budget = PeerBudget(o, start: start)
     let workers = (0..<o.connections).map { i in
-        Worker(client: client, loop: loops[i % loops.count], request: request, budget: budget, counters: counters) {
+        Worker(client: client, loop: loops[i % loops.count], request: request, budget: budget, counters: counters,
+               requireChannelOnLoop: requireChannelOnLoop) {
             if remaining.arrive() { done.signal() }
         }
     }
@@ -146,7 +156,9 @@ struct PeerAHC {
         peerProcessSetup()
         let o = parsePeerOptions(tool, extra: extra)
         let api = o.api ?? "future"
-        guard api == "future" || api == "async" else { peerUsage(tool, "--api takes future or async", extra: extra) }
+        guard ["future", "future-channel", "async"].contains(api) else {
+            peerUsage(tool, "--api takes future, future-channel or async", extra: extra)
+        }
         let threads = o.threads > 0 ? o.threads : (o.connections == 1 ? 1 : peerCoreCount())
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         var config = HTTPClient.Configuration()
@@ -156,12 +168,12 @@ struct PeerAHC {
         let client = HTTPClient(eventLoopGroup: group, configuration: config)
         print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)")
         print("  AsyncHTTPClient 1.37.0, \(threads) event loop thread(s), \(o.connections) connections, "
-              + (api == "future" ? "execute(request:delegate:eventLoop: .delegateAndChannel) chained on the loops"
-                                 : "async/await execute from \(o.connections) tasks on the global executor"))
+              + (api == "async" ? "async/await execute from \(o.connections) tasks on the global executor"
+                 : "execute(request:delegate:eventLoop: \(api == "future" ? ".delegate(on:)" : ".delegateAndChannel(on:)")) chained on the loops"))
         let counters = PeerCounters()
-        let elapsed = api == "future"
-            ? runFuture(o, client: client, group: group, counters: counters)
-            : await runAsync(o, client: client, counters: counters)
+        let elapsed = api == "async"
+            ? await runAsync(o, client: client, counters: counters)
+            : runFuture(o, client: client, group: group, counters: counters, requireChannelOnLoop: api == "future-channel")
         let status = peerReport(counters, elapsedNanos: elapsed)
         try await client.shutdown()
         try await group.shutdownGracefully()
