@@ -172,7 +172,7 @@ run_one() {   # round conns client
         -v u="$user" -v y="$sys" -v m="$rss" -v t0="$t0" -v t1="$t1" -v hz="$hz" 'BEGIN {
         cpu = u + y; rps = n / s; rpc = cpu > 0 ? n / cpu : 0
         printf "%d\t%d\t%s\t%d\t%d\t%.3f\t%.0f\t%.2f\t%.0f\t%d\t%.0f\n", r, c, cl, n, e, s, rps, cpu, rpc, m, 100 * (t1 - t0) / hz / s
-    }' | tee -a "$results" | awk -F'\t' '{ printf "  round %s  -c%-3s %-10s %8s req/s  %6s req/cpu-s  cpu %ss  rss %s KiB  errors %s  nginx %s%%\n", $1, $2, $3, $7, $9, $8, $10, $5, $11 }' >&2
+    }' | tee -a "$results" | awk -F'\t' '{ printf "  round %s  -c%-3s %-12s %8s req/s  %6s req/cpu-s  cpu %ss  rss %s KiB  errors %s  nginx %s%%\n", $1, $2, $3, $7, $9, $8, $10, $5, $11 }' >&2
 }
 
 for r in $(seq 1 "$ROUNDS"); do
