@@ -11,6 +11,8 @@
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
 //   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
+//   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)
+//   peer-urlsession   the same load through Foundation's URLSession (FoundationNetworking, libcurl)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -25,6 +27,8 @@ let package = Package(
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
         .executable(name: "decode-bench", targets: ["DecodeBench"]),
         .executable(name: "hawser-manager-load", targets: ["HawserManagerLoad"]),
+        .executable(name: "peer-ahc", targets: ["PeerAHC"]),
+        .executable(name: "peer-urlsession", targets: ["PeerURLSession"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -34,6 +38,12 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
                  traits: ["MallocInterposer"]),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
+        // Peer for the request-rate comparisons (Benchmarks/scripts/compare-peers.sh).  Only
+        // this package sees it; it brings swift-nio, swift-nio-ssl (BoringSSL), -http2, -extras,
+        // swift-log, swift-configuration, ...  swift-nio is listed only to name NIOCore/NIOPosix;
+        // its version is whatever AHC 1.37.0 resolves to (2.101.x from the mirror).
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
     ],
     targets: [
         .target(
@@ -61,6 +71,30 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/HawserLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "PeerSupport",
+            path: "Sources/PeerSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PeerAHC",
+            dependencies: [
+                "PeerSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/PeerAHC",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // URLSession is allowed here (the Benchmarks package) and never in Sources/.
+        .executableTarget(
+            name: "PeerURLSession",
+            dependencies: ["PeerSupport"],
+            path: "Sources/PeerURLSession",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -16,7 +16,16 @@
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
 #   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API;
 #       session-loop: the same with the calling tasks on the session's event loop, --executor loop)  WRK_THREADS [1]
+#       peers (Benchmarks/scripts/compare-peers.sh runs them on /json):
+#       ahc: peer-ahc (AsyncHTTPClient 1.37, futures chained on its event loops: its best configuration)
+#       ahc-async: peer-ahc --api async (async/await from the global executor)
+#       urlsession: peer-urlsession (Foundation's URLSession, libcurl underneath)
+#       afn: the AFNetworking layer's client, $AFN_LOAD (slot: skipped while AFN_LOAD is empty)
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
+#   PEER_AHC [Benchmarks/.build/release/peer-ahc]  PEER_URLSESSION [Benchmarks/.build/release/peer-urlsession]
+#       same contract as hawser-load; rebuilt like it when Package.swift declares them
+#   AFN_LOAD [""]  command for the `afn` client (words split on spaces), run as
+#       `$AFN_LOAD -c CONNECTIONS -d SECONDS URL`; same contract (last line `RESULT requests=N ...`)
 #   PIN [0]  NGINX_CPU [0]  CLIENT_CPU [1]   (PIN=1 pins with taskset -c)
 #   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
 #       contract: `hawser-load -c CONNECTIONS -d SECONDS URL`, and a last line
@@ -45,6 +54,16 @@ HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
 CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
 CURL_MULTI_ARGS="${CURL_MULTI_ARGS:-}"
+PEER_AHC_SET="${PEER_AHC:-}"
+PEER_AHC="${PEER_AHC:-$bench/.build/release/peer-ahc}"
+PEER_URLSESSION_SET="${PEER_URLSESSION:-}"
+PEER_URLSESSION="${PEER_URLSESSION:-$bench/.build/release/peer-urlsession}"
+# >>> AFNetworking-layer client slot (for the lead): set AFN_LOAD to its command, e.g.
+#     AFN_LOAD="$bench/.build/release/hawser-afn-load", and add `afn` to CLIENTS.  It must take
+#     `-c N -d SECONDS URL`, GET the URL through HTTPSessionManager.get with the JSON response
+#     serializer, and print the RESULT line as PeerSupport does.
+AFN_LOAD="${AFN_LOAD:-}"
+# <<<
 OUT="${OUT:-$(mktemp -d /tmp/hawser-compare.XXXXXX)}"
 mkdir -p "$OUT"
 
@@ -54,10 +73,14 @@ command -v wrk >/dev/null || { echo "compare.sh: wrk not found" >&2; exit 1; }
 
 # Rebuild hawser-load when this package has it, so a stale binary is never measured
 # (incremental; SKIP_BUILD=1 to measure as is).
-if [[ " $CLIENTS " == *" hawser"* && -z "${HAWSER_LOAD_SET:-}" && "${SKIP_BUILD:-0}" != 1 ]] &&
-   grep -q '"hawser-load"' "$bench/Package.swift"; then
-    swift build -c release --package-path "$bench" --product hawser-load >&2
-fi
+build_product() {   # product, "set" flag: rebuild (incremental) unless given by path or SKIP_BUILD=1
+    if [[ -z "$2" && "${SKIP_BUILD:-0}" != 1 ]] && grep -q "\"$1\"" "$bench/Package.swift"; then
+        swift build -c release --package-path "$bench" --product "$1" >&2
+    fi
+}
+if [[ " $CLIENTS " == *" hawser"* || " $CLIENTS " == *" session"* ]]; then build_product hawser-load "$HAWSER_LOAD_SET"; fi
+if [[ " $CLIENTS " == *" ahc"* ]]; then build_product peer-ahc "$PEER_AHC_SET"; fi
+if [[ " $CLIENTS " == *" urlsession "* ]]; then build_product peer-urlsession "$PEER_URLSESSION_SET"; fi
 
 clients=()
 for c in $CLIENTS; do
@@ -65,6 +88,9 @@ for c in $CLIENTS; do
         wrk|curl) clients+=("$c") ;;
         hawser) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(hawser); else echo "compare.sh: $HAWSER_LOAD not built: hawser-load column pending" >&2; fi ;;
         session|session-loop) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
+        ahc|ahc-async) if [[ -x "$PEER_AHC" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_AHC not built: $c column pending" >&2; fi ;;
+        urlsession) if [[ -x "$PEER_URLSESSION" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_URLSESSION not built: $c column pending" >&2; fi ;;
+        afn) if [[ -n "$AFN_LOAD" ]]; then clients+=(afn); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
         *) echo "compare.sh: unknown client $c" >&2; exit 2 ;;
     esac
 done
@@ -107,6 +133,10 @@ run_one() {   # round conns client
         hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
         session) cmd=("$HAWSER_LOAD" --session -c "$c" -d "$DURATION" "$url") ;;
         session-loop) cmd=("$HAWSER_LOAD" --session --executor loop -c "$c" -d "$DURATION" "$url") ;;
+        ahc)    cmd=("$PEER_AHC" --api future -c "$c" -d "$DURATION" "$url") ;;
+        ahc-async) cmd=("$PEER_AHC" --api async -c "$c" -d "$DURATION" "$url") ;;
+        urlsession) cmd=("$PEER_URLSESSION" -c "$c" -d "$DURATION" "$url") ;;
+        afn)    cmd=($AFN_LOAD -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
     t0="$(cpu_ticks "$worker")"
@@ -142,7 +172,7 @@ run_one() {   # round conns client
         -v u="$user" -v y="$sys" -v m="$rss" -v t0="$t0" -v t1="$t1" -v hz="$hz" 'BEGIN {
         cpu = u + y; rps = n / s; rpc = cpu > 0 ? n / cpu : 0
         printf "%d\t%d\t%s\t%d\t%d\t%.3f\t%.0f\t%.2f\t%.0f\t%d\t%.0f\n", r, c, cl, n, e, s, rps, cpu, rpc, m, 100 * (t1 - t0) / hz / s
-    }' | tee -a "$results" | awk -F'\t' '{ printf "  round %s  -c%-3s %-7s %8s req/s  %6s req/cpu-s  cpu %ss  rss %s KiB  errors %s  nginx %s%%\n", $1, $2, $3, $7, $9, $8, $10, $5, $11 }' >&2
+    }' | tee -a "$results" | awk -F'\t' '{ printf "  round %s  -c%-3s %-12s %8s req/s  %6s req/cpu-s  cpu %ss  rss %s KiB  errors %s  nginx %s%%\n", $1, $2, $3, $7, $9, $8, $10, $5, $11 }' >&2
 }
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -179,11 +209,11 @@ END {
         m_cpu[key] = median(key, "cpu"); m_ngx[key] = median(key, "ngx")
         conns[p[1]] = 1
     }
-    printf "\n%-5s %-8s %4s %10s %12s %10s %12s %12s %10s %10s %8s %7s\n", "conns", "client", "runs", "req/s", "req/cpu-s", "client cpu", "peak RSS KiB", "req/s /wrk", "/libcurl", "cpu-eff /wrk", "/libcurl", "nginx%"
+    printf "\n%-5s %-11s %4s %10s %12s %10s %12s %12s %10s %10s %8s %7s\n", "conns", "client", "runs", "req/s", "req/cpu-s", "client cpu", "peak RSS KiB", "req/s /wrk", "/libcurl", "cpu-eff /wrk", "/libcurl", "nginx%"
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-8s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2]), cnt[key],
+        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],
