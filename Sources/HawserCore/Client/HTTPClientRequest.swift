@@ -21,6 +21,10 @@ public struct HTTPClientRequest: Sendable {
     /// Send `Expect: 100-continue` and wait for the server before the body; nil means automatic
     /// (above the configuration's `expectContinueThreshold`).
     public var expectsContinue: Bool?
+    /// Send the body gzip-compressed with `Content-Encoding: gzip` (opt-in: only servers that
+    /// accept coded request bodies understand it). Works on `.bytes` bodies; a streamed body
+    /// is an `invalidRequest` error (compress it in its producer with `GzipEncoder`).
+    public var compressesBody = false
 
     public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
         self.method = method

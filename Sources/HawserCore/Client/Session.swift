@@ -130,6 +130,16 @@ public final class Session: Sendable {
         if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
     }
 
+    /// `body` gzip-compressed (byte bodies; a stream is refused with a clear error).
+    static func gzipped(_ body: RequestBody) throws(HawserError) -> RequestBody {
+        switch body {
+        case .bytes(let b):
+            return .bytes(try GzipEncoder.compress(b))
+        case .stream:
+            throw HawserError(.invalidRequest, "compressesBody works on byte bodies; compress a streamed body in its producer (GzipEncoder)")
+        }
+    }
+
     /// Whether `request` waits for 100 Continue before its body (RFC 9110 §10.1.1).
     static func expectsContinue(_ request: HTTPClientRequest, configuration: SessionConfiguration) -> Bool {
         guard let body = request.body else { return false }
@@ -144,6 +154,10 @@ public final class Session: Sendable {
     static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> (key: ConnectionKey, head: [UInt8]) {
         var info = try request.wireInfo()
         var request = request
+        if request.compressesBody, let body = request.body, !request.headers.contains(name: "Content-Encoding") {
+            request.body = try Self.gzipped(body)
+            request.headers.add(name: "Content-Encoding", value: "gzip")
+        }
         if let proxy = configuration.proxy.proxy(for: request.url) {
             if case .https = proxy.server.kind {
                 throw HawserError(.proxyError, "https:// proxies (TLS to the proxy) are not supported; use an http:// proxy (CONNECT) or SOCKS5",
