@@ -3,7 +3,7 @@
 //   hawser-load [-c CONNECTIONS] [-t LOOPS] [-d SECONDS | -n REQUESTS] [--latency] [--session] URL
 //   TLS (--session only; the raw mode speaks plain HTTP): --cacert FILE (trust only these PEM
 //   certificates: DefaultTrustEvaluator(anchors: .custom)), --no-resumption
-//   (config.tls.sessionResumption = false), --new-connection (`Connection: close` on every
+//   (config.tls.sessionResumption = false), --cache (an in-memory HTTP cache), --new-connection (`Connection: close` on every
 //   request: one request per TCP+TLS connection). With https, a `TLS` line reports the
 //   handshakes seen in the metrics (count, resumed, mean secureConnectionEnd − Start).
 //
@@ -38,11 +38,13 @@ struct Options {
     var caCert: String? = nil
     var resumption = true
     var newConnection = false
+    /// --cache: give the Session an in-memory HTTP cache (a cacheable URL is then served from it).
+    var cache = false
     var url: URL?
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--cacert FILE] [--no-resumption] [--new-connection]] URL\n"
+    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -70,6 +72,7 @@ func parseOptions() -> Options {
         case "--cacert": o.caCert = value(a)
         case "--no-resumption": o.resumption = false
         case "--new-connection": o.newConnection = true
+        case "--cache": o.cache = true
         case "--executor":
             switch value(a) {
             case "loop": o.onLoop = true
@@ -198,6 +201,7 @@ struct UnsafeTransferBox<T>: @unchecked Sendable {
 
 func runSession(_ o: Options) async -> (Totals, Double) {
     var config = SessionConfiguration()
+    if o.cache { config.urlCache = HTTPCache(memoryCapacity: 8 << 20) }
     config.maximumConnectionsPerHost = o.connections
     config.tls.sessionResumption = o.resumption
     if let path = o.caCert {
