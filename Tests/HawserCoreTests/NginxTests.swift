@@ -28,6 +28,9 @@ final class NginxFixture: @unchecked Sendable {
         let big = Data((0..<(8 * 1024 * 1024)).map { UInt8($0 % 251) })
         try big.write(to: dir.appendingPathComponent("html/big.bin"))
         try Data("Hello, World!".utf8).write(to: dir.appendingPathComponent("html/hello.txt"))
+        try Data(String(repeating: "nginx compresses this line. ", count: 4000).utf8).write(to: dir.appendingPathComponent("html/big-gzip.txt"))
+        try Data("fresh for a minute".utf8).write(to: dir.appendingPathComponent("html/fresh.txt"))
+        try Data("always revalidated".utf8).write(to: dir.appendingPathComponent("html/stale.txt"))
         let port = try Self.freePort()
         self.port = port
         let tlsPort = try Self.freePort()
@@ -55,6 +58,14 @@ final class NginxFixture: @unchecked Sendable {
                 location = /hello { default_type text/plain; return 200 "Hello, World!"; }
                 location = /json { default_type application/json; return 200 '{"ok":true}'; }
                 location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
+                # HTTP completeness: compression, redirects, caching headers (static files carry
+                # ETag and Last-Modified, and nginx answers If-None-Match with 304).
+                location = /moved { return 301 /hello; }
+                location = /found-post { return 307 /echo-method; }
+                location = /echo-method { default_type text/plain; return 200 "$request_method $content_length"; }
+                location = /big-gzip.txt { gzip on; gzip_min_length 1; gzip_types text/plain; default_type text/plain; }
+                location = /fresh.txt { add_header Cache-Control "max-age=60"; default_type text/plain; }
+                location = /stale.txt { add_header Cache-Control "max-age=0"; default_type text/plain; }
             }
             server {
                 listen 127.0.0.1:\(tlsPort) ssl;
@@ -218,6 +229,30 @@ extension NetworkTests {
                 } catch let error as HawserError {
                     #expect(error.code == .serverCertificateUntrusted)
                 }
+            }
+        }
+
+        @Test("nginx configured for gzip, redirects and caching: decoded, followed, cached and revalidated")
+        func httpCompleteness() async throws {
+            try await Self.withNginx({ $0.urlCache = HTTPCache(memoryCapacity: 4 << 20) }) { nginx, session in
+                let gz = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/big-gzip.txt")))
+                #expect(gz.headers["Content-Encoding"] == "gzip")
+                #expect(String(decoding: gz.body, as: UTF8.self) == String(repeating: "nginx compresses this line. ", count: 4000))
+                #expect(gz.metrics.bytesReceived < 10_000, "the wire carried the compressed body")
+
+                let moved = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/moved")))
+                #expect(moved.status == 200 && moved.metrics.redirectCount == 1)
+                let post = try await session.response(for: HTTPClientRequest(method: .post, url: url(nginx.baseURL + "/found-post"), body: .bytes([1, 2, 3])))
+                #expect(String(decoding: post.body, as: UTF8.self) == "POST 3", "307 kept the method and the body")
+
+                _ = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/fresh.txt")))
+                let fresh = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/fresh.txt")))
+                #expect(fresh.metrics.cacheUse == .fresh)
+                #expect(String(decoding: fresh.body, as: UTF8.self) == "fresh for a minute")
+                _ = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/stale.txt")))
+                let revalidated = try await session.response(for: HTTPClientRequest(url: url(nginx.baseURL + "/stale.txt")))
+                #expect(revalidated.metrics.cacheUse == .validated, "nginx answered If-None-Match with 304")
+                #expect(String(decoding: revalidated.body, as: UTF8.self) == "always revalidated")
             }
         }
 
