@@ -365,6 +365,8 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// The proxy for a request to `url`, or nil to go direct: nil for schemes other than
     /// http/https, for hosts on the bypass list, and when no proxy is set for the scheme.
     public func proxy(for url: URL) -> ProxyTarget? {
+        // Every request asks, and most sessions have no proxy: answer without parsing the URL.
+        guard self.httpProxy != nil || self.httpsProxy != nil || self.allProxy != nil else { return nil }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
         if self.bypass.matches(host: host) { return nil }
