@@ -135,6 +135,23 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     }
 
     /// `request` with every default header it does not set itself.
+    /// The body serializers' common frame (AFJSONRequestSerializer, AFPropertyListRequestSerializer):
+    /// parameters go in the URI for those methods; otherwise the default headers, `contentType`
+    /// unless the request has a Content-Type, and `encode`'s bytes as the body.
+    func request(_ request: HTTPClientRequest, parameters: Parameters?, bodyContentType contentType: String,
+                 encode: (Parameters) throws -> [UInt8]) throws -> HTTPClientRequest {
+        if self.encodesParametersInURI(request.method) {
+            return try self.request(bySerializing: request, parameters: parameters)
+        }
+        var out = self.addingDefaultHeaders(to: request)
+        guard let parameters else { return out }
+        if !out.headers.contains(name: "Content-Type") {
+            out.headers.add(name: "Content-Type", value: contentType)
+        }
+        out.body = .bytes(try encode(parameters))
+        return out
+    }
+
     public func addingDefaultHeaders(to request: HTTPClientRequest) -> HTTPClientRequest {
         var out = request
         for (name, value) in self.httpRequestHeaders where !request.headers.contains(name: name) {
@@ -269,29 +286,22 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
     }
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
-        if self.httpSerializer.encodesParametersInURI(request.method) {
-            return try self.httpSerializer.request(bySerializing: request, parameters: parameters)
+        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") { parameters in
+            let object: Any
+            do {
+                object = try foundationJSONObject(parameters)
+            } catch let e as SerializationError {
+                throw e.with(url: request.url)
+            }
+            guard JSONSerialization.isValidJSONObject(object) else {
+                throw SerializationError(.invalidParameters, "the parameters are not valid JSON (a value is not a string, number, boolean, null, array or dictionary, or a number is not finite)", url: request.url)
+            }
+            do {
+                return Array(try JSONSerialization.data(withJSONObject: object, options: self.writingOptions))
+            } catch {
+                throw SerializationError(.invalidParameters, "JSONSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+            }
         }
-        var out = self.httpSerializer.addingDefaultHeaders(to: request)
-        guard let parameters else { return out }
-        if !out.headers.contains(name: "Content-Type") {
-            out.headers.add(name: "Content-Type", value: "application/json")
-        }
-        let object: Any
-        do {
-            object = try foundationJSONObject(parameters)
-        } catch let e as SerializationError {
-            throw e.with(url: request.url)
-        }
-        guard JSONSerialization.isValidJSONObject(object) else {
-            throw SerializationError(.invalidParameters, "the parameters are not valid JSON (a value is not a string, number, boolean, null, array or dictionary, or a number is not finite)", url: request.url)
-        }
-        do {
-            out.body = .bytes(Array(try JSONSerialization.data(withJSONObject: object, options: self.writingOptions)))
-        } catch {
-            throw SerializationError(.invalidParameters, "JSONSerialization could not write the parameters", url: request.url, cause: sendableError(error))
-        }
-        return out
     }
 }
 
@@ -319,32 +329,25 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     }
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
-        if self.httpSerializer.encodesParametersInURI(request.method) {
-            return try self.httpSerializer.request(bySerializing: request, parameters: parameters)
+        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") { parameters in
+            guard self.format != .openStep else {
+                throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
+            }
+            let object: Any
+            do {
+                object = try foundationPropertyList(parameters)
+            } catch let e as SerializationError {
+                throw e.with(url: request.url)
+            }
+            guard PropertyListSerialization.propertyList(object, isValidFor: self.format) else {
+                throw SerializationError(.invalidParameters, "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)", url: request.url)
+            }
+            do {
+                return Array(try PropertyListSerialization.data(fromPropertyList: object, format: self.format, options: self.writeOptions))
+            } catch {
+                throw SerializationError(.invalidParameters, "PropertyListSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+            }
         }
-        var out = self.httpSerializer.addingDefaultHeaders(to: request)
-        guard let parameters else { return out }
-        if !out.headers.contains(name: "Content-Type") {
-            out.headers.add(name: "Content-Type", value: "application/x-plist")
-        }
-        guard self.format != .openStep else {
-            throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
-        }
-        let object: Any
-        do {
-            object = try foundationPropertyList(parameters)
-        } catch let e as SerializationError {
-            throw e.with(url: request.url)
-        }
-        guard PropertyListSerialization.propertyList(object, isValidFor: self.format) else {
-            throw SerializationError(.invalidParameters, "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)", url: request.url)
-        }
-        do {
-            out.body = .bytes(Array(try PropertyListSerialization.data(fromPropertyList: object, format: self.format, options: self.writeOptions)))
-        } catch {
-            throw SerializationError(.invalidParameters, "PropertyListSerialization could not write the parameters", url: request.url, cause: sendableError(error))
-        }
-        return out
     }
 }
 

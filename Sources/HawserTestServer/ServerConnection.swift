@@ -200,8 +200,8 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: status, body: Array("redirecting".utf8), extra: extra, head: isHead)
         case ("basic-auth", 3):
             // 200 with Authorization: Basic base64(USER:PASS), else 401 with a Basic challenge.
-            let expected = "Basic " + Self.base64(Array("\(parts[1]):\(parts[2])".utf8))
-            if h.headers["Authorization"] == expected {
+            let expected = try? BasicAuthentication.authorizationValue(user: parts[1], password: parts[2])
+            if expected != nil, h.headers["Authorization"] == expected {
                 self.send(status: 200, body: Array("authenticated \(parts[1])".utf8), head: isHead)
             } else {
                 self.send(status: 401, body: Array("who are you?".utf8), extra: [("WWW-Authenticate", "Basic realm=\"hawser\"")], head: isHead)
@@ -498,24 +498,6 @@ final class ServerConnection: EventLoopIOHandler {
         var out = [UInt8](repeating: 0, count: max(0, n))
         for i in 0..<out.count { out[i] = UInt8(i % 251) }
         return out
-    }
-
-    static func base64(_ bytes: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let n = min(3, bytes.count - i)
-            var v = UInt32(bytes[i]) << 16
-            if n > 1 { v |= UInt32(bytes[i + 1]) << 8 }
-            if n > 2 { v |= UInt32(bytes[i + 2]) }
-            out.append(table[Int(v >> 18 & 63)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(n > 1 ? table[Int(v >> 6 & 63)] : UInt8(ascii: "="))
-            out.append(n > 2 ? table[Int(v & 63)] : UInt8(ascii: "="))
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     static func percentDecoded(_ s: String) -> String {

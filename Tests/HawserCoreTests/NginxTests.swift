@@ -116,7 +116,9 @@ final class NginxFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    static func spawn(_ path: String, _ args: [String]) throws -> pid_t {
+    /// Spawns `path` with stdio on /dev/null. With `ownGroup`, the child leads a new process
+    /// group, so a kill of the group also reaches the helpers it forks (sockd forks several).
+    static func spawn(_ path: String, _ args: [String], ownGroup: Bool = false) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -136,7 +138,12 @@ final class NginxFixture: @unchecked Sendable {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attr, &empty)
         posix_spawnattr_setsigdefault(&attr, &all)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownGroup {
+            posix_spawnattr_setpgroup(&attr, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attr, Int16(flags))
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, path, &actions, &attr, argv, environ)
         if rc != 0 { throw FixtureError("posix_spawn \(path) failed: \(rc)") }

@@ -41,7 +41,7 @@ class SpawnedProxyFixture: @unchecked Sendable {
         let (file, text) = config(port, dir)
         let configPath = dir.appendingPathComponent(file).path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
-        self.pid = try Self.spawnInOwnGroup(binary, arguments(configPath))
+        self.pid = try NginxFixture.spawn(binary, arguments(configPath), ownGroup: true)
         let deadline = Date().addingTimeInterval(10)
         while !NginxFixture.canConnect(port) {
             if !self.isRunning || Date() > deadline {
@@ -64,34 +64,6 @@ class SpawnedProxyFixture: @unchecked Sendable {
         guard !self.reaped else { return false }
         var status: Int32 = 0
         return waitpid(self.pid, &status, WNOHANG) == 0
-    }
-
-    /// Like `NginxFixture.spawn`, but the child leads a new process group, so `stop()` also
-    /// reaches the helper processes it forks (sockd forks several).
-    static func spawnInOwnGroup(_ path: String, _ args: [String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        posix_spawnattr_setsigdefault(&attr, &all)
-        posix_spawnattr_setpgroup(&attr, 0)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attr, argv, environ)
-        if rc != 0 { throw FixtureError("posix_spawn \(path) failed: \(rc)") }
-        return pid
     }
 
     /// Stops the process group we started (by its leader's pid) and removes the directory. Idempotent.

@@ -6,8 +6,10 @@ import HawserHTTP1
 extension RequestTask {
     /// A final response head from the connection.
     func receivedHead(_ head: HTTPResponseHead) {
-        let configuration = self.pool.configuration
-        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
+        // Fields are read through the pool, not from a local copy of the whole configuration:
+        // this runs for every response.
+        let pool = self.pool
+        if self.request.shouldHandleCookies ?? pool.configuration.httpShouldSetCookies, let jar = pool.configuration.httpCookieStorage,
            head.headers.contains(name: "Set-Cookie") {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
         }
@@ -29,7 +31,7 @@ extension RequestTask {
             if !challenges.isEmpty, self.decideAuthentication(head, challenges, isProxy: isProxy) { return }
         }
         switch Redirect.nextRequest(after: self.request, response: head, redirectsSoFar: self.metrics.redirectCount,
-                                    configuration: configuration.redirects) {
+                                    configuration: pool.configuration.redirects) {
         case nil:
             self.deliverHead(head)
         case .failure(let error)?:
@@ -60,13 +62,13 @@ extension RequestTask {
     }
 
     func deliverHead(_ head: HTTPResponseHead) {
-        let configuration = self.pool.configuration
+        let pool = self.pool
         self.decoder = nil
-        if configuration.automaticallyDecodesContent, self.request.method != .head,
+        if pool.configuration.automaticallyDecodesContent, self.request.method != .head,
            head.status != 204, head.status != 304,
            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
             do {
-                let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
+                let d = try ContentDecoder(contentEncoding: coding, limits: pool.configuration.decodingLimits)
                 if !d.codings.isEmpty { self.decoder = d }
             } catch {
                 self.fail(error)
@@ -74,7 +76,7 @@ extension RequestTask {
             }
         }
         var delivered = head
-        if configuration.urlCache != nil {
+        if pool.configuration.urlCache != nil {
             delivered = self.cacheHead(head)
             if self.servedFromCache { self.decoder = nil }
         }

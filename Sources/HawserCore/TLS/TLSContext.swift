@@ -220,5 +220,4 @@ package final class TLSContext: @unchecked Sendable {
         if let list = self.sessions.removeValue(forKey: origin) { for s in list { SSL_SESSION_free(s) } }
     }
 
-    var cachedSessionCount: Int { self.sessions.values.reduce(0) { $0 + $1.count } }
 }
