@@ -427,6 +427,39 @@ struct CookieTests {
         #expect(NetscapeCookieFile.parse(line + "\n", now: now).isEmpty)
     }
 
+    @Test("a file with CRLF line ends reads like one with LF")
+    func crlfFile() {
+        // As Characters "\r\n" is one grapheme, not "\n": the lines are split on bytes.
+        let crlf = Self.curlFile.replacingOccurrences(of: "\n", with: "\r\n")
+        let strip = { (c: Cookie) in "\(c.name)=\(c.value) \(c.domain)\(c.path) \(c.isHostOnly) \(c.isHTTPOnly)" }
+        #expect(NetscapeCookieFile.parse(crlf, now: now).map(strip) == NetscapeCookieFile.parse(Self.curlFile, now: now).map(strip))
+        #expect(NetscapeCookieFile.parse(crlf, now: now).count == 4)
+    }
+
+    @Test("a combining mark after a separator does not hide it (found by FuzzCookieParser)")
+    func combiningMarks() {
+        // ".\u{1DF7}" is one Character, but the dot is still the domain's leading dot.
+        #expect(CookieRules.canonicalDomain(".\u{1DF7}x.example.com") == "\u{1DF7}x.example.com")
+        let cookie = Cookie(name: "n", value: "v", domain: "\u{1DF7}x.example.com", path: "/", expires: nil,
+                            isSecure: false, isHTTPOnly: true, isHostOnly: false, creationTime: now)
+        let text = NetscapeCookieFile.render([cookie])
+        let back = NetscapeCookieFile.parse(text, now: now)
+        #expect(back.map(\.domain) == ["\u{1DF7}x.example.com"] && back.first?.isHostOnly == false && back.first?.isHTTPOnly == true)
+        // The same for a host-only HttpOnly cookie, whose domain follows "#HttpOnly_" directly.
+        let hostOnly = Cookie(name: "n", value: "v", domain: "\u{301}x.example.com", path: "/", expires: nil,
+                              isSecure: false, isHTTPOnly: true, isHostOnly: true, creationTime: now)
+        #expect(NetscapeCookieFile.parse(NetscapeCookieFile.render([hostOnly]), now: now).map(\.domain) == ["\u{301}x.example.com"])
+        // Matching is by bytes too: "/\u{301}" starts with "/".
+        #expect(CookieRules.pathMatches("/\u{301}a", "/"))
+        #expect(CookieRules.domainMatches("a.\u{301}b.example.com", "\u{301}b.example.com"))
+    }
+
+    @Test("a cookie prefix followed by a combining mark is still the prefix")
+    func prefixWithCombiningMark() {
+        #expect(make("__Secure-\u{301}a=1", "https://example.com/") == .failure(.namePrefix("__Secure-")))
+        #expect(make("__HOST-\u{301}a=1; Secure; Path=/x", "https://example.com/") == .failure(.namePrefix("__Host-")))
+    }
+
     @Test("writing and reading back gives the same cookies, in creation order")
     func netscapeRoundTrip() throws {
         let jar = CookieJar()

@@ -325,18 +325,37 @@ public enum CookieDate {
 
 /// The matching rules of RFC 6265 §5.1, and what counts as a secure origin.
 public enum CookieRules {
+    // Every rule here works on UTF-8 bytes, as RFC 6265 does on octets: String's own
+    // comparisons are by grapheme cluster, where "." followed by a combining mark is not a
+    // "." (so a leading dot would survive, and a prefix check would miss).
+
     /// Lower-case, without one leading dot (and without a trailing dot).
     public static func canonicalDomain(_ d: String) -> String {
-        var s = Substring(d.lowercased())
-        if s.first == "." { s = s.dropFirst() }
-        if s.last == "." { s = s.dropLast() }
-        return String(s)
+        let lower = d.lowercased()
+        var bytes = Substring(lower).utf8[...]
+        if bytes.first == UInt8(ascii: ".") { bytes = bytes.dropFirst() }
+        if bytes.last == UInt8(ascii: ".") { bytes = bytes.dropLast() }
+        return bytes.count == lower.utf8.count ? lower : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether `s` starts with `prefix`, byte for byte, ASCII letters compared case-insensitively.
+    static func hasPrefixIgnoringASCIICase(_ s: String, _ prefix: StaticString) -> Bool {
+        let p = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        var i = s.utf8.makeIterator()
+        for want in p {
+            guard let b = i.next() else { return false }
+            let fold: (UInt8) -> UInt8 = { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+            if fold(b) != fold(want) { return false }
+        }
+        return true
     }
 
     /// The canonical host of a URL (lower-case, IPv6 without brackets), or nil.
     public static func canonicalHost(_ url: URL) -> String? {
         guard var host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.utf8.first == UInt8(ascii: "[") && host.utf8.last == UInt8(ascii: "]") {
+            host = String(decoding: host.utf8.dropFirst().dropLast(), as: UTF8.self)
+        }
         return self.canonicalDomain(host)
     }
 
@@ -349,22 +368,24 @@ public enum CookieRules {
 
     /// RFC 6265 §5.1.3: `host` equals `domain`, or ends with "." + `domain` and is not an IP address.
     public static func domainMatches(_ host: String, _ domain: String) -> Bool {
-        if host == domain { return true }
-        guard !domain.isEmpty, host.count > domain.count, !self.isIPAddress(host) else { return false }
-        return host.hasSuffix(domain) && host.utf8.dropLast(domain.utf8.count).last == UInt8(ascii: ".")
+        if host.utf8.elementsEqual(domain.utf8) { return true }
+        guard !domain.isEmpty, host.utf8.count > domain.utf8.count, !self.isIPAddress(host) else { return false }
+        return host.utf8.reversed().starts(with: domain.utf8.reversed())
+            && host.utf8.dropLast(domain.utf8.count).last == UInt8(ascii: ".")
     }
 
     /// RFC 6265 §5.1.4: the directory of the request path ("/" when there is none).
     public static func defaultPath(_ requestPath: String) -> String {
-        guard requestPath.first == "/", let last = requestPath.lastIndex(of: "/"), last != requestPath.startIndex else { return "/" }
-        return String(requestPath[..<last])
+        let bytes = requestPath.utf8
+        guard bytes.first == UInt8(ascii: "/"), let last = bytes.lastIndex(of: UInt8(ascii: "/")), last != bytes.startIndex else { return "/" }
+        return String(decoding: bytes[..<last], as: UTF8.self)
     }
 
     /// RFC 6265 §5.1.4: the request path is the cookie path, or below it.
     public static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-        if requestPath == cookiePath { return true }
-        guard requestPath.hasPrefix(cookiePath) else { return false }
-        if cookiePath.hasSuffix("/") { return true }
+        if requestPath.utf8.elementsEqual(cookiePath.utf8) { return true }
+        guard requestPath.utf8.starts(with: cookiePath.utf8) else { return false }
+        if cookiePath.utf8.last == UInt8(ascii: "/") { return true }
         return requestPath.utf8.dropFirst(cookiePath.utf8.count).first == UInt8(ascii: "/")
     }
 
@@ -383,7 +404,7 @@ public enum CookieRules {
         default: break
         }
         guard let host = self.canonicalHost(url) else { return false }
-        return host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
-            || (self.isIPAddress(host) && host.hasPrefix("127."))
+        return host == "localhost" || host.utf8.reversed().starts(with: ".localhost".utf8.reversed()) || host == "::1"
+            || (self.isIPAddress(host) && host.utf8.starts(with: "127.".utf8))
     }
 }

@@ -69,9 +69,10 @@ extension Cookie {
         let path = sc.path ?? CookieRules.defaultPath(CookieRules.requestPath(url))
 
         if sc.isSecure && !secureOrigin { return .failure(.secureFromInsecureOrigin) }
-        let lowerName = sc.name.lowercased()
-        if lowerName.hasPrefix("__secure-") && !sc.isSecure { return .failure(.namePrefix("__Secure-")) }
-        if lowerName.hasPrefix("__host-") && !(sc.isSecure && hostOnly && path == "/") { return .failure(.namePrefix("__Host-")) }
+        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__secure-") && !sc.isSecure { return .failure(.namePrefix("__Secure-")) }
+        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__host-") && !(sc.isSecure && hostOnly && path == "/") {
+            return .failure(.namePrefix("__Host-"))
+        }
 
         return .success(Cookie(name: sc.name, value: sc.value, domain: domain, path: path, expires: expires,
                                isSecure: sc.isSecure, isHTTPOnly: sc.isHTTPOnly, isHostOnly: hostOnly,
@@ -343,10 +344,10 @@ struct CookieStore: ~Copyable {
         let path = CookieRules.requestPath(url)
         var candidates = [host]
         if !CookieRules.isIPAddress(host) {
-            var rest = Substring(host)
-            while let dot = rest.firstIndex(of: ".") {
+            var rest = host.utf8[...]
+            while let dot = rest.firstIndex(of: UInt8(ascii: ".")) {
                 rest = rest[rest.index(after: dot)...]
-                if !rest.isEmpty { candidates.append(String(rest)) }
+                if !rest.isEmpty { candidates.append(String(decoding: rest, as: UTF8.self)) }
             }
         }
         var out: [Cookie] = []
@@ -401,33 +402,36 @@ public enum NetscapeCookieFile {
     /// suffixes and cookies expired at `now` are skipped.
     public static func parse(_ text: String, now: Date = Date()) -> [Cookie] {
         var out: [Cookie] = []
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        // Lines and fields are split on bytes: as Characters, "\r\n" is not "\n", and a
+        // separator followed by a combining mark is not the separator.
+        let httpOnlyPrefix = "#HttpOnly_".utf8
+        for rawLine in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: true) {
             var line = rawLine
-            if line.last == "\r" { line = line.dropLast() }
+            if line.last == 0x0D { line = line.dropLast() }
             var httpOnly = false
-            if line.hasPrefix("#HttpOnly_") {
+            if line.starts(with: httpOnlyPrefix) {
                 httpOnly = true
-                line = line.dropFirst("#HttpOnly_".count)
-            } else if line.hasPrefix("#") || line.allSatisfy({ $0 == " " || $0 == "\t" }) {
+                line = line.dropFirst(httpOnlyPrefix.count)
+            } else if line.first == UInt8(ascii: "#") || line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
                 continue
             }
             // Control characters (other than the tab separators) make the line malformed.
-            if line.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { continue }
-            var fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            if line.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { continue }
+            var fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             // An empty value makes a 6-field line when the trailing tab is missing (curl reads it so).
             if fields.count == 6 { fields.append("") }
             guard fields.count == 7 else { continue }
-            let domain = CookieRules.canonicalDomain(String(fields[0]))
+            let domain = CookieRules.canonicalDomain(fields[0])
             let includeSubdomains = fields[1].uppercased() == "TRUE"
-            var path = String(fields[2])
+            var path = fields[2]
             let secure = fields[3].uppercased() == "TRUE"
             guard let expiry = Int64(fields[4]) else { continue }
-            let name = String(fields[5])
-            let value = String(fields[6])
+            let name = fields[5]
+            let value = fields[6]
             if name.isEmpty || !Self.isHostName(domain) { continue }
             if name.utf8.count + value.utf8.count > SetCookie.maxNameValueBytes { continue }
             if includeSubdomains && PublicSuffixes.isPublicSuffix(domain) { continue }
-            if path.first != "/" { path = "/" }
+            if path.utf8.first != UInt8(ascii: "/") { path = "/" }
             let expires: Date? = expiry == 0 ? nil : Date(timeIntervalSince1970: Double(expiry))
             let cookie = Cookie(name: name, value: value, domain: domain, path: path, expires: expires,
                                 isSecure: secure, isHTTPOnly: httpOnly, isHostOnly: !includeSubdomains, creationTime: now)
@@ -440,7 +444,7 @@ public enum NetscapeCookieFile {
     /// A domain field must be a host name or an IP literal: letters, digits, '-', '_', '.',
     /// and ':' for IPv6 (so that nothing else, such as a '#', can start a written line).
     static func isHostName(_ d: String) -> Bool {
-        !d.isEmpty && !d.hasPrefix(".") && d.utf8.allSatisfy { b in
+        !d.isEmpty && d.utf8.first != UInt8(ascii: ".") && d.utf8.allSatisfy { b in
             (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A || b >= 0x80
         }
     }
