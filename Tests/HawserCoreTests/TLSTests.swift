@@ -82,17 +82,19 @@ extension NetworkTests {
                     #expect(!second.metrics.isReusedConnection)
                     #expect(server.acceptedConnections == 2)
                     // Connections opened together each get a session of their own (TLS 1.3
-                    // tickets are single-use): 4 at once after 4 warm-ups all resume.
-                    for _ in 0..<3 { _ = try await session.response(for: HTTPClientRequest(url: url(base + "/close"))) }
+                    // tickets are single-use). OpenSSL's server sends 2 tickets after a full
+                    // handshake and 1 after a resumed one, so the cache now holds 2 sessions:
+                    // 2 connections at once both resume. (A third would share the last session,
+                    // which the server may or may not accept again.)
                     let resumed = await withTaskGroup(of: Bool.self) { group in
-                        for _ in 0..<4 {
+                        for _ in 0..<2 {
                             group.addTask { (try? await session.response(for: HTTPClientRequest(url: url(base + "/close"))))?.metrics.isResumedTLSSession == true }
                         }
                         var n = 0
                         for await r in group where r { n += 1 }
                         return n
                     }
-                    #expect(resumed == 4)
+                    #expect(resumed == 2)
                 }
                 var noResume = try Self.trustingTestRoot()
                 noResume.tls.sessionResumption = false

@@ -196,11 +196,13 @@ final class ConnectionPool: @unchecked Sendable {
     /// Decides about a server's chain after a handshake: the delegate of the task first in line
     /// for this origin (the one the connection is for), then the session's delegate, then the
     /// configuration's evaluator. `decide` runs on the loop.
-    private func evaluateTrust(_ key: ConnectionKey, _ chain: [[UInt8]], _ decide: @escaping (HawserError?) -> Void) {
+    private func evaluateTrust(_ key: ConnectionKey, _ chain: Result<[Certificate], CertificateError>,
+                               _ decide: @escaping (HawserError?) -> Void) {
         let certificates: [Certificate]
-        do {
-            certificates = try chain.map { (der: [UInt8]) throws(CertificateError) in try Certificate(derEncoded: der) }
-        } catch {
+        switch chain {
+        case .success(let list):
+            certificates = list
+        case .failure(let error):
             decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent a certificate that cannot be parsed: \(error)", underlying: error))
             return
         }

@@ -16,9 +16,11 @@ final class Connector: EventLoopIOHandler {
         var tls: TLSStream?
     }
     typealias Completion = (Connector, Result<Established, HawserError>) -> Void
-    /// Decides whether the server's chain (DER, leaf first) is trusted for `key.host`; calls
-    /// `decide` exactly once, with nil to accept or the error that refuses it. May answer later.
-    typealias TrustHook = (_ connector: Connector, _ chain: [[UInt8]], _ decide: @escaping (HawserError?) -> Void) -> Void
+    /// Decides whether the server's chain (leaf first, or why a certificate in it is unusable)
+    /// is trusted for `key.host`; calls `decide` exactly once, with nil to accept or the error
+    /// that refuses it. May answer later.
+    typealias TrustHook = (_ connector: Connector, _ chain: Result<[Certificate], CertificateError>,
+                           _ decide: @escaping (HawserError?) -> Void) -> Void
 
     private enum Phase { case connecting, proxyHandshake, handshaking, evaluating }
 
@@ -365,7 +367,7 @@ final class Connector: EventLoopIOHandler {
                 self.succeed()
                 return
             }
-            let chain = tls.peerCertificateChainDER()
+            let chain = tls.peerCertificates()
             var decided = false
             hook(self, chain) { [unowned(unsafe) self] error in
                 guard !decided else { return }

@@ -69,27 +69,34 @@ final class X509Reference: @unchecked Sendable {
 
 /// One X.509 certificate, kept as its DER encoding.
 ///
-/// Two certificates are equal when their DER bytes are equal. The descriptive properties are
-/// parsed once, when the value is made.
+/// Two certificates are equal when their DER bytes are equal. The validity dates, the key's
+/// algorithm and size and the CA flag are read when the value is made; the names and the
+/// SubjectPublicKeyInfo are read from the parsed certificate when asked for, so a handshake
+/// whose chain is only verified (the common case) never formats a distinguished name.
 public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     /// The certificate's DER encoding, exactly as given.
     public let derBytes: [UInt8]
     /// A short human name: the subject's common name, else the first subjectAltName, else the
     /// whole subject (RFC 2253). The counterpart of `SecCertificateCopySubjectSummary`.
-    public let subjectSummary: String
+    public var subjectSummary: String {
+        if let cn = commonName(X509_get_subject_name(self.x509.pointer)), !cn.isEmpty { return cn }
+        if let first = self.subjectAlternativeNames.first { return first }
+        let subject = self.subject
+        return subject.isEmpty ? "(empty subject)" : subject
+    }
     /// The subject distinguished name, RFC 2253 form (`CN=localhost,O=Hawser`).
-    public let subject: String
+    public var subject: String { distinguishedName(X509_get_subject_name(self.x509.pointer)) }
     /// The issuer distinguished name, RFC 2253 form.
-    public let issuer: String
+    public var issuer: String { distinguishedName(X509_get_issuer_name(self.x509.pointer)) }
     /// The subjectAltName entries that name the server: DNS names as written (`*.example.com`)
     /// and IP addresses in text form (`127.0.0.1`, `::1`). Other kinds (e-mail, URI) are omitted.
-    public let subjectAlternativeNames: [String]
+    public var subjectAlternativeNames: [String] { alternativeNames(self.x509.pointer) }
     /// Start of the validity period.
     public let notValidBefore: Date
     /// End of the validity period.
     public let notValidAfter: Date
     /// The SubjectPublicKeyInfo structure, DER: what public-key pinning compares.
-    public let publicKeyInfoDER: [UInt8]
+    public var publicKeyInfoDER: [UInt8] { publicKeyInfo(self.x509.pointer) ?? [] }
     /// The public key's algorithm as OpenSSL names it (`RSA`, `EC`, `ED25519`, …).
     public let publicKeyAlgorithm: String
     /// The public key's size in bits (the modulus for RSA, the field for EC).
@@ -145,35 +152,21 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
         let x = reference.pointer
         self.derBytes = der
         self.x509 = reference
-        self.subject = distinguishedName(X509_get_subject_name(x))
-        self.issuer = distinguishedName(X509_get_issuer_name(x))
-        self.subjectAlternativeNames = alternativeNames(x)
+        let named = { "certificate '\(distinguishedName(X509_get_subject_name(x)))'" }
         guard let before = asn1Date(X509_get0_notBefore(x)) else {
-            throw CertificateError(.invalidDER, "certificate '\(self.subject)' has an unreadable notBefore date")
+            throw CertificateError(.invalidDER, "\(named()) has an unreadable notBefore date")
         }
         guard let after = asn1Date(X509_get0_notAfter(x)) else {
-            throw CertificateError(.invalidDER, "certificate '\(self.subject)' has an unreadable notAfter date")
+            throw CertificateError(.invalidDER, "\(named()) has an unreadable notAfter date")
         }
         self.notValidBefore = before
         self.notValidAfter = after
-        guard let spki = publicKeyInfo(x) else {
-            throw CertificateError(.invalidDER, "certificate '\(self.subject)' has an unusable public key: \(openSSLErrorText(fallback: "cannot encode its SubjectPublicKeyInfo"))")
+        guard X509_get_X509_PUBKEY(x) != nil, let key = X509_get0_pubkey(x) else {
+            throw CertificateError(.invalidDER, "\(named()) has a public key OpenSSL cannot use: \(openSSLErrorText(fallback: "unsupported key"))")
         }
-        self.publicKeyInfoDER = spki
-        if let key = X509_get0_pubkey(x) {
-            self.publicKeyAlgorithm = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
-            self.publicKeyBits = Int(EVP_PKEY_get_bits(key))
-        } else {
-            throw CertificateError(.invalidDER, "certificate '\(self.subject)' has a public key OpenSSL cannot use: \(openSSLErrorText(fallback: "unsupported key"))")
-        }
+        self.publicKeyAlgorithm = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
+        self.publicKeyBits = Int(EVP_PKEY_get_bits(key))
         self.isCertificateAuthority = X509_check_ca(x) > 0
-        if let cn = commonName(X509_get_subject_name(x)), !cn.isEmpty {
-            self.subjectSummary = cn
-        } else if let first = self.subjectAlternativeNames.first {
-            self.subjectSummary = first
-        } else {
-            self.subjectSummary = self.subject.isEmpty ? "(empty subject)" : self.subject
-        }
         ERR_clear_error()
     }
 

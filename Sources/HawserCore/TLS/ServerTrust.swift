@@ -426,26 +426,33 @@ final class TrustStore: @unchecked Sendable {
         }
     }()
 
-    /// Stores of system + custom anchors, so the system bundle is not re-read per handshake.
-    /// Bounded: cleared when it reaches `cacheLimit` anchor sets.
-    private static let combined = Mutex<[[Certificate]: TrustStore]>([:])
+    /// Stores of custom anchors (with or without the system's), so that neither the system
+    /// bundle is re-read nor a store rebuilt per handshake. Bounded: cleared when it reaches
+    /// `cacheLimit` anchor sets.
+    private struct CacheKey: Hashable {
+        let system: Bool
+        let anchors: [Certificate]
+    }
+    private static let cache = Mutex<[CacheKey: TrustStore]>([:])
     private static let cacheLimit = 16
 
     static func make(_ anchors: TrustAnchors) throws(TrustFailure) -> TrustStore {
+        let key: CacheKey
         switch anchors {
         case .system:
             return try system.get()
         case .custom(let certificates):
-            return try build(system: false, anchors: certificates)
+            key = CacheKey(system: false, anchors: certificates)
         case .systemAndCustom(let certificates):
             if certificates.isEmpty { return try system.get() }
-            if let cached = combined.withLock({ $0[certificates] }) { return cached }
-            let store = try build(system: true, anchors: certificates)
-            combined.withLock {
-                if $0.count >= cacheLimit { $0.removeAll() }
-                $0[certificates] = store
-            }
-            return store
+            key = CacheKey(system: true, anchors: certificates)
         }
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let store = try build(system: key.system, anchors: key.anchors)
+        cache.withLock {
+            if $0.count >= cacheLimit { $0.removeAll() }
+            $0[key] = store
+        }
+        return store
     }
 }

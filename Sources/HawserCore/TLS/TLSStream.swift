@@ -214,32 +214,25 @@ package final class TLSStream {
 
     // MARK: - What the handshake established
 
-    /// The peer's certificates as presented, leaf first, DER.
-    package func peerCertificateChainDER() -> [[UInt8]] {
-        var out: [[UInt8]] = []
+    /// The peer's certificates as presented, leaf first, sharing OpenSSL's parsed X509
+    /// objects (no DER decode again), or why one of them cannot be used.
+    package func peerCertificates() -> Result<[Certificate], CertificateError> {
+        var out: [Certificate] = []
         // For a client, SSL_get_peer_cert_chain includes the leaf.
         guard let chain = SSL_get_peer_cert_chain(self.ssl) else {
-            if let leaf = SSL_get1_peer_certificate(self.ssl) {
-                defer { X509_free(leaf) }
-                if let der = Self.der(leaf) { out.append(der) }
-            }
-            return out
+            guard let leaf = SSL_get1_peer_certificate(self.ssl) else { return .success([]) }
+            defer { X509_free(leaf) }
+            return Result { () throws(CertificateError) in [try Certificate(borrowing: leaf)] }
         }
         for i in 0..<CHawser_sk_X509_num(chain) {
-            if let x = CHawser_sk_X509_value(chain, i), let der = Self.der(x) { out.append(der) }
+            guard let x = CHawser_sk_X509_value(chain, i) else { continue }
+            do {
+                out.append(try Certificate(borrowing: x))
+            } catch {
+                return .failure(CertificateError(error.kind, "certificate #\(i) sent by the server is unusable: \(error.message)"))
+            }
         }
-        return out
-    }
-
-    private static func der(_ x: OpaquePointer) -> [UInt8]? {
-        let len = i2d_X509(x, nil)
-        guard len > 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(len))
-        let written = bytes.withUnsafeMutableBufferPointer { p -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = p.baseAddress
-            return i2d_X509(x, &cursor)
-        }
-        return written == len ? bytes : nil
+        return .success(out)
     }
 
     package var isResumed: Bool { SSL_session_reused(self.ssl) == 1 }
