@@ -7,7 +7,7 @@
 # Fuzz/corpus/<target> (git-ignored), the seeds (Fuzz/seeds/<name>, where <name> is the
 # target without its Fuzz prefix, lower-cased for the two parser targets) and the
 # dictionary Fuzz/<target>.dict if there is one, and exits non-zero when libFuzzer finds
-# a crash (the input is left in Fuzz/artifacts/).
+# a crash (the input is left in Fuzz/artifacts/). FUZZ_SEED=N fixes libFuzzer's seed.
 set -euo pipefail
 
 target=${1:?usage: Fuzz/run.sh TARGET SECONDS}
@@ -33,5 +33,9 @@ swift build -c release --product "$target" --scratch-path .build-fuzz \
 export SWIFT_BACKTRACE=enable=no
 corpus="Fuzz/corpus/$target"
 mkdir -p "$corpus" Fuzz/artifacts
-".build-fuzz/release/$target" "$corpus" "$seeds" "${dictflag[@]}" \
+# FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so that a clean clone explores the same
+# inputs every time); unset, every run explores new ones.
+seedflag=()
+[ -n "${FUZZ_SEED:-}" ] && seedflag=(-seed="$FUZZ_SEED")
+".build-fuzz/release/$target" "$corpus" "$seeds" "${dictflag[@]}" "${seedflag[@]}" \
   -artifact_prefix=Fuzz/artifacts/ -max_total_time="$seconds" -print_final_stats=1
