@@ -199,6 +199,56 @@ extension NetworkTests {
             }
         }
 
+        @Test("a target the redirect hook moves elsewhere is checked like a Location")
+        func hookRewriteChecked() async throws {
+            final class Moving: RecordingDelegate, @unchecked Sendable {
+                let target: URL
+                let extra: HTTPHeaders
+                init(_ target: URL, extra: HTTPHeaders = [:]) { self.target = target; self.extra = extra }
+                override func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+                                   completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+                    var r = newRequest
+                    r.url = self.target
+                    for (name, value) in self.extra { r.headers.replaceOrAdd(name: name, value: value) }
+                    completion(r)
+                }
+            }
+            try await SessionTests.withServer { server, session in
+                let other = try TestServer(host: "127.0.0.1")
+                defer { other.shutdown() }
+                // Same-origin redirect, so the proposed request keeps the credentials; the hook
+                // moves it to another origin: the carried credentials are dropped there.
+                let headers: HTTPHeaders = ["Authorization": "Bearer secret", "Cookie": "session=1", "X-Other": "kept"]
+                let moved = Moving(URL(string: other.baseURL + "/echo")!)
+                session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers), delegate: moved)
+                let rec = await moved.wait()
+                #expect(rec.head?.status == 200)
+                #expect(rec.head?.headers["X-Echo-H-Host"] == "127.0.0.1:\(other.port)")
+                #expect(rec.head?.headers["X-Echo-H-Authorization"] == nil)
+                #expect(rec.head?.headers["X-Echo-H-Cookie"] == nil)
+                #expect(rec.head?.headers["X-Echo-H-X-Other"] == "kept")
+
+                // A credential the hook sets itself is its choice, and goes.
+                let own = Moving(URL(string: other.baseURL + "/echo")!, extra: ["Authorization": "Bearer for-other"])
+                session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers), delegate: own)
+                let rec2 = await own.wait()
+                #expect(rec2.head?.headers["X-Echo-H-Authorization"] == "Bearer for-other")
+                #expect(rec2.head?.headers["X-Echo-H-Cookie"] == nil)
+
+                // Another scheme is refused, and the task ends once with the reason.
+                let ftp = Moving(URL(string: "ftp://127.0.0.1/x")!)
+                session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1")), delegate: ftp)
+                let rec3 = await ftp.wait()
+                #expect(rec3.completions == 1)
+                guard case .failure(let error)? = rec3.result else {
+                    Issue.record("a redirect to ftp:// completed: \(String(describing: rec3.result))")
+                    return
+                }
+                #expect(error.code == .redirectRefused)
+                #expect(error.message.contains("ftp://127.0.0.1/x"))
+            }
+        }
+
         @Test("a 307 with a streamed body asks for a new stream; none fails the task clearly")
         func streamedBody() async throws {
             final class Streams: RecordingDelegate, @unchecked Sendable {

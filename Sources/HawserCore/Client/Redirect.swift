@@ -78,6 +78,35 @@ enum Redirect {
         return .success(next)
     }
 
+    /// What the will-perform-redirection hook answered, checked again when it moved the target
+    /// elsewhere than `proposed`: the same scheme and downgrade rules as a Location, and the
+    /// credentials the redirected `request` carried (the same Authorization, Cookie or
+    /// Proxy-Authorization value) do not go to another origin. A credential field the hook set
+    /// to a new value is its own choice and stays.
+    static func checkRewrite(_ chosen: HTTPClientRequest, proposed: HTTPClientRequest, from request: HTTPClientRequest,
+                             configuration: RedirectConfiguration) -> Result<HTTPClientRequest, HawserError> {
+        guard chosen.url != proposed.url else { return .success(chosen) }
+        let scheme = chosen.url.scheme?.lowercased() ?? ""
+        guard scheme == "http" || scheme == "https", chosen.url.host(percentEncoded: false)?.isEmpty == false else {
+            return .failure(HawserError(.redirectRefused,
+                "the redirect hook answered \(chosen.url.absoluteString), which is not an http or https URL with a host",
+                url: request.url))
+        }
+        if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
+            return .failure(HawserError(.redirectRefused,
+                "refusing a redirect from https to http that the redirect hook chose (\(chosen.url.absoluteString)); set allowsInsecureDowngrade to allow it",
+                url: request.url))
+        }
+        var checked = chosen
+        if !Self.sameOrigin(request.url, chosen.url) {
+            for f in Self.credentialFields {
+                let carried = request.headers.values(for: f)
+                if !carried.isEmpty, checked.headers.values(for: f) == carried { checked.headers.remove(name: f) }
+            }
+        }
+        return .success(checked)
+    }
+
     /// RFC 3986 reference resolution; a target without a fragment inherits the original's
     /// (RFC 9110 §10.2.2).
     static func resolve(_ location: String, against base: URL) -> URL? {

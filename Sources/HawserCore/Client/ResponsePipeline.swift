@@ -109,11 +109,21 @@ extension RequestTask {
 
     private func decideRedirect(_ head: HTTPResponseHead, _ proposed: HTTPClientRequest) {
         let keepsBody = proposed.body != nil
+        let redirected = self.request
+        let rules = self.pool.configuration.redirects
         self.awaitDecision { resume in
-            self.delegate.task(self, willPerformRedirection: head, newRequest: proposed) { chosen in
-                guard let chosen else {
+            self.delegate.task(self, willPerformRedirection: head, newRequest: proposed) { answer in
+                guard let answer else {
                     // Refused: the redirect response is the final response.
                     resume { task in task.deliverHead(head) }
+                    return
+                }
+                let chosen: HTTPClientRequest
+                switch Redirect.checkRewrite(answer, proposed: proposed, from: redirected, configuration: rules) {
+                case .success(let checked):
+                    chosen = checked
+                case .failure(let error):
+                    resume { task in task.fail(error) }
                     return
                 }
                 guard keepsBody, case .stream? = chosen.body else {
