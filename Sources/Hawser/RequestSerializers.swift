@@ -289,7 +289,7 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
         try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") { parameters in
             let object: Any
             do {
-                object = try foundationJSONObject(parameters)
+                object = try foundationObject(parameters, for: .json)
             } catch let e as SerializationError {
                 throw e.with(url: request.url)
             }
@@ -335,7 +335,7 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
             }
             let object: Any
             do {
-                object = try foundationPropertyList(parameters)
+                object = try foundationObject(parameters, for: .propertyList)
             } catch let e as SerializationError {
                 throw e.with(url: request.url)
             }
@@ -361,43 +361,27 @@ extension SerializationError {
 
 // MARK: - Parameters → Foundation object graphs
 
-/// `parameters` as the object graph JSONSerialization takes: ``ParameterNull`` and nil optionals
-/// become NSNull, ``JSONValue`` its Foundation form; sets are refused (JSON has none).
-func foundationJSONObject(_ value: Any) throws -> Any {
-    guard let v = unwrapped(value) else { return NSNull() }
-    if let j = v as? JSONValue { return j.foundationObject }
-    if v is String || v is Bool || v is NSNumber { return v }
-    let mirror = Mirror(reflecting: v)
-    switch mirror.displayStyle {
-    case .dictionary?:
-        var out: [String: Any] = [:]
-        for child in mirror.children {
-            let kv = Array(Mirror(reflecting: child.value).children)
-            guard kv.count == 2, let key = kv[0].value as? String else {
-                throw SerializationError(.invalidParameters, "a JSON object key is not a string")
-            }
-            out[key] = try foundationJSONObject(kv[1].value)
-        }
-        return out
-    case .collection?:
-        return try mirror.children.map { try foundationJSONObject($0.value) }
-    case .set?:
-        throw SerializationError(.invalidParameters, "a set is not valid JSON (use an array)")
-    default:
-        return v
-    }
+/// The Foundation object graph a serializer hands on: JSONSerialization's or
+/// PropertyListSerialization's.
+enum FoundationGraph {
+    case json, propertyList
 }
 
-/// `parameters` as the object graph PropertyListSerialization takes (it has no null).
-func foundationPropertyList(_ value: Any) throws -> Any {
+/// `parameters` as the object graph `graph` takes. For JSON, ``ParameterNull`` and nil optionals
+/// become NSNull, ``JSONValue`` its Foundation form, and sets are refused (JSON has none); a
+/// property list has no null at all, and also takes Data and Date leaves.
+func foundationObject(_ value: Any, for graph: FoundationGraph) throws -> Any {
+    let noNull = "a property list cannot hold a null value"
     guard let v = unwrapped(value) else {
-        throw SerializationError(.invalidParameters, "a property list cannot hold a null value")
+        if graph == .json { return NSNull() }
+        throw SerializationError(.invalidParameters, noNull)
     }
     if let j = v as? JSONValue {
-        if j.containsNull { throw SerializationError(.invalidParameters, "a property list cannot hold a null value") }
+        if graph == .propertyList && j.containsNull { throw SerializationError(.invalidParameters, noNull) }
         return j.foundationObject
     }
-    if v is String || v is Bool || v is NSNumber || v is Data || v is Date { return v }
+    if v is String || v is Bool || v is NSNumber { return v }
+    if graph == .propertyList && (v is Data || v is Date) { return v }
     let mirror = Mirror(reflecting: v)
     switch mirror.displayStyle {
     case .dictionary?:
@@ -405,13 +389,16 @@ func foundationPropertyList(_ value: Any) throws -> Any {
         for child in mirror.children {
             let kv = Array(Mirror(reflecting: child.value).children)
             guard kv.count == 2, let key = kv[0].value as? String else {
-                throw SerializationError(.invalidParameters, "a property-list dictionary key is not a string")
+                throw SerializationError(.invalidParameters,
+                                         graph == .json ? "a JSON object key is not a string" : "a property-list dictionary key is not a string")
             }
-            out[key] = try foundationPropertyList(kv[1].value)
+            out[key] = try foundationObject(kv[1].value, for: graph)
         }
         return out
     case .collection?:
-        return try mirror.children.map { try foundationPropertyList($0.value) }
+        return try mirror.children.map { try foundationObject($0.value, for: graph) }
+    case .set? where graph == .json:
+        throw SerializationError(.invalidParameters, "a set is not valid JSON (use an array)")
     default:
         return v
     }

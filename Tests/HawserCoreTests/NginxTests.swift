@@ -84,7 +84,7 @@ final class NginxFixture: @unchecked Sendable {
         try config.write(to: confURL, atomically: true, encoding: .utf8)
         // posix_spawn + waitpid: Foundation's Process.waitUntilExit spins a run loop and can
         // stall on a cooperative thread.
-        self.pid = try Self.spawn(binary, ["-c", confURL.path, "-p", dir.path, "-e", dir.appendingPathComponent("error.log").path])
+        self.pid = try ChildProcess.spawn(binary, ["-c", confURL.path, "-p", dir.path, "-e", dir.appendingPathComponent("error.log").path])
         // Ready when the port accepts (bounded: 10 s).
         let deadline = Date().addingTimeInterval(10)
         while !Self.canConnect(port) {
@@ -114,40 +114,6 @@ final class NginxFixture: @unchecked Sendable {
             self.reaped = true
         }
         try? FileManager.default.removeItem(at: self.directory)
-    }
-
-    /// Spawns `path` with stdio on /dev/null. With `ownGroup`, the child leads a new process
-    /// group, so a kill of the group also reaches the helpers it forks (sockd forks several).
-    static func spawn(_ path: String, _ args: [String], ownGroup: Bool = false) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        // The spawning thread's blocked signals and SIG_IGN dispositions would be inherited:
-        // give the child an empty mask and default handlers.
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        posix_spawnattr_setsigdefault(&attr, &all)
-        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
-        if ownGroup {
-            posix_spawnattr_setpgroup(&attr, 0)
-            flags |= POSIX_SPAWN_SETPGROUP
-        }
-        posix_spawnattr_setflags(&attr, Int16(flags))
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attr, argv, environ)
-        if rc != 0 { throw FixtureError("posix_spawn \(path) failed: \(rc)") }
-        return pid
     }
 
     static func freePort() throws -> Int {

@@ -41,7 +41,7 @@ class SpawnedProxyFixture: @unchecked Sendable {
         let (file, text) = config(port, dir)
         let configPath = dir.appendingPathComponent(file).path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
-        self.pid = try NginxFixture.spawn(binary, arguments(configPath), ownGroup: true)
+        self.pid = try ChildProcess.spawn(binary, arguments(configPath), ownGroup: true)
         let deadline = Date().addingTimeInterval(10)
         while !NginxFixture.canConnect(port) {
             if !self.isRunning || Date() > deadline {
@@ -411,34 +411,10 @@ func runProxyCurl(_ args: [String]) throws -> ProxyCurlRun {
     let out = dir.appendingPathComponent("hawser-curl-\(UUID().uuidString).out").path
     let err = dir.appendingPathComponent("hawser-curl-\(UUID().uuidString).err").path
     defer { unlink(out); unlink(err) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    var attr = posix_spawnattr_t()
-    posix_spawnattr_init(&attr)
-    defer { posix_spawnattr_destroy(&attr) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attr, &empty)
-    posix_spawnattr_setsigdefault(&attr, &all)
-    posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     // --max-time bounds every run; no proxy settings leak in from the environment.
-    let full = [curl, "--silent", "--show-error", "--max-time", "20", "--noproxy", ""] + args
-    let argv: [UnsafeMutablePointer<CChar>?] = full.map { strdup($0) } + [nil]
-    defer { for a in argv { free(a) } }
-    let env: [UnsafeMutablePointer<CChar>?] = (["PATH=/usr/bin:/bin"] as [String]).map { strdup($0) } + [nil]
-    defer { for e in env { free(e) } }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, curl, &actions, &attr, argv, env)
-    guard rc == 0 else { throw FixtureError("posix_spawn curl failed: \(rc)") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let code: Int32 = status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
+    let pid = try ChildProcess.spawn(curl, ["--silent", "--show-error", "--max-time", "20", "--noproxy", ""] + args,
+                                     stdout: out, stderr: err, environment: ["PATH=/usr/bin:/bin"])
+    let code = ChildProcess.wait(pid).exitCode ?? -1
     return ProxyCurlRun(exitCode: code,
                    body: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
                    stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")

@@ -1,6 +1,7 @@
 import CHawser
 import Foundation
 import HawserCore
+import HawserTestServer
 import Synchronization
 import Testing
 
@@ -8,28 +9,11 @@ import Testing
 import Glibc
 #endif
 
-/// Open descriptors with what they point at (socket:[inode], anon_inode:[eventpoll], …),
-/// not counting the descriptor used to list them.
-func openFDs() -> [Int: String] {
-    var out: [Int: String] = [:]
-    guard let dir = opendir("/proc/self/fd") else { return out }
-    defer { closedir(dir) }
-    let own = Int(dirfd(dir))
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-        guard let fd = Int(name), fd != own else { continue }
-        var buf = [CChar](repeating: 0, count: 256)
-        let n = readlink("/proc/self/fd/\(fd)", &buf, 255)
-        out[fd] = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-    }
-    return out
-}
-
 /// Descriptors that can be ours: everything but libdispatch's lazily created timerfds (one per
 /// clock kind, made by the Swift runtime's first timed wait). Hawser never creates a timerfd:
 /// its timers ride the epoll_wait timeout, so excluding them hides nothing of the engine's.
 func ownFDs() -> [Int: String] {
-    openFDs().filter { $0.value != "anon_inode:[timerfd]" }
+    openDescriptors().filter { $0.value != "anon_inode:[timerfd]" }
 }
 
 func openFDCount() -> Int { ownFDs().count }

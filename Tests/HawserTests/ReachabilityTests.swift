@@ -7,6 +7,7 @@
 import Foundation
 import Hawser
 import HawserCore
+import HawserTestServer
 import Synchronization
 import Testing
 
@@ -236,37 +237,12 @@ final class StatusRecorder<T: Sendable>: @unchecked Sendable {
     }
 }
 
-// MARK: - Descriptor accounting (this target's own; HawserCoreTests has its twin)
+// MARK: - Descriptor accounting
 
-private func ownDescriptors() -> Set<Int> {
-    var out = Set<Int>()
-    guard let dir = opendir("/proc/self/fd") else { return out }
-    defer { closedir(dir) }
-    let own = Int(dirfd(dir))
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-        guard let fd = Int(name), fd != own else { continue }
-        var buf = [CChar](repeating: 0, count: 256)
-        let n = readlink("/proc/self/fd/\(fd)", &buf, 255)
-        let target = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-        if target != "anon_inode:[timerfd]" { out.insert(fd) }   // libdispatch's lazily made timers
-    }
-    return out
-}
-
+/// `expectNoFDLeak` with the shared loops made first: their descriptors are not the test's.
 private func expectNoDescriptorLeak(_ body: () async throws -> Void) async throws {
-    try? await Task.sleep(nanoseconds: 1)
-    _ = EventLoopGroup.shared.loops.count   // the shared loops' descriptors are not the test's
-    let before = ownDescriptors()
-    try await body()
-    var leaked = ownDescriptors().subtracting(before)
-    var spins = 0
-    while !leaked.isEmpty && spins < 200 {
-        try? await Task.sleep(nanoseconds: 5_000_000)
-        leaked = ownDescriptors().subtracting(before)
-        spins += 1
-    }
-    #expect(leaked.isEmpty, "descriptors leaked: \(leaked.sorted())")
+    _ = EventLoopGroup.shared.loops.count
+    try await expectNoFDLeak("in a reachability test", body)
 }
 
 // MARK: - A network namespace with a veth pair
@@ -329,34 +305,16 @@ final class NamespaceFixture: @unchecked Sendable {
         guard let ip = ipBinary else { throw ReachabilityFixtureError("`ip` is not installed") }
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-ip-\(UUID().uuidString).log").path
         defer { unlink(log) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        posix_spawnattr_setsigdefault(&attr, &all)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([ip] + args).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, ip, &actions, &attr, argv, environ)
-        guard rc == 0 else { throw ReachabilityFixtureError("cannot run ip: \(String(cString: strerror(rc)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exited = status & 0x7F == 0
-        let code = (status >> 8) & 0xFF
-        if !exited || code != 0 {
+        let pid: pid_t
+        do {
+            pid = try ChildProcess.spawn(ip, args, stdout: log, stderr: log)
+        } catch {
+            throw ReachabilityFixtureError("cannot run ip: \(error)")
+        }
+        let end = ChildProcess.wait(pid)
+        if end.exitCode != 0 {
             let out = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw ReachabilityFixtureError("ip \(args.joined(separator: " ")) failed (status \(status)): \(out)")
+            throw ReachabilityFixtureError("ip \(args.joined(separator: " ")) failed (status \(end.status)): \(out)")
         }
     }
 }

@@ -107,19 +107,9 @@ struct QuerySerializer: RequestSerialization {
 
 // MARK: - Processes and descriptors
 
+/// Descriptors that can be ours: all but libdispatch's lazily made timerfds.
 func ownFDs() -> [Int: String] {
-    var out: [Int: String] = [:]
-    guard let dir = opendir("/proc/self/fd") else { return out }
-    defer { closedir(dir) }
-    let own = Int(dirfd(dir))
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-        guard let fd = Int(name), fd != own else { continue }
-        var buf = [CChar](repeating: 0, count: 256)
-        let n = readlink("/proc/self/fd/\(fd)", &buf, 255)
-        out[fd] = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-    }
-    return out.filter { $0.value != "anon_inode:[timerfd]" }
+    openDescriptors().filter { $0.value != "anon_inode:[timerfd]" }
 }
 
 /// Runs `body`, then expects no descriptor more than before (waiting, bounded, for loops to close sockets).

@@ -45,15 +45,8 @@ enum Redirect {
             return .failure(HawserError(.redirectRefused, "the \(response.status) redirect's Location '\(location)' is not a valid URL",
                                         url: request.url))
         }
-        let scheme = target.scheme?.lowercased() ?? ""
-        guard scheme == "http" || scheme == "https" else {
-            return .failure(HawserError(.redirectRefused, "refusing a redirect to the unsupported scheme '\(scheme)' (\(target.absoluteString))",
-                                        url: request.url))
-        }
-        if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
-            return .failure(HawserError(.redirectRefused,
-                "refusing to follow a redirect from https to http (\(target.absoluteString)); set allowsInsecureDowngrade to allow it",
-                url: request.url))
+        if let refusal = Self.refusal(of: target, from: request, configuration: configuration, source: "the Location") {
+            return .failure(refusal)
         }
 
         var next = request
@@ -86,16 +79,8 @@ enum Redirect {
     static func checkRewrite(_ chosen: HTTPClientRequest, proposed: HTTPClientRequest, from request: HTTPClientRequest,
                              configuration: RedirectConfiguration) -> Result<HTTPClientRequest, HawserError> {
         guard chosen.url != proposed.url else { return .success(chosen) }
-        let scheme = chosen.url.scheme?.lowercased() ?? ""
-        guard scheme == "http" || scheme == "https", chosen.url.host(percentEncoded: false)?.isEmpty == false else {
-            return .failure(HawserError(.redirectRefused,
-                "the redirect hook answered \(chosen.url.absoluteString), which is not an http or https URL with a host",
-                url: request.url))
-        }
-        if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
-            return .failure(HawserError(.redirectRefused,
-                "refusing a redirect from https to http that the redirect hook chose (\(chosen.url.absoluteString)); set allowsInsecureDowngrade to allow it",
-                url: request.url))
+        if let refusal = Self.refusal(of: chosen.url, from: request, configuration: configuration, source: "the redirect hook") {
+            return .failure(refusal)
         }
         var checked = chosen
         if !Self.sameOrigin(request.url, chosen.url) {
@@ -105,6 +90,24 @@ enum Redirect {
             }
         }
         return .success(checked)
+    }
+
+    /// Why a redirect from `request` may not go to `target` (which `source` named), or nil: only
+    /// http and https URLs with a host, and no https → http unless the configuration allows it.
+    private static func refusal(of target: URL, from request: HTTPClientRequest, configuration: RedirectConfiguration,
+                                source: String) -> HawserError? {
+        let scheme = target.scheme?.lowercased() ?? ""
+        guard scheme == "http" || scheme == "https", target.host(percentEncoded: false)?.isEmpty == false else {
+            return HawserError(.redirectRefused,
+                "refusing a redirect to \(target.absoluteString) (from \(source)): only http and https URLs with a host are followed",
+                url: request.url)
+        }
+        if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
+            return HawserError(.redirectRefused,
+                "refusing to follow a redirect from https to http (\(target.absoluteString), from \(source)); set allowsInsecureDowngrade to allow it",
+                url: request.url)
+        }
+        return nil
     }
 
     /// RFC 3986 reference resolution; a target without a fragment inherits the original's
