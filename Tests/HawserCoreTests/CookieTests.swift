@@ -187,6 +187,16 @@ struct CookieTests {
         #expect(make("a=1", "file:///tmp/x") == .failure(.noHost))
     }
 
+    @Test("a host with an empty label stores nothing; one trailing dot is the same host", arguments: [
+        "http://.example.com/", "http://a..example.com/", "http://example.com../",
+    ])
+    func hostWithEmptyLabel(_ u: String) throws {
+        // Canonicalizing ".example.com" would store a cookie for example.com.
+        #expect(make("a=1", u) == .failure(.noHost))
+        #expect(CookieJar().cookies(for: url(u), now: now).isEmpty)
+        #expect(try make("a=1", "http://www.example.com./").get().domain == "www.example.com")
+    }
+
     @Test("cookies for public suffixes are refused", arguments: [
         ("a=1; Domain=com", "http://example.com/", "com"),
         ("a=1; Domain=.COM", "http://www.example.com/", "com"),
@@ -422,6 +432,8 @@ struct CookieTests {
         "# example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // a comment
         "ex ample.com\tFALSE\t/\tFALSE\t0\tn\tv",            // not a host name
         "..example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // would not read back the same
+        "example.com..\tFALSE\t/\tFALSE\t0\tn\tv",           // trailing dots (found by FuzzCookieParser)
+        ".example..com\tTRUE\t/\tFALSE\t0\tn\tv",            // an empty label
     ])
     func malformedLines(_ line: String) {
         #expect(NetscapeCookieFile.parse(line + "\n", now: now).isEmpty)

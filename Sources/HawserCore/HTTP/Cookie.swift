@@ -350,13 +350,29 @@ public enum CookieRules {
         return true
     }
 
-    /// The canonical host of a URL (lower-case, IPv6 without brackets), or nil.
+    /// The canonical host of a URL (lower-case, IPv6 without brackets, without the
+    /// trailing dot of a fully qualified name), or nil when there is no host or it has an
+    /// empty label (`.example.com`, `a..b`, `example.com..`: no such host resolves, and
+    /// canonicalizing one would turn it into a host it is not).
     public static func canonicalHost(_ url: URL) -> String? {
         guard var host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
         if host.utf8.first == UInt8(ascii: "[") && host.utf8.last == UInt8(ascii: "]") {
             host = String(decoding: host.utf8.dropFirst().dropLast(), as: UTF8.self)
         }
+        var name = host.utf8[...]
+        if name.last == UInt8(ascii: ".") { name = name.dropLast() }
+        if self.hasEmptyLabel(name) { return nil }
         return self.canonicalDomain(host)
+    }
+
+    /// Whether a dotted name is empty, starts or ends with a dot, or has two dots in a row.
+    static func hasEmptyLabel(_ name: some Collection<UInt8>) -> Bool {
+        var previous: UInt8 = UInt8(ascii: ".")
+        for b in name {
+            if b == UInt8(ascii: ".") && previous == b { return true }
+            previous = b
+        }
+        return previous == UInt8(ascii: ".")
     }
 
     /// An IPv4 or IPv6 literal (those only ever match exactly, never by suffix).

@@ -442,9 +442,11 @@ public enum NetscapeCookieFile {
     }
 
     /// A domain field must be a host name or an IP literal: letters, digits, '-', '_', '.',
-    /// and ':' for IPv6 (so that nothing else, such as a '#', can start a written line).
+    /// and ':' for IPv6 (so that nothing else, such as a '#', can start a written line), with
+    /// no empty label (`a..b` or `example.com.` would not read back as written: reading
+    /// strips one leading and one trailing dot).
     static func isHostName(_ d: String) -> Bool {
-        !d.isEmpty && d.utf8.first != UInt8(ascii: ".") && d.utf8.allSatisfy { b in
+        !CookieRules.hasEmptyLabel(d.utf8) && d.utf8.allSatisfy { b in
             (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A || b >= 0x80
         }
     }
