@@ -126,6 +126,12 @@ struct ProxyConfigurationTests {
         ("[2001:db8::5]", "192.168.0.0/16", false),
         ("localhost", "127.0.0.1", false),                // names never match addresses (no DNS)
         ("127.0.0.1", "localhost", false),
+        // Bytes, not Characters: a comma followed by a combining mark still separates, and
+        // names that are only canonically equivalent (é precomposed, e + U+0301) differ.
+        ("\u{301}b.com", "a.com,\u{301}b.com", true),
+        ("x.\u{301}b.com", "\u{301}b.com", true),
+        ("caf\u{E9}.test", "cafe\u{301}.test", false),
+        ("\u{C9}.test", "\u{E9}.test", false),          // only ASCII letters fold case, as in curl
     ]
 
     @Test("no_proxy table")

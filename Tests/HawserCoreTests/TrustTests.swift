@@ -643,6 +643,20 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
         #expect(tag(manager, "notexample.com") == "default")
     }
 
+    @Test("names are labels of bytes: a dot before a combining mark still cuts, equivalent spellings differ")
+    func bytesNotCharacters() throws {
+        let manager = try ServerTrustManager(evaluators: [
+            "*.example.com": Tag(name: "one"),
+            "cafe\u{301}.test": Tag(name: "decomposed"),
+        ], default: Tag(name: "default"))
+        // "a.\u{301}b.example.com" is three labels deep in DNS; as Characters ".\u{301}" is no dot.
+        #expect(tag(manager, "a.\u{301}b.example.com") == "default")
+        #expect(tag(manager, "\u{301}b.example.com") == "one")
+        #expect(tag(manager, "cafe\u{301}.test") == "decomposed")
+        #expect(tag(manager, "caf\u{E9}.test") == "default")
+        #expect(throws: TrustFailure.self) { try ServerTrustManager(evaluators: ["*.a..b": Tag(name: "x")]) }
+    }
+
     @Test func oneLabelWildcardDoesNotMatchTheDomainOrDeeperNames() throws {
         let manager = try ServerTrustManager(evaluators: ["*.example.com": Tag(name: "one")], default: nil)
         #expect(tag(manager, "a.example.com") == "one")

@@ -248,7 +248,7 @@ public enum HTTPDate {
         var time: (Int, Int, Int)?
         var zoneSeen = false
         for token in tokens {
-            let lower = String(decoding: token.map(asciiLowerByte), as: UTF8.self)
+            let lower = String(decoding: token.map(asciiLowercase), as: UTF8.self)
             if time == nil, token.contains(0x3A) {
                 let parts = token.split(separator: 0x3A, omittingEmptySubsequences: false)
                 guard parts.count == 3, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(isDigit) }) else { return nil }
@@ -310,7 +310,6 @@ public enum HTTPDate {
 }
 
 @inline(__always) private func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
-@inline(__always) private func asciiLowerByte(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c | 0x20 : c }
 private func number<C: Collection>(_ digits: C) -> Int where C.Element == UInt8 {
     digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
 }

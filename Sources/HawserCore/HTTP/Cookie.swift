@@ -361,18 +361,8 @@ public enum CookieRules {
         }
         var name = host.utf8[...]
         if name.last == UInt8(ascii: ".") { name = name.dropLast() }
-        if self.hasEmptyLabel(name) { return nil }
+        if hasEmptyLabel(name) { return nil }
         return self.canonicalDomain(host)
-    }
-
-    /// Whether a dotted name is empty, starts or ends with a dot, or has two dots in a row.
-    static func hasEmptyLabel(_ name: some Collection<UInt8>) -> Bool {
-        var previous: UInt8 = UInt8(ascii: ".")
-        for b in name {
-            if b == UInt8(ascii: ".") && previous == b { return true }
-            previous = b
-        }
-        return previous == UInt8(ascii: ".")
     }
 
     /// An IPv4 or IPv6 literal (those only ever match exactly, never by suffix).

@@ -446,7 +446,7 @@ public enum NetscapeCookieFile {
     /// no empty label (`a..b` or `example.com.` would not read back as written: reading
     /// strips one leading and one trailing dot).
     static func isHostName(_ d: String) -> Bool {
-        !CookieRules.hasEmptyLabel(d.utf8) && d.utf8.allSatisfy { b in
+        !hasEmptyLabel(d.utf8) && d.utf8.allSatisfy { b in
             (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A || b >= 0x80
         }
     }

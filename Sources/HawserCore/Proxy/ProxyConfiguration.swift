@@ -184,51 +184,61 @@ public struct NoProxyList: Sendable, Hashable {
     /// True when the list is exactly `*`.
     public var matchesEverything: Bool { self.rawValue == "*" }
 
-    /// The entries, as curl splits them.
+    /// The entries, as curl splits them: on commas, blanks (space, tab) around them trimmed.
+    /// Split on bytes: as Characters, a separator followed by a combining mark is not one.
     public var entries: [Substring] {
         var out: [Substring] = []
         let s = Substring(self.rawValue)
-        var i = s.startIndex
-        func isBlank(_ c: Character) -> Bool { c == " " || c == "\t" }
-        while i < s.endIndex {
-            while i < s.endIndex && isBlank(s[i]) { i = s.index(after: i) }
+        let bytes = s.utf8
+        var i = bytes.startIndex
+        func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 }
+        while i < bytes.endIndex {
+            while i < bytes.endIndex && isBlank(bytes[i]) { i = bytes.index(after: i) }
             let start = i
-            while i < s.endIndex && !isBlank(s[i]) && s[i] != "," { i = s.index(after: i) }
+            while i < bytes.endIndex && !isBlank(bytes[i]) && bytes[i] != UInt8(ascii: ",") { i = bytes.index(after: i) }
             if start < i { out.append(s[start..<i]) }
-            while i < s.endIndex && isBlank(s[i]) { i = s.index(after: i) }
-            guard i < s.endIndex, s[i] == "," else { break }
-            while i < s.endIndex && s[i] == "," { i = s.index(after: i) }
+            while i < bytes.endIndex && isBlank(bytes[i]) { i = bytes.index(after: i) }
+            guard i < bytes.endIndex, bytes[i] == UInt8(ascii: ",") else { break }
+            while i < bytes.endIndex && bytes[i] == UInt8(ascii: ",") { i = bytes.index(after: i) }
         }
         return out
     }
 
     /// Whether requests to `host` (a URL host: IPv6 with or without brackets) bypass the proxy.
+    ///
+    /// Names compare as curl compares them: byte for byte, ASCII letters case-insensitively
+    /// (not by Unicode canonical equivalence, under which different names would be equal).
     public func matches(host rawHost: String) -> Bool {
         guard !rawHost.isEmpty, !self.rawValue.isEmpty else { return false }
         if self.matchesEverything { return true }
-        var host = Substring(rawHost)
-        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        if let address = IPAddressBytes(String(host)) {
+        var host = rawHost.utf8[...]
+        if host.first == UInt8(ascii: "["), host.last == UInt8(ascii: "]") { host = host.dropFirst().dropLast() }
+        if let address = IPAddressBytes(String(decoding: host, as: UTF8.self)) {
             for entry in self.entries {
                 var text = entry
                 var bits = 0
-                if let slash = entry.firstIndex(of: "/") {
+                if let slash = entry.utf8.firstIndex(of: UInt8(ascii: "/")) {
                     text = entry[..<slash]
-                    bits = Self.leadingNumber(entry[entry.index(after: slash)...])
+                    bits = Self.leadingNumber(entry[entry.utf8.index(after: slash)...])
                 }
                 if address.matches(network: String(text), bits: bits) { return true }
             }
             return false
         }
-        if host.hasSuffix(".") { host = host.dropLast() }
-        let name = host.lowercased()
+        if host.last == UInt8(ascii: ".") { host = host.dropLast() }
+        let name = host.map(asciiLowercase)
         for entry in self.entries {
-            var e = Substring(entry.lowercased())
-            if e.hasSuffix(".") { e = e.dropLast() }
-            if e.hasPrefix(".") { e = e.dropFirst() }
+            var e = entry.utf8[...]
+            if e.last == UInt8(ascii: ".") { e = e.dropLast() }
+            if e.first == UInt8(ascii: ".") { e = e.dropFirst() }
             if e.isEmpty { continue }
-            if e == name { return true }
-            if name.count > e.count, name.hasSuffix("." + e) { return true }
+            let entryName = e.map(asciiLowercase)
+            if name == entryName { return true }
+            // A subdomain: the name ends with "." + the entry.
+            if name.count > entryName.count, name.reversed().starts(with: entryName.reversed()),
+               name[name.count - entryName.count - 1] == UInt8(ascii: ".") {
+                return true
+            }
         }
         return false
     }

@@ -193,11 +193,15 @@ public struct SecurityPolicy: ServerTrustEvaluating {
 /// subdomain), and a default evaluator for every other host.
 ///
 /// The most specific entry wins: the exact host, then `*.` for its parent domain, then the
-/// `**.` entry with the longest domain. Names compare case-insensitively, a trailing dot ignored.
+/// `**.` entry with the longest domain. Names compare byte for byte, ASCII letters
+/// case-insensitively, a trailing dot ignored.
 public struct ServerTrustManager: ServerTrustEvaluating {
-    private let exact: [String: any ServerTrustEvaluating]
-    private let oneLabel: [String: any ServerTrustEvaluating]
-    private let anyDepth: [String: any ServerTrustEvaluating]
+    // Keyed by the normalized name's bytes: String keys would compare by Unicode canonical
+    // equivalence, and a "." followed by a combining mark is not a "." Character, so labels
+    // would be cut in other places than DNS cuts them.
+    private let exact: [[UInt8]: any ServerTrustEvaluating]
+    private let oneLabel: [[UInt8]: any ServerTrustEvaluating]
+    private let anyDepth: [[UInt8]: any ServerTrustEvaluating]
     /// Used for hosts no entry matches; nil refuses them (Alamofire's `allHostsMustBeEvaluated`).
     public let defaultEvaluator: (any ServerTrustEvaluating)?
 
@@ -205,27 +209,29 @@ public struct ServerTrustManager: ServerTrustEvaluating {
     ///   - evaluators: host patterns → evaluators.
     ///   - defaultEvaluator: for every other host; nil refuses them with `.policyMisconfigured`.
     /// - Throws: `.policyMisconfigured` for a pattern with `*` anywhere but a leading `*.` or
-    ///   `**.`, an empty name, or two patterns that are the same after normalisation.
+    ///   `**.`, an empty name or label, or two patterns that are the same after normalisation.
     public init(evaluators: [String: any ServerTrustEvaluating],
                 default defaultEvaluator: (any ServerTrustEvaluating)? = DefaultTrustEvaluator()) throws(TrustFailure) {
-        var exact: [String: any ServerTrustEvaluating] = [:]
-        var oneLabel: [String: any ServerTrustEvaluating] = [:]
-        var anyDepth: [String: any ServerTrustEvaluating] = [:]
+        var exact: [[UInt8]: any ServerTrustEvaluating] = [:]
+        var oneLabel: [[UInt8]: any ServerTrustEvaluating] = [:]
+        var anyDepth: [[UInt8]: any ServerTrustEvaluating] = [:]
+        let star = UInt8(ascii: "*"), dot = UInt8(ascii: ".")
         for (pattern, evaluator) in evaluators {
-            var name = Self.normalize(pattern)
-            let isAnyDepth = name.hasPrefix("**.")
-            let isOneLabel = !isAnyDepth && name.hasPrefix("*.")
-            if isAnyDepth { name.removeFirst(3) } else if isOneLabel { name.removeFirst(2) }
-            guard !name.isEmpty, !name.contains("*"), !name.hasPrefix("."), !name.contains("..") else {
+            var name = Self.normalize(pattern)[...]
+            let isAnyDepth = name.starts(with: [star, star, dot])
+            let isOneLabel = !isAnyDepth && name.starts(with: [star, dot])
+            if isAnyDepth { name = name.dropFirst(3) } else if isOneLabel { name = name.dropFirst(2) }
+            guard !name.contains(star), !hasEmptyLabel(name) else {
                 throw TrustFailure(.policyMisconfigured, "'\(pattern)' is not a host pattern (use 'host', '*.domain' or '**.domain')")
             }
+            let key = Array(name)
             let duplicate: Bool
             if isAnyDepth {
-                duplicate = anyDepth.updateValue(evaluator, forKey: name) != nil
+                duplicate = anyDepth.updateValue(evaluator, forKey: key) != nil
             } else if isOneLabel {
-                duplicate = oneLabel.updateValue(evaluator, forKey: name) != nil
+                duplicate = oneLabel.updateValue(evaluator, forKey: key) != nil
             } else {
-                duplicate = exact.updateValue(evaluator, forKey: name) != nil
+                duplicate = exact.updateValue(evaluator, forKey: key) != nil
             }
             if duplicate {
                 throw TrustFailure(.policyMisconfigured, "host pattern '\(pattern)' is given twice (names are case-insensitive)")
@@ -242,15 +248,16 @@ public struct ServerTrustManager: ServerTrustEvaluating {
     public func evaluator(forHost host: String) -> (any ServerTrustEvaluating)? {
         let name = Self.normalize(host)
         if let e = self.exact[name] { return e }
-        if let dot = name.firstIndex(of: ".") {
-            let parent = String(name[name.index(after: dot)...])
+        let dot = UInt8(ascii: ".")
+        if let first = name.firstIndex(of: dot) {
+            let parent = Array(name[(first + 1)...])
             if !parent.isEmpty, let e = self.oneLabel[parent] { return e }
         }
-        var suffix = Substring(name)
+        var suffix = name[...]
         while !suffix.isEmpty {
-            if let e = self.anyDepth[String(suffix)] { return e }
-            guard let dot = suffix.firstIndex(of: ".") else { break }
-            suffix = suffix[suffix.index(after: dot)...]
+            if let e = self.anyDepth[Array(suffix)] { return e }
+            guard let next = suffix.firstIndex(of: dot) else { break }
+            suffix = suffix[(next + 1)...]
         }
         return self.defaultEvaluator
     }
@@ -262,10 +269,11 @@ public struct ServerTrustManager: ServerTrustEvaluating {
         try evaluator.evaluate(trust, forHost: host)
     }
 
-    private static func normalize(_ host: String) -> String {
-        var h = Substring(host.lowercased())
-        if h.hasPrefix("[") && h.hasSuffix("]") { h = h.dropFirst().dropLast() }
-        if h.hasSuffix(".") { h = h.dropLast() }
-        return String(h)
+    /// ASCII letters lower-cased, IPv6 brackets and one trailing dot removed, as bytes.
+    private static func normalize(_ host: String) -> [UInt8] {
+        var h = host.utf8[...]
+        if h.first == UInt8(ascii: "["), h.last == UInt8(ascii: "]") { h = h.dropFirst().dropLast() }
+        if h.last == UInt8(ascii: ".") { h = h.dropLast() }
+        return h.map(asciiLowercase)
     }
 }
