@@ -58,6 +58,7 @@ let package = Package(
         .executableTarget(name: "FuzzCacheControl", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCacheControl", swiftSettings: strict),
         .executableTarget(name: "FuzzContentDecoder", dependencies: ["FuzzSupport", "HawserCore", "CHawser"], path: "Fuzz/FuzzContentDecoder", swiftSettings: strict),
         .executableTarget(name: "FuzzCookieParser", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCookieParser", swiftSettings: strict),
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "Hawser"], path: "Fuzz/FuzzJSON", swiftSettings: strict),
 
         // MARK: - Tests
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),

@@ -38,9 +38,10 @@ public enum JSONNumber: Sendable, Hashable, CustomStringConvertible {
 /// Objects are `[String: JSONValue]`, so **key order is not kept** (as with NSDictionary); a
 /// duplicated key keeps one of its values. Booleans are ``bool(_:)``, never numbers; integers
 /// are exact (``JSONNumber``): a number whose value is an integer that fits `Int64` is
-/// `.integer`, whether written `1`, `1.0` or `1e0`. Parsing is Foundation's `JSONDecoder`, which
-/// (like JSONSerialization on current Foundation) tolerates a trailing comma in arrays and
-/// objects and limits nesting depth. Use the subscripts and `…Value` accessors to walk it, or
+/// `.integer`, whether written `1`, `1.0` or `1e0`. Parsing is RFC 8259 in one pass over the
+/// bytes (JSON5, when asked for, goes to Foundation's `JSONDecoder`); like Foundation's readers
+/// it tolerates a trailing comma in arrays and objects and a UTF-8 byte-order mark, and limits
+/// nesting to 512 levels. Use the subscripts and `…Value` accessors to walk it, or
 /// ``decode(_:decoder:)`` to turn it into a `Decodable` type.
 public enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
@@ -125,9 +126,19 @@ public enum JSONValue: Sendable, Hashable {
     /// - Throws: `DecodingError.dataCorrupted` for malformed JSON (from the parser), or a
     ///   ``SerializationError`` `.cannotParseResponse` for a fragment when not allowed.
     public init(parsing bytes: [UInt8], allowFragments: Bool = false, allowJSON5: Bool = false) throws {
-        let decoder = JSONDecoder()
-        decoder.allowsJSON5 = allowJSON5
-        let value = try decoder.decode(JSONValue.self, from: Data(bytes))
+        let value: JSONValue
+        if allowJSON5 {
+            let decoder = JSONDecoder()
+            decoder.allowsJSON5 = true
+            value = try decoder.decode(JSONValue.self, from: Data(bytes))
+        } else {
+            do {
+                value = try JSONParser.parse(bytes)
+            } catch {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "The given data was not valid JSON: \(error)",
+                                                        underlyingError: error))
+            }
+        }
         if !allowFragments {
             switch value {
             case .object, .array: break

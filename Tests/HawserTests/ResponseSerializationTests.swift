@@ -154,6 +154,39 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(e?.underlying == nil)
     }
 
+    @Test("numbers: exact when the written value is an Int64, however written; the nearest Double otherwise")
+    func numbers() throws {
+        let v = try JSONValue(parsing: bytes("[100, 100.0, 1e2, 0.5e3, -0, 1.5, 1e-999, 9223372036854775807, 9223372036854775808, 92233720368547758.07e2, 1E+2]"))
+        let n = try #require(v.arrayValue).map { $0.numberValue }
+        #expect(n[0] == .integer(100) && n[1] == .integer(100) && n[2] == .integer(100) && n[3] == .integer(500))
+        #expect(n[4] == .integer(0) && n[5] == .double(1.5) && n[6] == .double(0))
+        #expect(n[7] == .integer(Int64.max) && n[8] == .double(9_223_372_036_854_775_808.0))
+        #expect(n[9] == .integer(Int64.max) && n[10] == .integer(100))
+    }
+
+    @Test("strings: escapes, surrogate pairs, raw UTF-8; a repeated name keeps its first value")
+    func strings() throws {
+        let v = try JSONValue(parsing: bytes(#"{"s":"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00é","k":1,"k":2}"#))
+        #expect(v["s"] == .string("a\"\\/\u{8}\u{C}\n\r\té😀é"))
+        #expect(v["k"] == 1)
+        // A byte-order mark, whitespace around, and a trailing comma (as Foundation's readers allow).
+        #expect(try JSONValue(parsing: [0xEF, 0xBB, 0xBF] + bytes(" [1,2,] \r\n")) == [1, 2])
+        #expect(try JSONValue(parsing: bytes(#"{"a":1,}"#)) == ["a": 1])
+    }
+
+    @Test("malformed texts are DecodingErrors that say what and where", arguments: [
+        #"["\ud800"]"#, #"["\udc00"]"#, #"["\ud800\u0041"]"#, "[\"a\u{1}\"]", #"["\x"]"#, #"["\u12"]"#,
+        "[1.]", "[.5]", "[+1]", "[1e]", "[-]", "[01]", "[1e999]", "[NaN]", "[tru]", "[1 2]", "{\"a\" 1}", "{1:2}", "[,]", "",
+    ])
+    func malformed(text: String) {
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: bytes(text), allowFragments: true) }
+    }
+
+    @Test("invalid UTF-8 in a string is an error")
+    func invalidUTF8() {
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0xC3, 0x28, 0x22, 0x5D]) }
+    }
+
     @Test("deep nesting is an error, not a stack overflow")
     func deep() {
         let depth = 100_000
