@@ -33,7 +33,10 @@ func sameValue(_ x: JSONValue, _ y: JSONValue) -> Bool {
 
 func check(_ bytes: [UInt8]) {
     let mine = Result { try JSONValue(parsing: bytes, allowFragments: true) }
-    let theirs = Result { try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) }
+    // A space after the text: FoundationEssentials' scanner traps when its depth error falls
+    // on the last byte (exactly 513 '['; found by this target, seed 4), which the old
+    // serializer passed on to the app as a crash. Trailing whitespace changes no verdict.
+    let theirs = Result { try JSONDecoder().decode(JSONValue.self, from: Data(bytes + [0x20])) }
     switch (mine, theirs) {
     case (.success(let a), .success(let b)):
         precondition(sameValue(a, b), "values differ: \(a) vs \(b)")

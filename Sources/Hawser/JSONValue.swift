@@ -130,7 +130,10 @@ public enum JSONValue: Sendable, Hashable {
         if allowJSON5 {
             let decoder = JSONDecoder()
             decoder.allowsJSON5 = true
-            value = try decoder.decode(JSONValue.self, from: Data(bytes))
+            // The trailing space is whitespace to JSON5, and keeps FoundationEssentials' scanner
+            // off a trap: it crashes (swift-foundation on Swift 6.3.1) when its nesting-depth
+            // error falls on the last byte, as in exactly 513 '['.
+            value = try decoder.decode(JSONValue.self, from: Data(bytes + [0x20]))
         } else {
             do {
                 value = try JSONParser.parse(bytes)

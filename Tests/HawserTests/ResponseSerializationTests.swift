@@ -187,6 +187,12 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0xC3, 0x28, 0x22, 0x5D]) }
     }
 
+    @Test("513 '[' (the depth limit's error on the last byte, which traps Foundation's JSON scanner) is an error, in JSON and JSON5", arguments: [false, true])
+    func depthErrorOnTheLastByte(json5: Bool) {
+        let body = bytes(String(repeating: "[", count: 513))
+        #expect(throws: (any Error).self) { try JSONValue(parsing: body, allowJSON5: json5) }
+    }
+
     @Test("deep nesting is an error, not a stack overflow")
     func deep() {
         let depth = 100_000
