@@ -54,7 +54,7 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
     public init(data: Data) throws(SessionManagerError) {
         let decoded: DownloadResumeData
         do {
-            decoded = try JSONDecoder().decode(DownloadResumeData.self, from: data)
+            decoded = try JSONDecoder().decodeReceived(DownloadResumeData.self, from: data)
         } catch {
             throw .invalidResumeData("not Hawser resume data: \(error)")
         }

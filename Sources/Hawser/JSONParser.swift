@@ -27,7 +27,7 @@ struct JSONParser: ~Copyable {
     static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> JSONValue in
             var p = JSONParser(bytes: buffer)
-            if buffer.starts(with: [0xEF, 0xBB, 0xBF]) { p.i = 3 }
+            if buffer.count >= 3 && buffer[0] == 0xEF && buffer[1] == 0xBB && buffer[2] == 0xBF { p.i = 3 }
             p.skipWhitespace()
             let value = try p.value()
             p.skipWhitespace()
@@ -93,13 +93,7 @@ struct JSONParser: ~Copyable {
             let member = try self.value()
             // A repeated name keeps its first value, as Foundation's JSONDecoder does.
             if members.index(forKey: key) == nil { members[key] = member }
-            self.skipWhitespace()
-            if self.current == UInt8(ascii: ",") {
-                self.i += 1
-                self.skipWhitespace()
-            } else if self.current != UInt8(ascii: "}") {
-                throw self.error("expected ',' or '}' in an object")
-            }
+            try self.afterElement(closing: UInt8(ascii: "}"), "expected ',' or '}' in an object")
         }
         self.i += 1
         self.depth -= 1
@@ -113,17 +107,24 @@ struct JSONParser: ~Copyable {
         self.skipWhitespace()
         while self.current != UInt8(ascii: "]") {
             elements.append(try self.value())
-            self.skipWhitespace()
-            if self.current == UInt8(ascii: ",") {
-                self.i += 1
-                self.skipWhitespace()
-            } else if self.current != UInt8(ascii: "]") {
-                throw self.error("expected ',' or ']' in an array")
-            }
+            try self.afterElement(closing: UInt8(ascii: "]"), "expected ',' or ']' in an array")
         }
         self.i += 1
         self.depth -= 1
         return .array(elements)
+    }
+
+    /// After a member or element: a ',' (and the whitespace after it), or the closing bracket,
+    /// left for the caller's loop to see. A ',' right before the bracket is the tolerated
+    /// trailing comma.
+    private mutating func afterElement(closing: UInt8, _ message: String) throws(JSONParseError) {
+        self.skipWhitespace()
+        if self.current == UInt8(ascii: ",") {
+            self.i += 1
+            self.skipWhitespace()
+        } else if self.current != closing {
+            throw self.error(message)
+        }
     }
 
     /// A string starting at the opening quote; the cursor ends after the closing one.

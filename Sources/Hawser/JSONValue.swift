@@ -130,10 +130,7 @@ public enum JSONValue: Sendable, Hashable {
         if allowJSON5 {
             let decoder = JSONDecoder()
             decoder.allowsJSON5 = true
-            // The trailing space is whitespace to JSON5, and keeps FoundationEssentials' scanner
-            // off a trap: it crashes (swift-foundation on Swift 6.3.1) when its nesting-depth
-            // error falls on the last byte, as in exactly 513 '['.
-            value = try decoder.decode(JSONValue.self, from: Data(bytes + [0x20]))
+            value = try decoder.decodeReceived(JSONValue.self, from: bytes)
         } else {
             do {
                 value = try JSONParser.parse(bytes)
@@ -231,4 +228,17 @@ extension JSONValue: ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, 
     public init(floatLiteral value: Double) { self = .number(.double(value)) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(nilLiteral: ()) { self = .null }
+}
+
+extension JSONDecoder {
+    /// `decode(_:from:)` for bytes from outside (a response body, a resume-data file), with one
+    /// space appended. The space is whitespace to JSON and JSON5, and keeps FoundationEssentials'
+    /// scanner off a trap: it crashes the process (swift-foundation with Swift 6.3.1) when its
+    /// nesting-depth error falls on the last byte, as in a body of exactly 513 `[`.
+    func decodeReceived<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
+        var data = Data(capacity: bytes.count + 1)
+        data.append(contentsOf: bytes)
+        data.append(0x20)
+        return try self.decode(T.self, from: data)
+    }
 }

@@ -169,7 +169,7 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
     /// A serializer decoding JSON with `makeDecoder()` (called per response, so a configured
     /// `JSONDecoder` — key strategy, date strategy — is never shared between threads).
     public init(_ type: T.Type = T.self, makeDecoder: @escaping @Sendable () -> JSONDecoder = { JSONDecoder() }) {
-        self.decode = { bytes in try makeDecoder().decode(T.self, from: Data(bytes)) }
+        self.decode = { bytes in try makeDecoder().decodeReceived(T.self, from: bytes) }
     }
 
     /// A serializer decoding with `decode` (a PropertyListDecoder, a custom format …); set

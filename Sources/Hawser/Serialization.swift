@@ -27,17 +27,17 @@ public struct HTTPResponse: Sendable {
     /// The media type of `Content-Type` without parameters, lower-cased (`application/json`).
     public var mimeType: String? {
         guard let ct = self.headers["Content-Type"] else { return nil }
-        let fields = Self.contentTypeParts(ct)
-        return fields.first.flatMap { $0.isEmpty ? nil : Self.asciiLowercased($0) }
+        let media = Self.trimmed(ct.utf8.prefix { $0 != UInt8(ascii: ";") })
+        return media.isEmpty ? nil : Self.asciiLowercased(media)
     }
 
     /// The `charset` parameter of `Content-Type`, lower-cased, without quotes.
     public var textEncodingName: String? {
         guard let ct = self.headers["Content-Type"] else { return nil }
-        for param in Self.contentTypeParts(ct).dropFirst() {
+        for param in ct.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).dropFirst() {
             guard let eq = param.firstIndex(of: UInt8(ascii: "=")) else { continue }
             guard Self.asciiLowercased(Self.trimmed(param[..<eq])) == "charset" else { continue }
-            var value = Self.trimmed(param[(eq + 1)...])
+            var value = Self.trimmed(param[param.index(after: eq)...])
             while value.first == UInt8(ascii: "\"") { value = value.dropFirst() }
             while value.last == UInt8(ascii: "\"") { value = value.dropLast() }
             return Self.asciiLowercased(value)
@@ -45,21 +45,18 @@ public struct HTTPResponse: Sendable {
         return nil
     }
 
-    /// `Content-Type`'s parts between `;`, each without the blanks (SP, HTAB) around it. Cut
-    /// on bytes: every response asks, and Foundation's Unicode trimming cost more than the rest
-    /// of the check; a `;` followed by a combining mark still separates.
-    private static func contentTypeParts(_ ct: String) -> [ArraySlice<UInt8>] {
-        Array(ct.utf8).split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).map(Self.trimmed)
-    }
+    // Content-Type is read on bytes: every response asks, and Foundation's Unicode trimming
+    // cost more than the rest of the check; a ';' followed by a combining mark still separates.
 
-    private static func trimmed(_ s: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    /// `s` without the blanks (SP, HTAB) around it.
+    private static func trimmed(_ s: Substring.UTF8View) -> Substring.UTF8View {
         var s = s
         while let f = s.first, f == 0x20 || f == 0x09 { s = s.dropFirst() }
         while let l = s.last, l == 0x20 || l == 0x09 { s = s.dropLast() }
         return s
     }
 
-    private static func asciiLowercased(_ s: ArraySlice<UInt8>) -> String {
+    private static func asciiLowercased(_ s: Substring.UTF8View) -> String {
         String(decoding: s.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 

@@ -234,6 +234,12 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(try s.value(for: response(), data: []) == nil)
     }
 
+    @Test("513 '[' is a parse error, not the crash it is in Foundation's JSON scanner")
+    func depthErrorOnTheLastByte() {
+        let e = caught { try DecodableResponseSerializer(Widget.self).responseObject(for: response(), data: bytes(String(repeating: "[", count: 513))) }
+        #expect(e?.code == .cannotParseResponse)
+    }
+
     @Test("a body that does not decode is a parse error with the DecodingError as cause")
     func mismatch() {
         let e = caught { try DecodableResponseSerializer(Widget.self).responseObject(for: response(), data: bytes(#"{"id":"x"}"#)) }

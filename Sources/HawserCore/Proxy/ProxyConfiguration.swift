@@ -235,8 +235,8 @@ public struct NoProxyList: Sendable, Hashable {
             let entryName = e.map(asciiLowercase)
             if name == entryName { return true }
             // A subdomain: the name ends with "." + the entry.
-            if name.count > entryName.count, name.reversed().starts(with: entryName.reversed()),
-               name[name.count - entryName.count - 1] == UInt8(ascii: ".") {
+            if name.count > entryName.count, name[name.count - entryName.count - 1] == UInt8(ascii: "."),
+               name.suffix(entryName.count).elementsEqual(entryName) {
                 return true
             }
         }
