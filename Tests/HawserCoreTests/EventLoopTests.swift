@@ -1,4 +1,5 @@
 import CHawser
+import Dispatch
 import HawserCore
 import Synchronization
 import Testing
@@ -76,6 +77,38 @@ extension NetworkTests {
                 let loop = try EventLoop()
                 try loop.submitAndWait { }
                 loop.shutdown()
+            }
+        }
+
+        @Test("work submitted from other threads while the loop shuts down runs at most once, and all of it submitted before shutdown runs")
+        func submittersRacingShutdown() async throws {
+            try await expectNoFDLeak("by an EventLoop shut down under submissions") {
+                for _ in 0..<20 {
+                    let loop = try EventLoop()
+                    let runs = Mutex<[Int: Int]>([:])
+                    let mustRun = Mutex<Set<Int>>([])
+                    let shutdownStarted = Atomic<Bool>(false)
+                    let group = DispatchGroup()
+                    for t in 0..<2 {
+                        DispatchQueue.global().async(group: group) {
+                            for i in 0..<2_000 {
+                                let id = t * 10_000 + i
+                                let before = !shutdownStarted.load(ordering: .acquiring)
+                                loop.execute { runs.withLock { $0[id, default: 0] += 1 } }
+                                // Submitted entirely before shutdown() began: the loop must run it.
+                                if before, !shutdownStarted.load(ordering: .acquiring) { _ = mustRun.withLock { $0.insert(id) } }
+                            }
+                        }
+                    }
+                    try loop.submitAndWait { }
+                    shutdownStarted.store(true, ordering: .releasing)
+                    loop.shutdown()
+                    group.wait()
+                    let ran = runs.withLock { $0 }
+                    #expect(ran.values.allSatisfy { $0 == 1 }, "no task ran twice")
+                    let missing = mustRun.withLock { $0 }.filter { ran[$0] == nil }
+                    #expect(missing.isEmpty, "\(missing.count) tasks submitted before shutdown never ran")
+                }
             }
         }
 

@@ -3,8 +3,8 @@
 // One EventLoop = one thread + one epoll instance (level-triggered) + one eventfd.
 //
 // * Work from other threads goes into `pending` under a mutex; the submitter writes the
-//   eventfd only if no wake-up is already outstanding (`wakeupPending`), so a burst of
-//   submissions costs one write(2).
+//   eventfd (after releasing the mutex) only if no wake-up is already outstanding
+//   (`wakeupPending`), so a burst of submissions costs one write(2).
 // * Timers live in a binary min-heap keyed by deadline. Cancelling marks the timer dead
 //   (O(1)); dead timers are dropped when they reach the top. The epoll_wait timeout is the
 //   time to the earliest live timer, so an idle loop with no timers blocks forever and
@@ -81,6 +81,8 @@ public final class EventLoop: @unchecked Sendable {
     }
     private let pending = Mutex(Pending())
     private let wakeupPending = Atomic<Bool>(false)
+    /// Submitters that took the wake-up duty under the lock and have not finished writing the eventfd.
+    private let wakersInFlight = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
 
     // Loop-confined state.
@@ -155,16 +157,23 @@ public final class EventLoop: @unchecked Sendable {
             self.localTasks.append(task)
             return
         }
-        self.pending.withLock { p in
+        let mustWake = self.pending.withLock { p -> Bool in
             // After shutdown the task is dropped: the loop will never run again, and its
             // eventfd's number may already belong to another descriptor.
-            guard !p.closed else { return }
+            guard !p.closed else { return false }
             p.tasks.append(task)
-            if !self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
-                var one: UInt64 = 1
-                _ = Glibc.write(self.wakeFD, &one, 8)
-            }
+            if self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) { return false }
+            // Counted under the lock, so `finish` (which sets `closed` under it) waits for this
+            // write before it closes the eventfd.
+            self.wakersInFlight.add(1, ordering: .relaxed)
+            return true
         }
+        guard mustWake else { return }
+        // Outside the lock: the woken loop goes straight for `pending`, and would otherwise spin
+        // on the mutex while this thread is still in write(2).
+        var one: UInt64 = 1
+        _ = Glibc.write(self.wakeFD, &one, 8)
+        self.wakersInFlight.subtract(1, ordering: .releasing)
     }
 
     /// True once `shutdown()` was called: work submitted from now on is not run.
@@ -424,6 +433,8 @@ public final class EventLoop: @unchecked Sendable {
             return r
         }
         for t in late { t() }
+        // A submitter that counted itself before `closed` was set may still be in write(2).
+        while self.wakersInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
         Posix.close(self.wakeFD)
         Posix.close(self.epfd)
         self.finished.withLock { $0 = true }
