@@ -566,14 +566,19 @@ public class SessionManager: @unchecked Sendable {
 
     /// Runs a data task for `request` and returns the serialized object and the response.
     /// Cancelling the calling Swift task cancels the task.
+    ///
+    /// The awaiting task is the completion here: the response serializer runs in it once the
+    /// task ends (still off the event loop), and ``completionQueue`` and ``completionGroup`` are
+    /// not used, since there is no handler to call. The didComplete event is posted before this
+    /// returns. The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
     public func data(for request: HTTPClientRequest) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        try await Self.run { done in
-            self.dataTask(with: request, completionHandler: { response, object, error in
-                if let error { done(.failure(error)) }
-                else if let response { done(.success((object, response))) }
-                else { done(.failure(SessionManagerError.noRequest)) }
-            })
+        let outcome: TaskOutcome = try await Self.run { done in
+            let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
+            self.register(task, delegate: TaskDelegate(manager: self, completion: nil, deliver: { done(.success($0)) }),
+                          upload: nil, download: nil)
+            return task
         }
+        return try outcome.value()
     }
 
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.

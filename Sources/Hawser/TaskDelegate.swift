@@ -22,6 +22,9 @@ final class TaskDelegate: @unchecked Sendable {
     let downloadProgress = TransferProgress()
     private let body = Locked<[UInt8]?>(nil)
     private let completion: TaskCompletion?
+    /// Set for the manager's async forms instead of `completion`: receives the ended task on the
+    /// thread that ended it (usually the event loop), serializer not yet run.
+    private let deliver: (@Sendable (TaskOutcome) -> Void)?
     /// A download's destination (the `destination` block of `downloadTask(with:…)`).
     let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
     private let serializer: any ResponseSerialization
@@ -29,9 +32,11 @@ final class TaskDelegate: @unchecked Sendable {
     private let completionGroup: DispatchGroup
     private weak var manager: SessionManager?
 
-    init(manager: SessionManager, completion: TaskCompletion?, destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil) {
+    init(manager: SessionManager, completion: TaskCompletion?, destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+         deliver: (@Sendable (TaskOutcome) -> Void)? = nil) {
         self.manager = manager
         self.completion = completion
+        self.deliver = deliver
         self.destination = destination
         let settings = manager.settings.withLock { $0 }
         self.serializer = settings.responseSerializer
@@ -85,43 +90,31 @@ final class TaskDelegate: @unchecked Sendable {
             self.uploadProgress.markFinished()
             self.downloadProgress.markFinished()
         }
-        let isDownload = task is DownloadTask
-        let info = TaskCompletionInfo(responseSerializer: self.serializer,
-                                      responseData: isDownload ? nil : Data(data ?? []),
-                                      assetPath: fileURL, serializedResponse: nil, error: error, metrics: metrics)
-        let hub = task.hub
+        let outcome = TaskOutcome(task: task, response: response, data: data, isDownload: task is DownloadTask,
+                                  movedFile: fileURL, serializer: self.serializer, error: error, metrics: metrics)
+        if let deliver = self.deliver {
+            // An async caller: it runs the serializer itself once it resumes, so the task pays one
+            // thread hand-off (loop → awaiting task) instead of three.
+            deliver(outcome)
+            return
+        }
         let completion = self.completion
         let group = self.completionGroup
         let queue = self.completionQueue
         if let error {
+            let (_, _, info) = outcome.finish(serializing: false)
             queue.async(group: group) {
                 completion?(response, nil, error)
-                hub.post(.taskDidComplete(task, info))
+                task.hub.post(.taskDidComplete(task, info))
             }
             return
         }
-        let serializer = self.serializer
-        let movedFile = fileURL
-        let baseInfo = info
         group.enter()
         processingQueue.async {
-            var info = baseInfo
-            var object: (any Sendable)? = nil
-            var failure: (any Error)? = nil
-            do {
-                object = try serializer.responseObject(for: response, data: isDownload ? nil : (data ?? []))
-            } catch {
-                failure = error
-            }
-            if let movedFile { object = movedFile }
-            info.serializedResponse = object
-            info.error = failure
-            let result = object
-            let finalError = failure
-            let finalInfo = info
+            let (object, failure, info) = outcome.finish(serializing: true)
             queue.async(group: group) {
-                completion?(response, result, finalError)
-                hub.post(.taskDidComplete(task, finalInfo))
+                completion?(response, object, failure)
+                task.hub.post(.taskDidComplete(task, info))
             }
             group.leave()
         }
@@ -150,5 +143,49 @@ final class TaskDelegate: @unchecked Sendable {
             task.hub.post(.downloadTaskDidFailToMoveFile(task, destination: target, error: e))
             return .failed(e)
         }
+    }
+}
+
+/// A task that has ended, before its response serializer has run: what the completion path needs to
+/// produce the serialized object, the didComplete event and the handler's arguments.
+struct TaskOutcome: @unchecked Sendable {
+    let task: SessionTask
+    let response: HTTPResponse?
+    let data: [UInt8]?
+    let isDownload: Bool
+    let movedFile: URL?
+    let serializer: any ResponseSerialization
+    /// The task's own error (nil on success); the serializer's error comes from ``finish(serializing:)``.
+    let error: (any Error)?
+    let metrics: TaskMetrics?
+
+    /// Runs the serializer (when `serializing` and the task did not fail) and returns the object,
+    /// the final error and the didComplete event's payload. A download's object is its moved file.
+    func finish(serializing: Bool) -> (object: (any Sendable)?, error: (any Error)?, info: TaskCompletionInfo) {
+        var object: (any Sendable)? = nil
+        var failure = self.error
+        if serializing, failure == nil {
+            do {
+                object = try self.serializer.responseObject(for: self.response, data: self.isDownload ? nil : (self.data ?? []))
+            } catch {
+                failure = error
+            }
+            if let movedFile { object = movedFile }
+        }
+        let info = TaskCompletionInfo(responseSerializer: self.serializer,
+                                      responseData: self.isDownload ? nil : Data(self.data ?? []),
+                                      assetPath: self.movedFile, serializedResponse: object, error: failure,
+                                      metrics: self.metrics)
+        return (object, failure, info)
+    }
+
+    /// The async forms' end: serializes in the calling task, posts didComplete, and returns the
+    /// object and the response or throws the task's or the serializer's error.
+    func value() throws -> (value: (any Sendable)?, response: HTTPResponse) {
+        let (object, failure, info) = self.finish(serializing: true)
+        self.task.hub.post(.taskDidComplete(self.task, info))
+        if let failure { throw failure }
+        guard let response else { throw SessionManagerError.noRequest }
+        return (object, response)
     }
 }

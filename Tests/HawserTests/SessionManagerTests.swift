@@ -231,6 +231,46 @@ extension ManagerNetworkTests {
             #expect(status.value == 200)
         }
 
+        @Test func asyncDataSerializesInTheCallerAndSkipsTheCompletionQueue() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            let manager = makeManager()
+            // A suspended completion queue: anything the async form sent through it would never run.
+            let held = DispatchQueue(label: "test.held")
+            held.suspend()
+            defer { held.resume() }
+            manager.completionQueue = held
+            let events = Box<[TaskCompletionInfo]>([])
+            let completed = Expectation()
+            let token = manager.addObserver { e in
+                if case .taskDidComplete(_, let info) = e {
+                    events.mutate { $0.append(info) }
+                    completed.fulfill()
+                }
+            }
+            defer { manager.removeObserver(token) }
+            let returned = Expectation()
+            let calls = Task {
+                defer { returned.fulfill() }
+                let (value, response) = try await manager.data(for: request(server, "/hello"))
+                #expect(response.statusCode == 200)
+                #expect((value as? Data) == Data("Hello, World!".utf8))
+                await #expect(throws: StatusError(status: 404)) { _ = try await manager.data(for: request(server, "/status/404")) }
+            }
+            guard await returned.wait(timeout: 10) else {
+                Issue.record("the async form waited for the (suspended) completion queue")
+                return
+            }
+            try await calls.value
+            // The didComplete events carry what the calling task's serializer produced.
+            #expect(await completed.wait(for: 2))
+            let infos = events.value
+            #expect(infos.count == 2)
+            #expect(infos.contains { ($0.serializedResponse as? Data) == Data("Hello, World!".utf8) && $0.error == nil })
+            #expect(infos.contains { ($0.error as? StatusError)?.status == 404 && $0.serializedResponse == nil })
+            #expect(manager.tasks.isEmpty, "the delegates are gone")
+        }
+
         @Test func eventsCarryTheRightUserInfo() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
