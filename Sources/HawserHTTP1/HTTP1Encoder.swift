@@ -46,20 +46,72 @@ public struct HTTP1EncodeError: Error, Sendable, Hashable, CustomStringConvertib
 public enum HTTP1Encoder {
     /// `method SP target SP HTTP/1.x CRLF *(field CRLF) CRLF`.
     public static func writeRequestHead(_ head: HTTPRequestHead, into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
-        let method = head.method.rawValue.utf8
-        guard !method.isEmpty, method.allSatisfy(CharClass.isToken) else { throw HTTP1EncodeError(.invalidMethod) }
-        let target = head.target.utf8
-        guard !target.isEmpty, target.allSatisfy(CharClass.isTarget) else { throw HTTP1EncodeError(.invalidTarget) }
-        let version = try versionBytes(head.version)
         try validate(head.headers)
-        buffer.append(contentsOf: method)
+        try writeRequestLine(method: head.method, target: head.target, version: head.version, into: &buffer)
+        writeFields(head.headers, into: &buffer)
+    }
+
+    /// The request line alone, `method SP target SP HTTP/1.x CRLF`: the start of a head that is
+    /// written field by field (``writeField(name:value:into:)``, ``writeFields(_:omittingFraming:into:)``,
+    /// ``writeEndOfHead(into:)``) instead of from one ``HTTPHeaders``.
+    public static func writeRequestLine(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
+                                        into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+        let methodBytes = method.rawValue.utf8
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(CharClass.isToken) else { throw HTTP1EncodeError(.invalidMethod) }
+        let targetBytes = target.utf8
+        guard !targetBytes.isEmpty, targetBytes.allSatisfy(CharClass.isTarget) else { throw HTTP1EncodeError(.invalidTarget) }
+        let versionString = try versionBytes(version)
+        buffer.append(contentsOf: methodBytes)
         buffer.append(asciiSP)
-        buffer.append(contentsOf: target)
+        buffer.append(contentsOf: targetBytes)
         buffer.append(asciiSP)
-        buffer.append(contentsOf: version.utf8)
+        buffer.append(contentsOf: versionString.utf8)
         buffer.append(asciiCR)
         buffer.append(asciiLF)
-        writeFields(head.headers, into: &buffer)
+    }
+
+    /// One field line, `name: value CRLF`, with the checks of ``writeRequestHead(_:into:)``.
+    public static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+        var name = name
+        var value = value
+        let problem: HTTP1EncodeError.Kind? = name.withUTF8 { n in
+            value.withUTF8 { v in
+                if !isValidName(UnsafeRawBufferPointer(n)) { return .invalidFieldName(String(decoding: n, as: UTF8.self)) }
+                if !isValidValue(UnsafeRawBufferPointer(v)) { return .invalidFieldValue(String(decoding: n, as: UTF8.self)) }
+                append(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v), into: &buffer)
+                return nil
+            }
+        }
+        if let problem { throw HTTP1EncodeError(problem) }
+    }
+
+    /// Every field of `headers`, checked as ``writeRequestHead(_:into:)`` checks them, without the
+    /// empty line that ends the head. With `omittingFraming`, `Content-Length` and
+    /// `Transfer-Encoding` fields are left out (the caller writes the body's own framing).
+    /// Nothing is written when a field is refused.
+    public static func writeFields(_ headers: HTTPHeaders, omittingFraming: Bool, into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+        try validate(headers)
+        for index in 0..<headers.count {
+            headers.withRawField(at: index) { name, value in
+                if omittingFraming, isFramingName(name) { return }
+                append(name: name, value: value, into: &buffer)
+            }
+        }
+    }
+
+    /// The empty line that ends a head.
+    public static func writeEndOfHead(into buffer: inout [UInt8]) {
+        buffer.append(asciiCR)
+        buffer.append(asciiLF)
+    }
+
+    /// `Content-Length` or `Transfer-Encoding`, ASCII case-insensitively.
+    static func isFramingName(_ name: UnsafeRawBufferPointer) -> Bool {
+        func equals(_ lowercase: StaticString) -> Bool {
+            name.count == lowercase.utf8CodeUnitCount
+                && asciiCaseInsensitiveEquals(name.baseAddress!, lowercase.utf8Start, name.count)
+        }
+        return equals("content-length") || equals("transfer-encoding")
     }
 
     /// `HTTP/1.x SP status SP reason CRLF *(field CRLF) CRLF`.

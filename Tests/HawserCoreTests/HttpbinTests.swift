@@ -85,6 +85,12 @@ extension NetworkTests {
                 let headers = try #require(echo["headers"] as? [String: String])
                 #expect(headers["Content-Encoding"] == "gzip")
                 #expect(Int(headers["Content-Length"] ?? "") ?? .max < payload.count, "the body went out compressed")
+                // httpbin hands back a binary body as a base64 data URL; it must gunzip to the payload.
+                let data = try #require(echo["data"] as? String)
+                let prefix = "data:application/octet-stream;base64,"
+                #expect(data.hasPrefix(prefix), "\(data.prefix(60))")
+                let coded = try #require(Data(base64Encoded: String(data.dropFirst(prefix.count))))
+                #expect(try decodeAll("gzip", [Array(coded)[...]]).bytes == payload)
                 var streamed = r
                 streamed.body = .stream(length: nil) { try await $0.write(payload) }
                 do {

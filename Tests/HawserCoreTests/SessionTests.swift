@@ -86,6 +86,25 @@ extension NetworkTests {
             }
         }
 
+        @Test("compressesBody sends the gzip-coded bytes the head announces, and the connection stays usable")
+        func compressedBodyGoesOutCoded() async throws {
+            try await Self.withServer { server, session in
+                let payload = Array(String(repeating: "compress me ", count: 500).utf8)
+                var request = HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), headers: ["Content-Length": "1"],
+                                                body: .bytes(payload))
+                request.compressesBody = true
+                let r = try await session.response(for: request)
+                #expect(r.headers["X-Echo-H-Content-Encoding"] == "gzip")
+                let announced = try #require(Int(r.headers["X-Echo-H-Content-Length"] ?? ""))
+                #expect(announced < payload.count / 4, "the head announces the coded length, not the caller's field")
+                #expect(r.headers["X-Echo-Body-Length"] == String(announced), "the server read exactly the announced bytes")
+                #expect(try decodeAll("gzip", [r.body[...]]).bytes == payload, "what went out is the payload, gzip-coded")
+                // The same connection carries the next request: nothing was left over on it.
+                let next = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
+                #expect(next.status == 200 && next.metrics.isReusedConnection)
+            }
+        }
+
         @Test("a streamed body without a length goes out chunked; with a length, as Content-Length")
         func streamedBodies() async throws {
             try await Self.withServer { server, session in

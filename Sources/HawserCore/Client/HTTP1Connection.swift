@@ -160,7 +160,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// Queues the request body (after `head`, which may be empty).
     private func sendBody(of task: RequestTask, head: [UInt8], sent: @escaping (HawserError?) -> Void) {
         var head = head
-        switch task.request.body {
+        switch task.wireBody {
         case nil:
             self.enqueue(PendingWrite(bytes: head, completion: sent))
         case .bytes(let body) where body.count <= 16 * 1024 && !head.isEmpty:
@@ -512,7 +512,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     }
 
     private static func isReplayable(_ task: RequestTask) -> Bool {
-        switch task.request.body {
+        switch task.wireBody {
         case nil, .bytes: return true
         case .stream: return false
         }
@@ -639,7 +639,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             }
         }
         if bodyDone > 0, let task = self.task {
-            let expected = task.request.body?.knownLength
+            let expected = task.wireBody?.knownLength
             self.bodyProgress += Int64(bodyDone)
             task.delegate.task(task, didSendBodyBytes: self.bodyProgress, expected: expected)
         }

@@ -99,7 +99,7 @@ extension HTTPClientRequest {
         guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
             throw HawserError(.invalidRequest, "URL has no host", url: self.url)
         }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.utf8.first == UInt8(ascii: "["), host.utf8.last == UInt8(ascii: "]") { host = String(host.dropFirst().dropLast()) }
         let defaultPort = scheme == "https" ? 443 : 80
         let port = self.url.port ?? defaultPort
         guard (1...65535).contains(port) else {
@@ -108,8 +108,10 @@ extension HTTPClientRequest {
         var target = self.url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let q = self.url.query(percentEncoded: true) { target += "?" + q }
-        let hostForHeader = host.contains(":") ? "[\(host)]" : host
+        let hostForHeader = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         let hostHeader = port == defaultPort ? hostForHeader : "\(hostForHeader):\(port)"
-        return (ConnectionKey(scheme: scheme, host: host.lowercased(), port: port), target, hostHeader)
+        // Most hosts are lower-case ASCII already; only the others pay for lowercased().
+        let needsLowering = host.utf8.contains { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }
+        return (ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target, hostHeader)
     }
 }

@@ -36,6 +36,9 @@ public final class RequestTask: @unchecked Sendable {
     var metrics = TaskMetrics()
     var key: ConnectionKey
     var encodedHead: [UInt8] = []
+    /// The body as it goes on the wire: the request's body, gzip-coded when it asks for
+    /// `compressesBody`. Set with `encodedHead`, from the same `Session.prepare`.
+    var wireBody: RequestBody?
     var lastActivity: UInt64 = 0
     var idleTimeoutNanos: UInt64 = 0
     var resourceDeadline: UInt64 = 0
@@ -77,12 +80,13 @@ public final class RequestTask: @unchecked Sendable {
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)
 
-    init(request: HTTPClientRequest, key: ConnectionKey, encodedHead: [UInt8], eventLoop: EventLoop,
+    init(request: HTTPClientRequest, key: ConnectionKey, encodedHead: [UInt8], wireBody: RequestBody?, eventLoop: EventLoop,
          delegate: any ResponseDelegate, pool: ConnectionPool) {
         self.request = request
         self.originalRequest = request
         self.key = key
         self.encodedHead = encodedHead
+        self.wireBody = wireBody
         self.eventLoop = eventLoop
         self.delegate = delegate
         self.pool = pool

@@ -284,7 +284,7 @@ extension RequestTask {
     /// origin, the same timers and delegate.
     func restart(with next: HTTPClientRequest) {
         let configuration = self.pool.configuration
-        let prepared: (key: ConnectionKey, head: [UInt8])
+        let prepared: (key: ConnectionKey, head: [UInt8], body: RequestBody?)
         do {
             prepared = try Session.prepare(next, configuration: configuration)
         } catch {
@@ -295,6 +295,7 @@ extension RequestTask {
         self.request = next
         self.key = prepared.key
         self.encodedHead = prepared.head
+        self.wireBody = prepared.body
         if self.countsFollowUpAsRedirect { self.metrics.redirectCount += 1 }
         self.countsFollowUpAsRedirect = true
         self.bodyWriter?.taskEnded(.failure(HawserError(.cancelled, "the request was redirected; this body stream is no longer read")))

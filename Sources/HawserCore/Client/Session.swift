@@ -54,13 +54,14 @@ public final class Session: Sendable {
     public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
         var key = ConnectionKey(scheme: "http", host: "", port: 0)
         var head: [UInt8] = []
+        var body: RequestBody? = nil
         var failure: HawserError? = nil
         do {
-            (key, head) = try Self.prepare(request, configuration: self.configuration)
+            (key, head, body) = try Self.prepare(request, configuration: self.configuration)
         } catch {
             failure = error
         }
-        let task = RequestTask(request: request, key: key, encodedHead: head, eventLoop: self.eventLoop,
+        let task = RequestTask(request: request, key: key, encodedHead: head, wireBody: body, eventLoop: self.eventLoop,
                                delegate: delegate, pool: self.pool)
         let pool = UnsafeTransfer(self.pool)
         if self.eventLoop.isShutDown {
@@ -150,13 +151,16 @@ public final class Session: Sendable {
         return length >= threshold
     }
 
-    /// The origin `request` goes to and its encoded head.
-    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> (key: ConnectionKey, head: [UInt8]) {
+    /// What `request` becomes on the wire: the origin (connection key), the encoded head, and
+    /// the body to send (gzip-coded when the request asks for `compressesBody`).
+    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError)
+        -> (key: ConnectionKey, head: [UInt8], body: RequestBody?) {
         var info = try request.wireInfo()
-        var request = request
-        if request.compressesBody, let body = request.body, !request.headers.contains(name: "Content-Encoding") {
-            request.body = try Self.gzipped(body)
-            request.headers.add(name: "Content-Encoding", value: "gzip")
+        var body = request.body
+        var extra: [(name: String, value: String)] = []
+        if request.compressesBody, let b = body, !request.headers.contains(name: "Content-Encoding") {
+            body = try Self.gzipped(b)
+            extra.append(("Content-Encoding", "gzip"))
         }
         if let proxy = configuration.proxy.proxy(for: request.url) {
             if case .https = proxy.server.kind {
@@ -167,51 +171,64 @@ public final class Session: Sendable {
             if proxy.mode == .forward {
                 // RFC 9112 §3.2.2: absolute-form to a forward proxy, without user info or fragment.
                 let portPart = request.url.port.map { ":\($0)" } ?? ""
-                let host = info.key.host.contains(":") ? "[\(info.key.host)]" : info.key.host
+                let host = info.key.host.utf8.contains(UInt8(ascii: ":")) ? "[\(info.key.host)]" : info.key.host
                 info.target = "http://\(host)\(portPart)\(info.target)"
                 if let credentials = proxy.server.credentials, !request.headers.contains(name: "Proxy-Authorization") {
-                    request.headers.add(name: "Proxy-Authorization", value: credentials.basicAuthorization)
+                    extra.append(("Proxy-Authorization", credentials.basicAuthorization))
                 }
             }
         }
-        return (info.key, try Self.encodeHead(request, target: info.target, hostHeader: info.hostHeader, configuration: configuration))
+        let head = try Self.encodeHead(request, body: body, extra: extra, target: info.target, hostHeader: info.hostHeader,
+                                       configuration: configuration)
+        return (info.key, head, body)
     }
 
-    private static func encodeHead(_ request: HTTPClientRequest, target: String, hostHeader: String,
+    /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
+    /// caller's fields, then what the session adds when the caller did not set it. No
+    /// `HTTPHeaders` is built on the way; every field is checked as ``HTTP1Encoder`` checks them.
+    private static func encodeHead(_ request: HTTPClientRequest, body: RequestBody?, extra: [(name: String, value: String)],
+                                   target: String, hostHeader: String,
                                    configuration: SessionConfiguration) throws(HawserError) -> [UInt8] {
-        var headers = request.headers
-        if !headers.contains(name: "Host") {
-            headers.add(name: "Host", value: hostHeader)
-        }
-        for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
-            headers.add(name: field.name, value: field.value)
-        }
-        if request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
-           !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url) {
-            headers.add(name: "Cookie", value: cookies)
-        }
-        if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
-            headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
-        }
-        if let body = request.body {
-            if Self.expectsContinue(request, configuration: configuration), !headers.contains(name: "Expect") {
-                headers.add(name: "Expect", value: "100-continue")
-            }
-            if let length = body.knownLength {
-                headers.replaceOrAdd(name: "Content-Length", value: String(length))
-                headers.remove(name: "Transfer-Encoding")
-            } else {
-                headers.replaceOrAdd(name: "Transfer-Encoding", value: "chunked")
-                headers.remove(name: "Content-Length")
-            }
-        } else if request.method == .post || request.method == .put || request.method == .patch {
-            // RFC 9110 §8.6: a user agent SHOULD send Content-Length 0 when a method defines a body.
-            if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "0") }
-        }
+        let headers = request.headers
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        do {
-            try HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: request.method, target: target, headers: headers), into: &out)
+        do throws(HTTP1EncodeError) {
+            try HTTP1Encoder.writeRequestLine(method: request.method, target: target, into: &out)
+            if !headers.contains(name: "Host") {
+                try HTTP1Encoder.writeField(name: "Host", value: hostHeader, into: &out)
+            }
+            // The body's framing is the session's to write; the caller's framing fields are dropped.
+            let framesBody = body != nil
+            try HTTP1Encoder.writeFields(headers, omittingFraming: framesBody, into: &out)
+            for field in extra {
+                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
+            }
+            for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
+                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
+            }
+            if request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
+               !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url) {
+                try HTTP1Encoder.writeField(name: "Cookie", value: cookies, into: &out)
+            }
+            if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
+                try HTTP1Encoder.writeField(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding, into: &out)
+            }
+            if let body {
+                if Self.expectsContinue(request, configuration: configuration), !headers.contains(name: "Expect") {
+                    try HTTP1Encoder.writeField(name: "Expect", value: "100-continue", into: &out)
+                }
+                if let length = body.knownLength {
+                    try HTTP1Encoder.writeField(name: "Content-Length", value: String(length), into: &out)
+                } else {
+                    try HTTP1Encoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &out)
+                }
+            } else if request.method == .post || request.method == .put || request.method == .patch {
+                // RFC 9110 §8.6: a user agent SHOULD send Content-Length 0 when a method defines a body.
+                if !headers.contains(name: "Content-Length") {
+                    try HTTP1Encoder.writeField(name: "Content-Length", value: "0", into: &out)
+                }
+            }
+            HTTP1Encoder.writeEndOfHead(into: &out)
         } catch {
             throw HawserError(.invalidRequest, "cannot encode the request: \(error)", url: request.url, underlying: error)
         }
