@@ -68,6 +68,32 @@ extension NetworkTests {
             }
         }
 
+        @Test("reading paused and resumed at every body chunk over TLS (OpenSSL reading ahead) delivers the whole body")
+        func pauseAndResumeOverTLS() async throws {
+            let pki = try Self.pki()
+            try await Self.withTLSServer(pki.valid) { server in
+                var configuration = try Self.trustingTestRoot()
+                // A stranded body would stall until this fires, failing the task instead of the test hanging.
+                configuration.timeoutIntervalForRequest = 5
+                try await Self.withSession(configuration) { session in
+                    // Chunked and sized bodies, small and large pieces: each pause may leave
+                    // bytes in OpenSSL's read-ahead buffer that epoll no longer reports.
+                    for (size, chunk) in [(40_000, 100), (1_000_000, 16_384)] {
+                        let d = RecordingDelegate()
+                        d.onBody = { task, _ in
+                            task.pauseReading()
+                            Task { task.resumeReading() }
+                        }
+                        session.execute(HTTPClientRequest(url: url("https://localhost:\(server.port)/bytes/\(size)?chunk=\(chunk)")), delegate: d)
+                        let r = await d.wait()
+                        #expect(r.completions == 1)
+                        #expect(d.error == nil, "\(String(describing: d.error))")
+                        #expect(r.body.count == size && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                    }
+                }
+            }
+        }
+
         @Test("a second connection resumes the TLS session")
         func resumption() async throws {
             let pki = try Self.pki()

@@ -10,6 +10,7 @@
 
 static inline long CHawser_SSL_set_mode(SSL *s, long mode) { return SSL_set_mode(s, mode); }
 static inline long CHawser_SSL_CTX_set_mode(SSL_CTX *c, long mode) { return SSL_CTX_set_mode(c, mode); }
+static inline void CHawser_SSL_CTX_set_read_ahead(SSL_CTX *c, int yes) { SSL_CTX_set_read_ahead(c, yes); }
 static inline int CHawser_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *CHawser_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
 static inline void CHawser_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }

@@ -285,12 +285,17 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     func resumeAfterPause() {
         self.updateReadInterest()
-        guard !self.stash.isEmpty || !self.parser.isIdle, let task = self.task else { return }
+        // Bytes epoll will not report again: the stash, and what OpenSSL read and holds.
+        let tlsHolds = self.tls?.hasBufferedPlaintext ?? false
+        guard !self.stash.isEmpty || !self.parser.isIdle || tlsHolds, let task = self.task else { return }
         // Deferred to the next turn of the loop: this may be called from inside another
         // connection's delegate callback, while that connection owns the shared buffer.
         self.loop.executeInLoop { [self] in  // strong: the connection may close (and leave the pool) before this runs
             guard self.task === task, !task.readingSuspended, !self.isClosed else { return }
             self.processBuffer(self.acquireBuffer())
+            if self.task === task, !task.readingSuspended, !self.isClosed, self.tls?.hasBufferedPlaintext == true {
+                self.ioReadable()
+            }
         }
     }
 

@@ -103,6 +103,10 @@ package final class TLSContext: @unchecked Sendable {
                                     cipherList: String?) throws(HawserError) {
         // A moving write buffer: Swift arrays may live elsewhere when a write is retried.
         _ = CHawser_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        // One read(2) takes whatever the socket holds instead of a record header and then its
+        // body (two per record). Records read ahead are visible through SSL_has_pending, which
+        // the connection's read loop checks, since epoll can no longer see them.
+        CHawser_SSL_CTX_set_read_ahead(ctx, 1)
         _ = CHawser_SSL_CTX_set_options(ctx, CHawser_SSL_OP_NO_RENEGOTIATION())
         if minimum < .tls1_2 {
             // Debian's openssl.cnf sets security level 2, which refuses TLS 1.0/1.1 outright;

@@ -162,7 +162,9 @@ package final class TLSStream {
     }
 
     /// Decrypted bytes OpenSSL holds that epoll cannot see.
-    package var hasBufferedPlaintext: Bool { SSL_pending(self.ssl) > 0 }
+    /// Whether OpenSSL holds bytes the socket no longer shows: decrypted plaintext, or records
+    /// read ahead and not yet processed (SSL_has_pending covers both).
+    package var hasBufferedPlaintext: Bool { SSL_has_pending(self.ssl) == 1 }
 
     private func status(after r: Int32, operation: String) -> IOStatus {
         switch SSL_get_error(self.ssl, r) {
