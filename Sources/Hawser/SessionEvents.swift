@@ -73,9 +73,12 @@ final class EventHub: Sendable {
         _ = self.state.withLock { $0.observers.removeValue(forKey: token.id) }
     }
 
-    func post(_ event: SessionEvent) {
+    /// Delivers `event` to the observers. The event is only built when there are observers: a
+    /// task's didComplete payload holds a copy of its body.
+    func post(_ event: @autoclosure () -> SessionEvent) {
         let handlers = self.state.withLock { s in s.observers.sorted { $0.key < $1.key }.map(\.value) }
         guard !handlers.isEmpty else { return }
+        let event = event()
         self.queue.async {
             for h in handlers { h(event) }
         }

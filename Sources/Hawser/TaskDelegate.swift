@@ -102,19 +102,18 @@ final class TaskDelegate: @unchecked Sendable {
         let group = self.completionGroup
         let queue = self.completionQueue
         if let error {
-            let (_, _, info) = outcome.finish(serializing: false)
             queue.async(group: group) {
                 completion?(response, nil, error)
-                task.hub.post(.taskDidComplete(task, info))
+                task.hub.post(.taskDidComplete(task, outcome.info(object: nil, error: error)))
             }
             return
         }
         group.enter()
         processingQueue.async {
-            let (object, failure, info) = outcome.finish(serializing: true)
+            let (object, failure) = outcome.serialize()
             queue.async(group: group) {
                 completion?(response, object, failure)
-                task.hub.post(.taskDidComplete(task, info))
+                task.hub.post(.taskDidComplete(task, outcome.info(object: object, error: failure)))
             }
             group.leave()
         }
@@ -155,35 +154,38 @@ struct TaskOutcome: @unchecked Sendable {
     let isDownload: Bool
     let movedFile: URL?
     let serializer: any ResponseSerialization
-    /// The task's own error (nil on success); the serializer's error comes from ``finish(serializing:)``.
+    /// The task's own error (nil on success); the serializer's error comes from ``serialize()``.
     let error: (any Error)?
     let metrics: TaskMetrics?
 
-    /// Runs the serializer (when `serializing` and the task did not fail) and returns the object,
-    /// the final error and the didComplete event's payload. A download's object is its moved file.
-    func finish(serializing: Bool) -> (object: (any Sendable)?, error: (any Error)?, info: TaskCompletionInfo) {
+    /// Runs the serializer unless the task failed, and returns the object and the final error. A
+    /// download's object is its moved file.
+    func serialize() -> (object: (any Sendable)?, error: (any Error)?) {
+        if let error { return (nil, error) }
         var object: (any Sendable)? = nil
-        var failure = self.error
-        if serializing, failure == nil {
-            do {
-                object = try self.serializer.responseObject(for: self.response, data: self.isDownload ? nil : (self.data ?? []))
-            } catch {
-                failure = error
-            }
-            if let movedFile { object = movedFile }
+        var failure: (any Error)? = nil
+        do {
+            object = try self.serializer.responseObject(for: self.response, data: self.isDownload ? nil : (self.data ?? []))
+        } catch {
+            failure = error
         }
-        let info = TaskCompletionInfo(responseSerializer: self.serializer,
-                                      responseData: self.isDownload ? nil : Data(self.data ?? []),
-                                      assetPath: self.movedFile, serializedResponse: object, error: failure,
-                                      metrics: self.metrics)
-        return (object, failure, info)
+        if let movedFile { object = movedFile }
+        return (object, failure)
+    }
+
+    /// The didComplete event's payload. Built only when someone observes (`EventHub.post` takes
+    /// its event as an autoclosure): it copies the body into `Data`.
+    func info(object: (any Sendable)?, error: (any Error)?) -> TaskCompletionInfo {
+        TaskCompletionInfo(responseSerializer: self.serializer,
+                           responseData: self.isDownload ? nil : Data(self.data ?? []),
+                           assetPath: self.movedFile, serializedResponse: object, error: error, metrics: self.metrics)
     }
 
     /// The async forms' end: serializes in the calling task, posts didComplete, and returns the
     /// object and the response or throws the task's or the serializer's error.
     func value() throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let (object, failure, info) = self.finish(serializing: true)
-        self.task.hub.post(.taskDidComplete(self.task, info))
+        let (object, failure) = self.serialize()
+        self.task.hub.post(.taskDidComplete(self.task, self.info(object: object, error: failure)))
         if let failure { throw failure }
         guard let response else { throw SessionManagerError.noRequest }
         return (object, response)

@@ -76,8 +76,7 @@ public enum HTTP1Encoder {
         var value = value
         let problem: HTTP1EncodeError.Kind? = name.withUTF8 { n in
             value.withUTF8 { v in
-                if !isValidName(UnsafeRawBufferPointer(n)) { return .invalidFieldName(String(decoding: n, as: UTF8.self)) }
-                if !isValidValue(UnsafeRawBufferPointer(v)) { return .invalidFieldValue(String(decoding: n, as: UTF8.self)) }
+                if let problem = fieldProblem(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) { return problem }
                 append(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v), into: &buffer)
                 return nil
             }
@@ -195,13 +194,16 @@ public enum HTTP1Encoder {
 
     static func validate(_ headers: HTTPHeaders) throws(HTTP1EncodeError) {
         for index in 0..<headers.count {
-            let problem: HTTP1EncodeError.Kind? = headers.withRawField(at: index) { name, value in
-                if !isValidName(name) { return .invalidFieldName(String(decoding: name, as: UTF8.self)) }
-                if !isValidValue(value) { return .invalidFieldValue(String(decoding: name, as: UTF8.self)) }
-                return nil
-            }
-            if let problem { throw HTTP1EncodeError(problem) }
+            if let problem = headers.withRawField(at: index, fieldProblem) { throw HTTP1EncodeError(problem) }
         }
+    }
+
+    /// Why a field cannot be written (a name that is not a token, a value with a control byte or
+    /// edge whitespace), or nil.
+    static func fieldProblem(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> HTTP1EncodeError.Kind? {
+        if !isValidName(name) { return .invalidFieldName(String(decoding: name, as: UTF8.self)) }
+        if !isValidValue(value) { return .invalidFieldValue(String(decoding: name, as: UTF8.self)) }
+        return nil
     }
 
     static func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
