@@ -3,7 +3,9 @@
 // Hawser: AFNetworking's architecture in Swift, for Linux, on its own engine.
 //
 // Layers (each imports only the one below it):
-//   Hawser          the AFNetworking layer (session manager, serializers, policies)
+//   Hawser          the AFNetworking layer (session manager, serializers, policies);
+//                   FoundationEssentials only. HawserFoundation and HawserXML add what needs
+//                   full Foundation (property lists, InputStream, NotificationCenter; XMLParser).
 //   HawserCore      the engine: epoll event loop, connections, pool, Session
 //   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
 //   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
@@ -21,6 +23,9 @@ let package = Package(
         .library(name: "HawserCore", targets: ["HawserCore"]),
         // The XML response serializer, apart so that only its users link FoundationXML (libxml2).
         .library(name: "HawserXML", targets: ["HawserXML"]),
+        // What needs full Foundation (property lists, InputStream parts, NotificationCenter,
+        // NSNull/NSNumber parameters), apart so that `Hawser` needs FoundationEssentials only.
+        .library(name: "HawserFoundation", targets: ["HawserFoundation"]),
         .library(name: "HawserHTTP1", targets: ["HawserHTTP1"]),
         .library(name: "HawserTestServer", targets: ["HawserTestServer"]),
         .executable(name: "hawser", targets: ["HawserTool"]),
@@ -40,6 +45,7 @@ let package = Package(
         .target(name: "HawserCore", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
         .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
         .target(name: "HawserXML", dependencies: ["Hawser"], swiftSettings: strict),
+        .target(name: "HawserFoundation", dependencies: ["Hawser", "HawserCore"], swiftSettings: strict),
 
         // MARK: - Test server, tool (never used by the library)
         .target(name: "HawserTestServer", dependencies: ["HawserCore", "CHawser"], swiftSettings: strict),
@@ -69,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HawserTests",
-            dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
+            dependencies: ["Hawser", "HawserFoundation", "HawserCore", "HawserTestServer"],
             swiftSettings: strict
         ),
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),

@@ -1,5 +1,9 @@
 // A curl command line for any request, for logs and bug reports.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HawserCore
 
 extension HTTPClientRequest {
@@ -38,6 +42,6 @@ extension HTTPClientRequest {
 
     /// `'…'` with each `'` written as `'\''`.
     static func quote(_ s: String) -> String {
-        "'" + s.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        "'" + s.replacing("'", with: #"'\''"#) + "'"
     }
 }

@@ -1,7 +1,11 @@
 // NSURLSessionDownloadTask: the body goes to a temporary file as it arrives (memory stays bounded
 // by the engine's read chunk), and an interrupted download can continue from resume data with a
 // Range request validated by If-Range.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HawserCore
 
 #if canImport(Glibc)
@@ -335,7 +339,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// `bytes a-b/total` or `bytes a-b/*` (RFC 9110 §14.4).
     static func parseContentRange(_ value: String?) -> (start: Int64, end: Int64, total: Int64?)? {
         guard let value, value.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let spec = value.dropFirst(6).trimmingOWS()
         let parts = spec.split(separator: "/", maxSplits: 1)
         guard parts.count == 2 else { return nil }
         let range = parts[0].split(separator: "-", maxSplits: 1)

@@ -1,6 +1,10 @@
 // AFHTTPSessionManager: a SessionManager with a base URL, a request serializer and the
 // GET / HEAD / POST / PUT / PATCH / DELETE conveniences.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HawserCore
 
 /// The AFHTTPSessionManager role: builds requests from a URL string relative to ``baseURL`` and

@@ -1,6 +1,13 @@
 // Beyond AFNetworking: request adaptation and retry (Alamofire's RequestInterceptor), a retry
 // policy with exponential back-off, and the authentication-refresh pattern.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HawserCore
 
 /// Rewrites a request before each attempt is sent (adds a token, signs it…).
@@ -99,7 +106,7 @@ public struct RetryPolicy: RequestInterceptor {
     /// The delay before retry number `retryCount + 1`.
     public func delay(forRetry retryCount: Int, response: HTTPResponse?) -> Double {
         let backoff = self.exponentialBackoffScale * pow(self.exponentialBackoffBase, Double(retryCount))
-        let retryAfter = response?.headers["Retry-After"].flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let retryAfter = response?.headers["Retry-After"].flatMap { Double(Substring($0).trimmingOWS()) } ?? 0
         return max(backoff, min(retryAfter, 3600))
     }
 

@@ -1,6 +1,10 @@
 // The value JSONResponseSerializer returns: a Sendable JSON tree instead of AF's Foundation
 // object graph, with integers kept exact and booleans distinct from numbers.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A JSON number as it was written: an integer that fits `Int64` stays exact; anything with a
 /// fraction or exponent, or beyond `Int64`, is a `Double`.
@@ -149,21 +153,8 @@ public enum JSONValue: Sendable, Hashable {
         self = value
     }
 
-    /// The Foundation object graph (NSDictionary / NSArray / NSString / NSNumber / NSNull roles)
-    /// for JSONSerialization and PropertyListSerialization.
-    var foundationObject: Any {
-        switch self {
-        case .object(let o): return o.mapValues { $0.foundationObject } as [String: Any]
-        case .array(let a): return a.map { $0.foundationObject } as [Any]
-        case .string(let s): return s
-        case .number(.integer(let i)): return NSNumber(value: i)
-        case .number(.double(let d)): return NSNumber(value: d)
-        case .bool(let b): return b
-        case .null: return NSNull()
-        }
-    }
-
-    var containsNull: Bool {
+    /// Whether a `null` is anywhere in the tree (a property list cannot hold one).
+    package var containsNull: Bool {
         switch self {
         case .null: return true
         case .object(let o): return o.values.contains { $0.containsNull }

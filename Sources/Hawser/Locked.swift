@@ -1,18 +1,16 @@
-import Foundation
+import Synchronization
 
 /// A value behind a lock, for the layer's small shared states (a task's counters, a manager's
 /// callback blocks). Critical sections are short and never call out.
 final class Locked<Value>: @unchecked Sendable {
     private var value: Value
-    private let lock = NSLock()
+    private let lock = Mutex(())
 
     init(_ value: Value) { self.value = value }
 
     @inline(__always)
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return try body(&self.value)
+        try self.lock.withLock { _ in try body(&self.value) }
     }
 
     var value_: Value { self.withLock { $0 } }

@@ -1,7 +1,14 @@
 // AFStreamingMultipartFormData: a multipart/form-data body built from parts (bytes, files, byte
 // sources) whose length is known up front and whose bytes are produced lazily, in bounded
 // chunks, each time the body is sent.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HawserCore
 
 /// Reads the bytes of a streamed multipart part (the NSInputStream role), front to back.
@@ -118,13 +125,6 @@ public struct MultipartFormData: Sendable {
                                     name: String, fileName: String, length: Int64, mimeType: String) {
         self.parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
                                body: .source(open: open, length: max(0, length))))
-    }
-
-    /// A part read from the `InputStream` that `makeStream` returns each time the body is sent.
-    public mutating func appendPart(withInputStream makeStream: @escaping @Sendable () -> InputStream,
-                                    name: String, fileName: String, length: Int64, mimeType: String) {
-        self.appendPart(withByteSource: { InputStreamReader(stream: makeStream()) },
-                        name: name, fileName: fileName, length: length, mimeType: mimeType)
     }
 
     /// A file part from bytes in memory.
@@ -431,24 +431,5 @@ private struct ChunkBuffer {
         self.filled = 0
         try await self.sink(chunk)
         if self.delay > 0 { try await Task.sleep(nanoseconds: UInt64(self.delay * 1_000_000_000)) }
-    }
-}
-
-/// Reads a Foundation `InputStream` as a ``MultipartByteReader``.
-struct InputStreamReader: MultipartByteReader {
-    let stream: InputStream
-    var opened = false
-
-    init(stream: InputStream) { self.stream = stream }
-
-    mutating func read(maxLength: Int) throws -> [UInt8] {
-        if !self.opened { self.stream.open(); self.opened = true }
-        var buffer = [UInt8](repeating: 0, count: max(1, maxLength))
-        let n = buffer.withUnsafeMutableBufferPointer { self.stream.read($0.baseAddress!, maxLength: $0.count) }
-        if n < 0 {
-            throw SerializationError(.bodyReadFailed, "the input stream failed: \(self.stream.streamError.map { "\($0)" } ?? "unknown error")")
-        }
-        if n == 0 { self.stream.close() }
-        return Array(buffer[..<n])
     }
 }

@@ -1,21 +1,13 @@
 // AFNetworkReachabilityManager's API on Linux: the engine's RouteMonitor asks the kernel over
 // netlink whether a usable route exists (and re-asks on every link, address or route change);
 // this type maps that answer to AFNetworking's statuses and delivers it AFNetworking's ways:
-// a status block, a notification, and here also an observer API and an AsyncStream.
+// a status block, process-wide observers (where AF posts its notification; HawserFoundation
+// turns them into that notification), and here also an observer API and an AsyncStream.
 #if canImport(Dispatch)
 import Dispatch
 #endif
-import Foundation
 import HawserCore
 import Synchronization
-
-extension Notification.Name {
-    /// Posted on `NotificationCenter.default` (object: the manager) when a monitoring
-    /// ``NetworkReachabilityManager``'s status changes; the status is in `userInfo` under
-    /// ``NetworkReachabilityManager/statusUserInfoKey`` (a ``NetworkReachabilityManager/NetworkReachabilityStatus``).
-    /// AFNetworking's `AFNetworkingReachabilityDidChangeNotification`.
-    public static let reachabilityDidChange = Notification.Name("HawserNetworkingReachabilityDidChangeNotification")
-}
 
 /// Watches whether the network, or one host, can be reached, like AFNetworking's
 /// `AFNetworkReachabilityManager` (and Alamofire's `NetworkReachabilityManager`).
@@ -39,7 +31,7 @@ extension Notification.Name {
 /// - ``NetworkReachabilityStatus/reachableViaWWAN`` is kept for source compatibility and never
 ///   reported: Linux has no cellular interface type.
 ///
-/// Threads: the status block, the observers and the notification run on ``callbackQueue`` (a
+/// Threads: the status block, the observers and the process observers (the notification) run on ``callbackQueue`` (a
 /// serial queue), one change at a time, in order. When ``stopMonitoring()`` returns, none of them
 /// is running (unless it is the caller) and none will run for that monitoring session.
 ///
@@ -103,7 +95,8 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
         fileprivate let id: UInt64
     }
 
-    /// The `userInfo` key of ``Foundation/Notification/Name/reachabilityDidChange`` that holds the status.
+    /// The `userInfo` key of the `reachabilityDidChange` notification (HawserFoundation) that
+    /// holds the status (AF's `AFNetworkingReachabilityNotificationStatusItem`).
     public static let statusUserInfoKey = "HawserNetworkingReachabilityNotificationStatusItem"
 
     /// A manager for the default route, shared by the process (AFNetworking's `sharedManager`).
@@ -113,7 +106,7 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
     public let target: RouteTarget
     /// The network namespace watched (nil: this process's).
     public let networkNamespace: String?
-    /// The serial queue the status block, observers and notification run on.
+    /// The serial queue the status block, observers and process observers run on.
     public let callbackQueue: DispatchQueue
     /// The event loop the netlink sockets run on.
     public let eventLoop: EventLoop
@@ -137,7 +130,7 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
     /// - Parameters:
     ///   - target: the default route, a numeric address or a host name.
     ///   - networkNamespace: a network-namespace file to watch instead of this process's namespace.
-    ///   - callbackQueue: where the status block, observers and notification run (default: a
+    ///   - callbackQueue: where the status block, observers and process observers run (default: a
     ///     private serial queue).
     ///   - eventLoop: the loop the sockets run on (default: one of the shared group's).
     public convenience init(target: RouteTarget, networkNamespace: String? = nil,
@@ -343,11 +336,34 @@ private final class WeakManager: @unchecked Sendable {
     init(_ m: NetworkReachabilityManager) { self.manager = m }
 }
 
+/// The process-wide observers (``NetworkReachabilityManager/addProcessObserver(_:)``).
+private let processObservers = Locked<(next: UInt64, list: [(UInt64, @Sendable (NetworkReachabilityManager, NetworkReachabilityManager.Change) -> Void)])>((0, []))
+
+extension NetworkReachabilityManager {
+    /// Runs `observer` for every status change of every monitoring manager in the process, on
+    /// that manager's callback queue, after its status block and its own observers: where
+    /// AFNetworking posts `AFNetworkingReachabilityDidChangeNotification`. HawserFoundation
+    /// posts `Notification.Name.reachabilityDidChange` from one of these.
+    @discardableResult
+    public static func addProcessObserver(_ observer: @escaping @Sendable (NetworkReachabilityManager, Change) -> Void) -> Observation {
+        processObservers.withLock { state in
+            state.next &+= 1
+            state.list.append((state.next, observer))
+            return Observation(id: state.next)
+        }
+    }
+
+    /// Stops a ``addProcessObserver(_:)`` observer; a delivery already running may still call it.
+    public static func removeProcessObserver(_ observation: Observation) {
+        processObservers.withLock { $0.list.removeAll { $0.0 == observation.id } }
+    }
+}
+
 /// The delivery side, shared with the monitor's handler without keeping the manager alive.
 /// Deliveries run under a recursive lock and only while the session is open, so `close()`
 /// (which takes the lock) returns only once no delivery is running and none will start.
 private final class Shared: @unchecked Sendable {
-    private let lock = NSRecursiveLock()
+    private let lock = RecursiveLock()
     private var session: UInt64 = 0
     private var isOpen = false
     private var block: (@Sendable (NetworkReachabilityManager.NetworkReachabilityStatus) -> Void)?
@@ -407,7 +423,7 @@ private final class Shared: @unchecked Sendable {
     }
 
     /// On the callback queue: applies the change to the manager's status, then runs the block,
-    /// the observers, the notification and the streams, unless the session was closed.
+    /// the observers, the process observers and the streams, unless the session was closed.
     func deliver(_ change: NetworkReachabilityManager.Change, session: UInt64) {
         self.lock.withLock {
             guard self.isOpen, self.session == session, let manager = self.owner?.manager else { return }
@@ -417,9 +433,11 @@ private final class Shared: @unchecked Sendable {
                 guard self.isOpen, self.session == session else { return }   // a callback may stop monitoring
                 o(change)
             }
+            for (_, o) in processObservers.withLock({ $0.list }) {
+                guard self.isOpen, self.session == session else { return }
+                o(manager, change)
+            }
             guard self.isOpen, self.session == session else { return }
-            NotificationCenter.default.post(name: .reachabilityDidChange, object: manager,
-                                            userInfo: [NetworkReachabilityManager.statusUserInfoKey: change.status])
             for c in self.streams.values { c.yield(change) }
         }
     }

@@ -1,6 +1,10 @@
 // AFQueryStringFromParameters and AFPercentEscapedStringFromString: how parameters become
 // `a=1&b%5B%5D=2`, with AFNetworking's ordering and escaping rules.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The NSNull role in ``Parameters``: a key without a value. In a query string it is the bare
 /// key (`flag`, not `flag=`); in a multipart form an empty part; in JSON `null`.
@@ -12,7 +16,8 @@ public struct ParameterNull: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// One `field=value` pair of a flattened parameter tree (AFQueryStringPair). `value` nil means
-/// the bare field (a ``ParameterNull``, `NSNull` or nil optional).
+/// the bare field (a ``ParameterNull``, a ``ParameterValueConvertible`` null such as `NSNull`, or
+/// a nil optional).
 struct QueryStringPair {
     var field: String
     var value: Any?
@@ -127,9 +132,14 @@ extension HTTPRequestSerializer {
     }
 }
 
-/// `value` with optionals unwrapped; nil for a nil optional, ``ParameterNull`` and `NSNull`.
-func unwrapped(_ value: Any) -> Any? {
-    if value is ParameterNull || value is NSNull { return nil }
+/// `value` with optionals unwrapped and a ``ParameterValueConvertible`` as its ``JSONValue``; nil
+/// for a nil optional, ``ParameterNull`` and a convertible null (`NSNull`).
+package func unwrapped(_ value: Any) -> Any? {
+    if value is ParameterNull { return nil }
+    if let c = value as? any ParameterValueConvertible {
+        let j = c.parameterValue
+        return j == .null ? nil : j
+    }
     let mirror = Mirror(reflecting: value)
     if mirror.displayStyle == .optional {
         guard let inner = mirror.children.first?.value else { return nil }

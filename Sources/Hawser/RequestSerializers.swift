@@ -6,7 +6,14 @@
 // manager holds can never change under a request being built, with no lock and no KVO. The JSON
 // and property-list serializers hold an ``HTTPRequestSerializer`` (AF's superclass) and expose
 // its settings through ``HTTPRequestSerializing`` and dynamic member lookup.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HawserCore
 
 /// The Hawser version the default `User-Agent` names.
@@ -134,11 +141,10 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
     }
 
-    /// `request` with every default header it does not set itself.
     /// The body serializers' common frame (AFJSONRequestSerializer, AFPropertyListRequestSerializer):
     /// parameters go in the URI for those methods; otherwise the default headers, `contentType`
     /// unless the request has a Content-Type, and `encode`'s bytes as the body.
-    func request(_ request: HTTPClientRequest, parameters: Parameters?, bodyContentType contentType: String,
+    package func request(_ request: HTTPClientRequest, parameters: Parameters?, bodyContentType contentType: String,
                  encode: (Parameters) throws -> [UInt8]) throws -> HTTPClientRequest {
         if self.encodesParametersInURI(request.method) {
             return try self.request(bySerializing: request, parameters: parameters)
@@ -152,6 +158,7 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         return out
     }
 
+    /// `request` with every default header it does not set itself.
     public func addingDefaultHeaders(to request: HTTPClientRequest) -> HTTPClientRequest {
         var out = request
         for (name, value) in self.httpRequestHeaders where !request.headers.contains(name: name) {
@@ -184,10 +191,11 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         var languages = preferredLanguages(environment: environment)
         if languages.isEmpty { languages = ["en"] }
         var parts: [String] = []
+        // q = 1, 0.9, … 0.5 (AF's `%0.1g` of 1 - 0.1 i), in tenths so no float is formatted.
         for (i, tag) in languages.enumerated() {
-            let q = 1.0 - Double(i) * 0.1
-            parts.append("\(tag);q=\(String(format: "%0.1g", q))")
-            if q <= 0.5 + 1e-9 { break }
+            let tenths = 10 - i
+            parts.append("\(tag);q=\(tenths == 10 ? "1" : "0.\(tenths)")")
+            if tenths <= 5 { break }
         }
         return parts.joined(separator: ", ")
     }
@@ -199,7 +207,7 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
             var s = posix.split(separator: "@", maxSplits: 1).first ?? ""
             s = s.split(separator: ".", maxSplits: 1).first ?? ""
             guard !s.isEmpty, s != "C", s != "POSIX" else { return nil }
-            let t = s.replacingOccurrences(of: "_", with: "-")
+            let t = String(s.map { $0 == "_" ? "-" : $0 })
             guard t.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else { return nil }
             return t
         }
@@ -268,13 +276,36 @@ extension HTTPRequestSerializing {
 
 /// AFJSONRequestSerializer: parameters as a JSON body (`Content-Type: application/json` unless
 /// the request sets one); for the methods in the URI set, as ``HTTPRequestSerializer`` does.
+///
+/// The body is written by Hawser itself, in the bytes `JSONSerialization` writes for the same
+/// parameters (see ``WritingOptions/sortedKeys`` for the one difference). Leaves: `String`,
+/// `Bool`, the integer types, finite `Double`/`Float`/`Decimal`, ``JSONValue``, ``ParameterNull``
+/// and nil optionals (`null`), and ``ParameterValueConvertible`` values (HawserFoundation makes
+/// `NSNull` and `NSNumber` ones); containers: dictionaries with `String` keys and
+/// arrays. Anything else (a set, a `Date`, a non-finite number) is an `.invalidParameters` error.
 @dynamicMemberLookup
 public struct JSONRequestSerializer: HTTPRequestSerializing {
-    public var httpSerializer: HTTPRequestSerializer
-    /// JSONSerialization's writing options (`.sortedKeys`, `.prettyPrinted`, `.withoutEscapingSlashes`).
-    public var writingOptions: JSONSerialization.WritingOptions
+    /// NSJSONSerialization's writing options, with the same raw values.
+    public struct WritingOptions: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Two-space indentation, one member per line, `"key" : value`.
+        public static let prettyPrinted = WritingOptions(rawValue: 1 << 0)
+        /// Object keys in order of their Unicode scalar values, so the body is deterministic.
+        /// (Foundation orders them with a numeric, case-insensitive collation instead; the
+        /// two agree on keys of lowercase ASCII letters, `_` and `-`.)
+        public static let sortedKeys = WritingOptions(rawValue: 1 << 1)
+        /// Accepted for parity; the parameters are always a dictionary, so never a fragment.
+        public static let fragmentsAllowed = WritingOptions(rawValue: 1 << 2)
+        /// `/` as itself instead of `\/`.
+        public static let withoutEscapingSlashes = WritingOptions(rawValue: 1 << 3)
+    }
 
-    public init(writingOptions: JSONSerialization.WritingOptions = [], httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
+    public var httpSerializer: HTTPRequestSerializer
+    /// How the body is written (`.sortedKeys`, `.prettyPrinted`, `.withoutEscapingSlashes`).
+    public var writingOptions: WritingOptions
+
+    public init(writingOptions: WritingOptions = [], httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
         self.writingOptions = writingOptions
         self.httpSerializer = httpSerializer
     }
@@ -287,120 +318,20 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
         try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") { parameters in
-            let object: Any
-            do {
-                object = try foundationObject(parameters, for: .json)
-            } catch let e as SerializationError {
-                throw e.with(url: request.url)
-            }
-            guard JSONSerialization.isValidJSONObject(object) else {
-                throw SerializationError(.invalidParameters, "the parameters are not valid JSON (a value is not a string, number, boolean, null, array or dictionary, or a number is not finite)", url: request.url)
-            }
-            do {
-                return Array(try JSONSerialization.data(withJSONObject: object, options: self.writingOptions))
+            do throws(SerializationError) {
+                return try JSONWriter.write(parameters, options: self.writingOptions)
             } catch {
-                throw SerializationError(.invalidParameters, "JSONSerialization could not write the parameters", url: request.url, cause: sendableError(error))
-            }
-        }
-    }
-}
-
-/// AFPropertyListRequestSerializer: parameters as a property-list body
-/// (`Content-Type: application/x-plist` unless the request sets one).
-@dynamicMemberLookup
-public struct PropertyListRequestSerializer: HTTPRequestSerializing {
-    public var httpSerializer: HTTPRequestSerializer
-    /// `.xml` (the default) or `.binary`; `.openStep` cannot be written.
-    public var format: PropertyListSerialization.PropertyListFormat
-    /// PropertyListSerialization's write options (none are defined; kept for parity).
-    public var writeOptions: PropertyListSerialization.WriteOptions
-
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml, writeOptions: PropertyListSerialization.WriteOptions = 0,
-                httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
-        self.format = format
-        self.writeOptions = writeOptions
-        self.httpSerializer = httpSerializer
-    }
-
-    /// The ``HTTPRequestSerializer`` settings.
-    public subscript<T>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, T>) -> T {
-        get { self.httpSerializer[keyPath: keyPath] }
-        set { self.httpSerializer[keyPath: keyPath] = newValue }
-    }
-
-    public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
-        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") { parameters in
-            guard self.format != .openStep else {
-                throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
-            }
-            let object: Any
-            do {
-                object = try foundationObject(parameters, for: .propertyList)
-            } catch let e as SerializationError {
-                throw e.with(url: request.url)
-            }
-            guard PropertyListSerialization.propertyList(object, isValidFor: self.format) else {
-                throw SerializationError(.invalidParameters, "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)", url: request.url)
-            }
-            do {
-                return Array(try PropertyListSerialization.data(fromPropertyList: object, format: self.format, options: self.writeOptions))
-            } catch {
-                throw SerializationError(.invalidParameters, "PropertyListSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+                throw error.with(url: request.url)
             }
         }
     }
 }
 
 extension SerializationError {
-    func with(url: URL) -> SerializationError {
+    package func with(url: URL) -> SerializationError {
         var e = self
         if e.url == nil { e.url = url }
         return e
-    }
-}
-
-// MARK: - Parameters → Foundation object graphs
-
-/// The Foundation object graph a serializer hands on: JSONSerialization's or
-/// PropertyListSerialization's.
-enum FoundationGraph {
-    case json, propertyList
-}
-
-/// `parameters` as the object graph `graph` takes. For JSON, ``ParameterNull`` and nil optionals
-/// become NSNull, ``JSONValue`` its Foundation form, and sets are refused (JSON has none); a
-/// property list has no null at all, and also takes Data and Date leaves.
-func foundationObject(_ value: Any, for graph: FoundationGraph) throws -> Any {
-    let noNull = "a property list cannot hold a null value"
-    guard let v = unwrapped(value) else {
-        if graph == .json { return NSNull() }
-        throw SerializationError(.invalidParameters, noNull)
-    }
-    if let j = v as? JSONValue {
-        if graph == .propertyList && j.containsNull { throw SerializationError(.invalidParameters, noNull) }
-        return j.foundationObject
-    }
-    if v is String || v is Bool || v is NSNumber { return v }
-    if graph == .propertyList && (v is Data || v is Date) { return v }
-    let mirror = Mirror(reflecting: v)
-    switch mirror.displayStyle {
-    case .dictionary?:
-        var out: [String: Any] = [:]
-        for child in mirror.children {
-            let kv = Array(Mirror(reflecting: child.value).children)
-            guard kv.count == 2, let key = kv[0].value as? String else {
-                throw SerializationError(.invalidParameters,
-                                         graph == .json ? "a JSON object key is not a string" : "a property-list dictionary key is not a string")
-            }
-            out[key] = try foundationObject(kv[1].value, for: graph)
-        }
-        return out
-    case .collection?:
-        return try mirror.children.map { try foundationObject($0.value, for: graph) }
-    case .set? where graph == .json:
-        throw SerializationError(.invalidParameters, "a set is not valid JSON (use an array)")
-    default:
-        return v
     }
 }
 

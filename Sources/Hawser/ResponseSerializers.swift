@@ -1,13 +1,18 @@
 // AFHTTPResponseSerializer and its JSON, property-list and compound subclasses, plus a
 // Decodable serializer AF never had. Value types, for the same reason as the request serializers.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HawserCore
 
 /// The validation every response serializer shares with AFHTTPResponseSerializer: acceptable
 /// status codes and content types, and ``validate(response:data:)``.
 public protocol HTTPResponseValidating: ResponseSerialization {
-    /// Status codes that are not an error; nil accepts any. Default 200..<300.
-    var acceptableStatusCodes: IndexSet? { get set }
+    /// Status codes that are not an error (AF's `NSIndexSet`; here a `RangeSet`, e.g.
+    /// `RangeSet(200..<300)`); nil accepts any. Default 200..<300.
+    var acceptableStatusCodes: RangeSet<Int>? { get set }
     /// MIME types (no parameters, compared case-insensitively) that are not an error; nil
     /// accepts any.
     var acceptableContentTypes: Set<String>? { get set }
@@ -46,7 +51,7 @@ extension HTTPResponseValidating {
     /// Runs ``validate(response:data:)`` the way AF's decoding serializers do: a content-type
     /// failure ends serialization (thrown); a status-code failure is returned so the body can
     /// still be parsed and the failure chained under a parse error.
-    func validationFailure(response: HTTPResponse?, data: [UInt8]?) throws -> SerializationError? {
+    package func validationFailure(response: HTTPResponse?, data: [UInt8]?) throws -> SerializationError? {
         do {
             try self.validate(response: response, data: data)
             return nil
@@ -60,7 +65,7 @@ extension HTTPResponseValidating {
 /// AFHTTPResponseSerializer: validates status code and content type, returns the body bytes
 /// (`[UInt8]`, or nil without a body).
 public struct HTTPResponseSerializer: HTTPResponseValidating {
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>?
 
     public init(acceptableContentTypes: Set<String>? = nil) {
@@ -90,7 +95,7 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
         public static let json5Allowed = ReadingOptions(rawValue: 1 << 3)
     }
 
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     public var readingOptions: ReadingOptions
     /// Remove `null` object members and array elements, recursively.
@@ -125,43 +130,11 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
     }
 }
 
-/// AFPropertyListResponseSerializer: validates (`application/x-plist`), then parses an XML,
-/// binary or OpenStep property list. The result is Sendable Swift values: `[String: any Sendable]`,
-/// `[any Sendable]`, `String`, `Int`, `Double`, `Bool`, `Date`, `Data`.
-public struct PropertyListResponseSerializer: HTTPResponseValidating {
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
-    public var acceptableContentTypes: Set<String>? = ["application/x-plist"]
-    /// Kept for parity with AF (reading detects the format).
-    public var format: PropertyListSerialization.PropertyListFormat
-    public var readOptions: PropertyListSerialization.ReadOptions
-
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml, readOptions: PropertyListSerialization.ReadOptions = []) {
-        self.format = format
-        self.readOptions = readOptions
-    }
-
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
-        let statusFailure = try self.validationFailure(response: response, data: data)
-        guard let data else {
-            if let statusFailure { throw statusFailure }
-            return nil
-        }
-        let object: Any
-        do {
-            object = try PropertyListSerialization.propertyList(from: Data(data), options: self.readOptions, format: nil)
-        } catch {
-            throw parseError("the body is not a property list", error, response: response, data: data).chaining(statusFailure)
-        }
-        if let statusFailure { throw statusFailure }
-        return sendablePropertyList(object)
-    }
-}
-
 /// Decodes the body into `T` with a `JSONDecoder` (or any decoder of bytes you give it), after
 /// the same validation and empty-body rule as ``JSONResponseSerializer``: an empty body is nil
 /// unless `T` can be decoded from nothing, which JSON cannot.
 public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponseValidating {
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     /// Turns the body bytes into a `T`.
     public var decode: @Sendable ([UInt8]) throws -> T
@@ -208,7 +181,7 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
 /// ``HTTPResponseSerializer`` does.
 public struct CompoundResponseSerializer: HTTPResponseValidating {
     public var responseSerializers: [any ResponseSerialization]
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>?
 
     public init(_ responseSerializers: [any ResponseSerialization]) {
@@ -236,25 +209,8 @@ public struct CompoundResponseSerializer: HTTPResponseValidating {
     }
 }
 
-func parseError(_ what: String, _ error: any Error, response: HTTPResponse?, data: [UInt8]) -> SerializationError {
+package func parseError(_ what: String, _ error: any Error, response: HTTPResponse?, data: [UInt8]) -> SerializationError {
     SerializationError(.cannotParseResponse, "\(what): \(error)", url: response?.url, response: response, data: data,
                        cause: sendableError(error))
 }
 
-/// PropertyListSerialization's object graph as Sendable Swift values.
-func sendablePropertyList(_ object: Any) -> any Sendable {
-    if type(of: object) == Bool.self, let b = object as? Bool { return b }
-    switch object {
-    case let s as String: return s
-    case let d as Data: return d
-    case let d as Date: return d
-    case let n as NSNumber:
-        let kind = String(cString: n.objCType)
-        if kind == "c" || kind == "B" { return n.boolValue }
-        if kind == "d" || kind == "f" { return n.doubleValue }
-        return n.intValue
-    case let a as [Any]: return a.map(sendablePropertyList)
-    case let d as [String: Any]: return d.mapValues(sendablePropertyList) as [String: any Sendable]
-    default: return "\(object)"
-    }
-}

@@ -1,7 +1,11 @@
 // The two serialization protocols the session manager is written against
 // (AFURLRequestSerialization / AFURLResponseSerialization), and the response value
 // they read. The concrete serializers live in their own files.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import HawserCore
 
 /// Request parameters as AFNetworking takes them (`id parameters`): a dictionary whose values

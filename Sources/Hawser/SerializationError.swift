@@ -1,6 +1,13 @@
 // The error of the serializers and multipart bodies: AFNetworking's two serialization error
 // domains folded into one typed error, with AF's userInfo keys as stored properties.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import HawserCore
 
 /// Why a request could not be serialized or a response could not be validated or decoded.
@@ -140,7 +147,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// `error` as the `any Error & Sendable` the error fields hold (`Error` is `Sendable` in Swift 6).
-func sendableError(_ error: any Error) -> any Error & Sendable { error }
+package func sendableError(_ error: any Error) -> any Error & Sendable { error }
 
 /// The reason phrase NSHTTPURLResponse's `localizedStringForStatusCode:` gives, lower-case.
 func localizedString(forStatusCode code: Int) -> String {

@@ -1,7 +1,12 @@
 // AFNetworking's notifications (AFNetworkingTaskDidResumeNotification and friends) as typed
 // events of one manager, observable through handlers or an AsyncSequence, plus event monitors
 // that see every step of every task.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import HawserCore
 
 /// What AFNetworkingTaskDidCompleteNotification's user info carries.

@@ -1,6 +1,14 @@
 // AFURLSessionManager: owns a Session, creates tasks, keeps one TaskDelegate per task, and calls
 // the session- and task-level blocks.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import HawserCore
 
 /// What to do with a data task once its response head arrived (NSURLSessionResponseDisposition).

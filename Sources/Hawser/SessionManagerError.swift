@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Errors of the session-manager layer itself (the engine's are ``HawserError``, the serializers'
 /// are their own). Each says what was wrong.

@@ -3,7 +3,12 @@
 // A task is driven by one small state machine (`Phase`) behind a lock, so resume, suspend and
 // cancel may come from any thread, race with each other and with the engine's completion, and the
 // task still completes exactly once.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import HawserCore
 
 /// Where a task is (NSURLSessionTaskState).

@@ -2,7 +2,12 @@
 // progress objects, the destination of a download, the completion handler — and the one path that
 // ends a task: serializer on the processing queue, completion on the completion queue inside the
 // completion group, then the didComplete event.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
 import HawserCore
 
 /// The queue AFNetworking calls `url_session_manager_processing_queue`: response serializers run

@@ -4,7 +4,11 @@
 // observe `fractionCompleted`), and swift-corelibs-foundation has no KVO; it is also not Sendable.
 // `TransferProgress` keeps NSProgress's vocabulary (total/completed unit counts, fractionCompleted,
 // cancel/pause/resume with handlers) and replaces KVO with change handlers.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// Progress of an upload or a download: bytes done out of bytes expected. Thread-safe.

@@ -41,7 +41,7 @@ public struct XMLElementNode: Sendable, Hashable {
 /// tree. Malformed XML is therefore an error (`.cannotParseResponse`) at serialization time, not
 /// later. External entities are never resolved.
 public struct XMLParserResponseSerializer: HTTPResponseValidating {
-    public var acceptableStatusCodes: IndexSet? = IndexSet(integersIn: 200..<300)
+    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>? = ["application/xml", "text/xml"]
     /// Whether element names are reported without prefix, with namespace processing on.
     public var processesNamespaces = false

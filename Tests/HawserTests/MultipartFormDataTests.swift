@@ -2,6 +2,7 @@
 // the producer hands out.
 import Foundation
 import Hawser
+import HawserFoundation
 import HawserTestServer
 import Testing
 

@@ -6,6 +6,7 @@
 // namespace a test creates is deleted when the test ends, pass or fail.
 import Foundation
 import Hawser
+import HawserFoundation
 import HawserCore
 import HawserTestServer
 import Synchronization

@@ -2,6 +2,7 @@
 // AFPropertyListRequestSerializerTests, ported in intent.
 import Foundation
 import Hawser
+import HawserFoundation
 import Testing
 
 private let example = URL(string: "http://example.com")!

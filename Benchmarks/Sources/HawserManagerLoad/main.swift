@@ -11,9 +11,17 @@
 // The last line has hawser-load's RESULT keys plus `cpu_s` (user + system from getrusage),
 // `req_per_cpu_s` and `vmhwm_kb` (peak RSS from /proc/self/status):
 //   RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K cpu_s=C req_per_cpu_s=Q vmhwm_kb=H
+//
+// Like an application that uses `Hawser` alone, it imports FoundationEssentials, not Foundation,
+// so its peak RSS is what such an application pays.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Hawser
 import HawserCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +35,8 @@ struct Options {
 }
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] URL\n".utf8))
+    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] URL\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
 
@@ -58,15 +67,15 @@ func parseOptions() -> Options {
 }
 
 /// Hands out at most `n` requests across the workers.
-final class Budget: @unchecked Sendable {
-    private let lock = NSLock()
-    private var left: Int
-    init(_ n: Int) { self.left = n }
+final class Budget: Sendable {
+    private let left: Mutex<Int>
+    init(_ n: Int) { self.left = Mutex(n) }
     func take() -> Bool {
-        self.lock.lock(); defer { self.lock.unlock() }
-        guard self.left > 0 else { return false }
-        self.left -= 1
-        return true
+        self.left.withLock { left in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
     }
 }
 
@@ -84,7 +93,13 @@ func vmHWMKiB() -> Int {
     return 0
 }
 
-func f2(_ v: Double) -> String { String(format: "%.2f", v) }
+/// `v` with two decimals (`%.2f`).
+func f2(_ v: Double) -> String {
+    guard v.isFinite else { return "\(v)" }
+    let hundredths = Int64((abs(v) * 100).rounded())
+    let frac = hundredths % 100
+    return (v < 0 && hundredths != 0 ? "-" : "") + "\(hundredths / 100)." + (frac < 10 ? "0" : "") + "\(frac)"
+}
 
 signal(SIGPIPE, SIG_IGN)
 let o = parseOptions()

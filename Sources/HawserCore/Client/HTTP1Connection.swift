@@ -112,7 +112,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         self.parser.expectResponse(to: task.request.method)
 
-        var head = task.encodedHead
+        let head = task.encodedHead
         let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
             guard error == nil, self.task === task else { return }
             task.metrics.requestEnd = TaskMetrics.now()

@@ -773,7 +773,8 @@ private func rfc8187Encoded(_ value: String) -> String {
 }
 
 extension Substring {
-    func trimmingOWS() -> Substring {
+    /// Without leading and trailing optional whitespace (SP, HTAB; RFC 9110 §5.6.3).
+    package func trimmingOWS() -> Substring {
         var s = self
         while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
         while let l = s.last, l == " " || l == "\t" { s.removeLast() }

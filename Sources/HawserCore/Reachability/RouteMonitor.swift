@@ -296,10 +296,10 @@ final class DeliveryGate: @unchecked Sendable {
 }
 
 /// A pthread recursive mutex.
-final class RecursiveLock: @unchecked Sendable {
+package final class RecursiveLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         var attr = pthread_mutexattr_t()
         pthread_mutexattr_init(&attr)
         pthread_mutexattr_settype(&attr, Int32(PTHREAD_MUTEX_RECURSIVE))
@@ -312,7 +312,7 @@ final class RecursiveLock: @unchecked Sendable {
         self.mutex.deallocate()
     }
 
-    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: () throws -> R) rethrows -> R {
         pthread_mutex_lock(self.mutex)
         defer { pthread_mutex_unlock(self.mutex) }
         return try body()
