@@ -21,6 +21,7 @@
 #       ahc-async: peer-ahc --api async (async/await from the global executor)
 #       urlsession: peer-urlsession (Foundation's URLSession, libcurl underneath)
 #       afn: the AFNetworking layer's client, $AFN_LOAD (slot: skipped while AFN_LOAD is empty)
+#       afn-loop: the same with `--executor loop` (its calling tasks on the manager's event loop)
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PEER_AHC [Benchmarks/.build/release/peer-ahc]  PEER_URLSESSION [Benchmarks/.build/release/peer-urlsession]
 #       same contract as hawser-load; rebuilt like it when Package.swift declares them
@@ -90,7 +91,7 @@ for c in $CLIENTS; do
         session|session-loop) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
         ahc|ahc-async) if [[ -x "$PEER_AHC" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_AHC not built: $c column pending" >&2; fi ;;
         urlsession) if [[ -x "$PEER_URLSESSION" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_URLSESSION not built: $c column pending" >&2; fi ;;
-        afn) if [[ -n "$AFN_LOAD" ]]; then clients+=(afn); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
+        afn|afn-loop) if [[ -n "$AFN_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
         *) echo "compare.sh: unknown client $c" >&2; exit 2 ;;
     esac
 done
@@ -137,6 +138,7 @@ run_one() {   # round conns client
         ahc-async) cmd=("$PEER_AHC" --api async -c "$c" -d "$DURATION" "$url") ;;
         urlsession) cmd=("$PEER_URLSESSION" -c "$c" -d "$DURATION" "$url") ;;
         afn)    cmd=($AFN_LOAD -c "$c" -d "$DURATION" "$url") ;;
+        afn-loop) cmd=($AFN_LOAD --executor loop -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
     t0="$(cpu_ticks "$worker")"
@@ -213,7 +215,7 @@ END {
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2]), cnt[key],
+        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2] == "afn-loop" ? "AFN-loop" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],

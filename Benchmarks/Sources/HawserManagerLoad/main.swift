@@ -1,12 +1,17 @@
 // hawser-manager-load: load through the AFNetworking layer — HTTPSessionManager.get with the
 // JSON response serializer — to set against hawser-load's raw engine and --session modes.
 //
-//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] URL
+//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop] URL
 //
 // -c 1 is sequential; -c 64 runs 64 requests at a time over up to 64 keep-alive connections
 // (maximumConnectionsPerHost = CONCURRENCY). Each request goes through the whole manager path:
 // request serializer, task and TaskDelegate, engine, JSON serializer on the processing queue,
 // completion on the completion queue. A response the serializer refuses counts as an error.
+//
+// --executor loop runs the calling tasks on the manager's event loop
+// (`withTaskExecutorPreference`-style, through `addTask(executorPreference:)`): the engine and
+// the awaiting task then share one thread, with no hand-off per request. This is Hawser's
+// counterpart of AsyncHTTPClient's best configuration (futures on its event loops).
 //
 // The last line has hawser-load's RESULT keys plus `cpu_s` (user + system from getrusage),
 // `req_per_cpu_s` and `vmhwm_kb` (peak RSS from /proc/self/status):
@@ -32,10 +37,11 @@ struct Options {
     var seconds: Double? = nil
     var requests: Int? = nil
     var url: String?
+    var onLoop = false
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] URL\n"
+    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -55,6 +61,12 @@ func parseOptions() -> Options {
             if v.hasSuffix("s") { v.removeLast() }
             o.seconds = Double(v)
         case "-n", "--requests": o.requests = Int(value(a))
+        case "--executor":
+            switch value(a) {
+            case "loop": o.onLoop = true
+            case "global": o.onLoop = false
+            default: usage("--executor takes loop or global")
+            }
         default:
             if a.hasPrefix("-") { usage("unknown option '\(a)'") }
             o.url = a
@@ -106,18 +118,19 @@ let o = parseOptions()
 var configuration = SessionConfiguration()
 configuration.maximumConnectionsPerHost = o.concurrency
 configuration.httpCookieStorage = nil
-let manager = HTTPSessionManager(configuration: configuration)
+let loop = try! EventLoop(name: "hawser-manager-load")
+let manager = HTTPSessionManager(configuration: configuration, eventLoop: loop)
 manager.responseSerializer = JSONResponseSerializer()
 let url = o.url!
 
 print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
-print("  HTTPSessionManager.get + JSONResponseSerializer, concurrency \(o.concurrency), keep-alive")
+print("  HTTPSessionManager.get + JSONResponseSerializer, concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")")
 let deadline = o.seconds.map { now() + UInt64($0 * 1e9) } ?? UInt64.max
 let budget = Budget(o.requests ?? Int.max)
 let start = now()
 let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?).self) { group in
     for _ in 0..<o.concurrency {
-        group.addTask {
+        group.addTask(executorPreference: o.onLoop ? loop : nil) {
             var ok = 0, failed = 0
             var first: String? = nil
             while now() < deadline && budget.take() {
