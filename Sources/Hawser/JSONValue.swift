@@ -199,12 +199,12 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue: CustomStringConvertible {
-    /// Compact JSON text (object keys sorted).
+    /// Compact JSON text (object keys sorted), written as JSONRequestSerializer writes bodies.
     public var description: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "<unencodable JSON>" }
-        return String(decoding: data, as: UTF8.self)
+        guard let bytes = try? JSONWriter.write(self, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return "<unencodable JSON>"
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -63,7 +63,7 @@ struct JSONWriter {
         switch mirror.displayStyle {
         case .dictionary?:
             var members: [(String, Any)] = []
-            members.reserveCapacity(Int(mirror.children.count))
+            members.reserveCapacity(mirror.children.count)
             for child in mirror.children {
                 let kv = Array(Mirror(reflecting: child.value).children)
                 guard kv.count == 2, let key = kv[0].value as? String else { throw invalid("a JSON object key is not a string") }

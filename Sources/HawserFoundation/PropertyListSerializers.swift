@@ -114,8 +114,6 @@ func propertyListObject(_ value: Any) throws -> Any {
         return j.foundationObject
     }
     if v is String || v is Bool || v is NSNumber || v is Data || v is Date { return v }
-    if let i = v as? any BinaryInteger, let n = Int64(exactly: i) { return NSNumber(value: n) }
-    if let d = v as? Double { return NSNumber(value: d) }
     let mirror = Mirror(reflecting: v)
     switch mirror.displayStyle {
     case .dictionary?:
