@@ -13,8 +13,9 @@
 #                  curl-multi -C CA -F -c N        vs  hawser-load --session --cacert CA --new-connection -c N
 #   keepalive    GETs over one kept-alive TLS connection
 #                  wrk -t1 -c1 (does NOT verify the certificate)  vs  hawser-load --session -c 1
-#                  (global executor and --executor loop) and curl-multi -c 1; hawser-load's raw
-#                  mode speaks plain HTTP only, so the Session API is what is measured
+#                  (async on the global executor, async with --executor loop, and --api
+#                  completion: completion handlers on the session's loop) and curl-multi -c 1;
+#                  hawser-load's raw mode speaks plain HTTP only, so the Session API is measured
 # for N in NEW_CONNS. Every client verifies against the generated CA (and the host, 127.0.0.1,
 # an IP SAN) except wrk. Each run goes through /usr/bin/time (client CPU = user+sys of the
 # whole process, start-up included; peak RSS); the nginx worker's CPU comes from /proc.
@@ -27,7 +28,12 @@
 # Environment [defaults]: ROUNDS [5]  DURATION [3]  NEW_CONNS ["1 4"]  URL_PATH [/hello]  KEY [ec]
 #   TLS_GROUPS ["new-full new-resumed keepalive"]  HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
 #   SKIP_BUILD [0] (1: measure the binaries as they are)  OUT [a new temp dir: raw logs, results.tsv]
-# Time bound: ROUNDS x (4 x |NEW_CONNS| + 4) x (DURATION + ~1 s).
+#   PIN [none]: "cross" pins the nginx worker to CPU 0 and every client to CPU 1; "same" pins
+#     both to CPU 0. At c1 the rate is bound by wake-ups between the two processes, and on a
+#     VM where those cross vCPUs (IPIs, halted vCPUs) the scheduler's placement moves every
+#     client's rate by 10-30 % from run to run; pinning holds the placement fixed, and the
+#     same for every client.
+# Time bound: ROUNDS x (4 x |NEW_CONNS| + 5) x (DURATION + ~1 s).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -84,6 +90,13 @@ tls_port="$(sed -n 2p <<<"$ports")"
 url="https://127.0.0.1:$tls_port$URL_PATH"
 master="$(cat "$ngx/nginx.pid")"
 worker="$(pgrep -P "$master" | head -1)"
+PIN="${PIN:-none}"
+case "$PIN" in
+    none) pin=() ;;
+    cross) taskset -pc 0 "$worker" >/dev/null; pin=(taskset -c 1) ;;
+    same) taskset -pc 0 "$worker" >/dev/null; pin=(taskset -c 0) ;;
+    *) echo "tls-compare.sh: PIN takes none, cross or same" >&2; exit 2 ;;
+esac
 ca="$pki/ca.pem"
 curl -sS --fail --cacert "$ca" -o /dev/null "$url" || { echo "tls-compare.sh: nginx TLS check failed" >&2; exit 1; }
 proto="$(openssl s_client -connect "127.0.0.1:$tls_port" -CAfile "$ca" </dev/null 2>/dev/null | awk '/^New, /{sub(/,$/, "", $2); print $2; exit}')"
@@ -96,7 +109,7 @@ worker_ticks() { awk '{print $14 + $15}' "/proc/$worker/stat"; }
     echo "# hawser commit $(git -C "$bench/.." rev-parse --short HEAD)$(git -C "$bench/.." diff --quiet HEAD -- . 2>/dev/null || echo ' (+ uncommitted changes)')"
     echo "# $(nginx -v 2>&1), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(curl-config --version), $(openssl version | awk '{print $1, $2}')"
     echo "# key $KEY ($([[ $KEY == rsa ]] && echo RSA-2048 || echo 'ECDSA P-256')), protocol ${proto:-?}, url $url"
-    echo "# ROUNDS=$ROUNDS DURATION=$DURATION NEW_CONNS=\"$NEW_CONNS\" TLS_GROUPS=\"$GROUPS_RUN\""
+    echo "# ROUNDS=$ROUNDS DURATION=$DURATION NEW_CONNS=\"$NEW_CONNS\" TLS_GROUPS=\"$GROUPS_RUN\" PIN=$PIN"
     echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/header.txt" >&2
 
@@ -109,7 +122,7 @@ run() {
     local log="$OUT/logs/r$round-$group-c$conns-$client.log" tf="$OUT/logs/r$round-$group-c$conns-$client.time"
     local w0 w1 t0 t1
     w0="$(worker_ticks)"; t0="$(date +%s.%N)"
-    timeout $((DURATION + 30)) /usr/bin/time -f '%e %U %S %M' -o "$tf" "$@" > "$log" 2>&1 || true
+    timeout $((DURATION + 30)) /usr/bin/time -f '%e %U %S %M' -o "$tf" ${pin[@]+"${pin[@]}"} "$@" > "$log" 2>&1 || true
     t1="$(date +%s.%N)"; w1="$(worker_ticks)"
     local wall user sys rss requests errors seconds rps hs=0 res=0 full_us="" res_us=""
     read -r wall user sys rss < "$tf" || true
@@ -162,12 +175,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     done
                 done ;;
             keepalive)
-                for client in $(rotate "$r" wrk curl hawser hawser-loop); do
+                for client in $(rotate "$r" wrk curl hawser hawser-loop hawser-completion); do
                     case "$client" in
                         wrk) run "$r" keepalive 1 wrk -- wrk -t1 -c1 -d"${DURATION}s" "$url" ;;
                         curl) run "$r" keepalive 1 curl -- "$CURL_MULTI" -C "$ca" -c 1 -d "$DURATION" "$url" ;;
                         hawser) run "$r" keepalive 1 hawser -- "$H" --session --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
                         hawser-loop) run "$r" keepalive 1 hawser-loop -- "$H" --session --executor loop --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser-completion) run "$r" keepalive 1 hawser-completion -- "$H" --session --api completion --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
                     esac
                 done ;;
             *) echo "tls-compare.sh: unknown group $group" >&2; exit 2 ;;

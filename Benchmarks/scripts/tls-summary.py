@@ -86,8 +86,9 @@ print("\n### 2. Keep-alive HTTPS GET over one connection (c1)\n")
 print("| client | req/s | req / client-CPU-s | client CPU | peak RSS | nginx worker CPU | req/s ÷ wrk (min–max) | req/CPU-s ÷ wrk (min–max) |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
 names = {"wrk": "wrk -t1 -c1 (no verification)", "curl": "libcurl (curl-multi -c 1)",
-         "hawser": "**hawser-load --session -c 1**", "hawser-loop": "**hawser-load --session --executor loop -c 1**"}
-for client in ("wrk", "curl", "hawser", "hawser-loop"):
+         "hawser": "**hawser-load --session -c 1**", "hawser-loop": "**hawser-load --session --executor loop -c 1**",
+         "hawser-completion": "**hawser-load --session --api completion -c 1**"}
+for client in ("wrk", "curl", "hawser", "hawser-loop", "hawser-completion"):
     rs = by.get(("keepalive", 1, client), [])
     if not rs:
         continue

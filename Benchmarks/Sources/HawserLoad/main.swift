@@ -40,11 +40,13 @@ struct Options {
     var newConnection = false
     /// --cache: give the Session an in-memory HTTP cache (a cacheable URL is then served from it).
     var cache = false
+    /// --api completion: Session.execute(_:completion:) chains instead of `await response(for:)`.
+    var completionAPI = false
     var url: URL?
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
+    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--api async|completion] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -73,6 +75,12 @@ func parseOptions() -> Options {
         case "--no-resumption": o.resumption = false
         case "--new-connection": o.newConnection = true
         case "--cache": o.cache = true
+        case "--api":
+            switch value(a) {
+            case "completion": o.completionAPI = true
+            case "async": o.completionAPI = false
+            default: usage("--api takes async or completion")
+            }
         case "--executor":
             switch value(a) {
             case "loop": o.onLoop = true
@@ -134,6 +142,32 @@ struct Totals {
     var resumed = 0
     var handshakeNanos: UInt64 = 0
     var resumedNanos: UInt64 = 0
+
+    /// Counts one answered request sent at `sent` (monotonic ns).
+    mutating func record(_ r: HTTPClientResponse, sent: UInt64) {
+        _ = self.histogram.record((TaskMetrics.now() - sent) / 1000)
+        self.requests += 1
+        self.bytes += Int(r.metrics.bytesReceived)
+        if let s = r.metrics.secureConnectionStart, let e = r.metrics.secureConnectionEnd, e >= s {
+            self.handshakes += 1
+            self.handshakeNanos += e - s
+            if r.metrics.isResumedTLSSession == true {
+                self.resumed += 1
+                self.resumedNanos += e - s
+            }
+        }
+    }
+
+    mutating func add(_ l: Totals) {
+        self.requests += l.requests
+        self.errors += l.errors
+        self.bytes += l.bytes
+        self.histogram.add(l.histogram)
+        self.handshakes += l.handshakes
+        self.resumed += l.resumed
+        self.handshakeNanos += l.handshakeNanos
+        self.resumedNanos += l.resumedNanos
+    }
 }
 
 func runRaw(_ o: Options) -> (Totals, Double) {
@@ -219,6 +253,16 @@ func runSession(_ o: Options) async -> (Totals, Double) {
     let deadline = o.seconds.map { TaskMetrics.now() + UInt64($0 * 1e9) } ?? UInt64.max
     let budget = Budget(o.requests ?? Int.max)
     let start = TaskMetrics.now()
+    if o.completionAPI {
+        let t = await runCompletionChains(session: session, request: request, connections: o.connections,
+                                          deadline: deadline, budget: budget)
+        let elapsed = Double(TaskMetrics.now() - start) / 1e9
+        session.shutdown()
+        loop.shutdown()
+        var out = t
+        out.perLoopRPS = [Double(t.requests) / elapsed]
+        return (out, elapsed)
+    }
     let t = await withTaskGroup(of: Totals.self) { g in
         for _ in 0..<o.connections {
             g.addTask(executorPreference: o.onLoop ? loop : nil) {
@@ -226,18 +270,7 @@ func runSession(_ o: Options) async -> (Totals, Double) {
                 while TaskMetrics.now() < deadline && budget.take() {
                     let sent = TaskMetrics.now()
                     do {
-                        let r = try await session.response(for: request)
-                        _ = local.histogram.record((TaskMetrics.now() - sent) / 1000)
-                        local.requests += 1
-                        local.bytes += Int(r.metrics.bytesReceived)
-                        if let s = r.metrics.secureConnectionStart, let e = r.metrics.secureConnectionEnd, e >= s {
-                            local.handshakes += 1
-                            local.handshakeNanos += e - s
-                            if r.metrics.isResumedTLSSession == true {
-                                local.resumed += 1
-                                local.resumedNanos += e - s
-                            }
-                        }
+                        local.record(try await session.response(for: request), sent: sent)
                     } catch {
                         local.errors += 1
                     }
@@ -246,16 +279,7 @@ func runSession(_ o: Options) async -> (Totals, Double) {
             }
         }
         var all = Totals()
-        for await l in g {
-            all.requests += l.requests
-            all.errors += l.errors
-            all.bytes += l.bytes
-            all.histogram.add(l.histogram)
-            all.handshakes += l.handshakes
-            all.resumed += l.resumed
-            all.handshakeNanos += l.handshakeNanos
-            all.resumedNanos += l.resumedNanos
-        }
+        for await l in g { all.add(l) }
         return all
     }
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
@@ -264,6 +288,48 @@ func runSession(_ o: Options) async -> (Totals, Double) {
     var out = t
     out.perLoopRPS = [Double(t.requests) / elapsed]
     return (out, elapsed)
+}
+
+/// `--api completion`: `connections` chains of `Session.execute(_:completion:)`, each issuing
+/// its next request from the previous one's completion handler (which runs on the session's
+/// loop): the callback style NSURLSession and the AFNetworking layer use, with no Swift task
+/// hop per request.
+func runCompletionChains(session: Session, request: HTTPClientRequest, connections: Int,
+                         deadline: UInt64, budget: Budget) async -> Totals {
+    /// Loop-confined: every chain's completion runs on the session's one loop.
+    final class Chains: @unchecked Sendable {
+        var totals = Totals()
+        var running = 0
+        var done: CheckedContinuation<Totals, Never>?
+    }
+    let chains = Chains()
+    return await withCheckedContinuation { (cont: CheckedContinuation<Totals, Never>) in
+        session.eventLoop.execute {
+            chains.done = cont
+            chains.running = connections
+            @Sendable func next() {
+                guard TaskMetrics.now() < deadline && budget.take() else {
+                    chains.running -= 1
+                    if chains.running == 0 { chains.done?.resume(returning: chains.totals) }
+                    return
+                }
+                let sent = TaskMetrics.now()
+                session.execute(request) { result in
+                    switch result {
+                    case .success(let r):
+                        chains.totals.record(r, sent: sent)
+                        next()
+                    case .failure:
+                        // A failure may complete inside execute; go round the loop so a run of
+                        // them does not recurse.
+                        chains.totals.errors += 1
+                        session.eventLoop.execute { next() }
+                    }
+                }
+            }
+            for _ in 0..<connections { next() }
+        }
+    }
 }
 
 func fmtTime(_ us: Int) -> String { fmtTime(Double(us)) }
@@ -397,7 +463,9 @@ if options.hold {
     runHold(options)
     exit(0)
 }
-let mode = options.session ? "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))" : "raw engine"
+let mode = !options.session ? "raw engine"
+    : options.completionAPI ? "Session API (completion handlers on the session's loop)"
+    : "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))"
 print("Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)")
 print("  \(options.session ? 1 : options.loops) loop(s) and \(options.connections) connections, \(mode)")
 let (totals, elapsed) = options.session ? await runSession(options) : runRaw(options)
