@@ -166,7 +166,7 @@ final class ServerConnection: EventLoopIOHandler {
             let n = Int(parts[1]) ?? 0
             let bytes = Self.pattern(n)
             if let k = query["chunk"].flatMap(Int.init), k > 0 {
-                self.sendChunked(status: 200, body: bytes, chunkSize: k, head: isHead)
+                self.sendChunked(status: 200, body: bytes, chunkSize: k, head: isHead, recordPerChunk: query["records"] == "1")
             } else {
                 self.send(status: 200, body: bytes, extra: [("Content-Type", "application/octet-stream")], head: isHead)
             }
@@ -342,22 +342,46 @@ final class ServerConnection: EventLoopIOHandler {
         self.flush()
     }
 
-    private func sendChunked(status: Int, body: [UInt8], chunkSize: Int, head isHead: Bool) {
+    /// `recordPerChunk` (over TLS): the head, every chunk and the terminator each go in a TLS
+    /// record of their own, corked into one TCP send, so a client reading ahead receives many
+    /// records in one read(2), and the last ones sit in its TLS library, unseen by epoll.
+    private func sendChunked(status: Int, body: [UInt8], chunkSize: Int, head isHead: Bool, recordPerChunk: Bool = false) {
+        var pieces: [[UInt8]] = []
         var out: [UInt8] = []
         let headers: HTTPHeaders = ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]
         try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers), into: &out)
         if !isHead {
             var i = 0
             while i < body.count {
+                if recordPerChunk { pieces.append(out); out = [] }
                 let n = min(chunkSize, body.count - i)
                 HTTP1Encoder.writeChunkHeader(size: n, into: &out)
                 out.append(contentsOf: body[i..<(i + n)])
                 HTTP1Encoder.writeChunkEnd(into: &out)
                 i += n
             }
+            if recordPerChunk { pieces.append(out); out = [] }
             HTTP1Encoder.writeLastChunk(trailers: nil, into: &out)
         }
-        self.outbox.append(contentsOf: out)
+        pieces.append(out)
+        if recordPerChunk, let tls = self.tls, self.outOffset == self.outbox.count, !self.handshaking {
+            var on: Int32 = 1
+            setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_CORK, &on, 4)
+            var rest: [UInt8] = []
+            for piece in pieces {
+                if !rest.isEmpty { rest.append(contentsOf: piece); continue }
+                // One SSL_write, one record; what the socket does not take goes the usual way.
+                switch piece.withUnsafeBytes({ tls.write($0) }) {
+                case .bytes(let k): rest.append(contentsOf: piece[k...])
+                default: rest.append(contentsOf: piece)
+                }
+            }
+            var off: Int32 = 0
+            setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_CORK, &off, 4)
+            self.outbox.append(contentsOf: rest)
+        } else {
+            for piece in pieces { self.outbox.append(contentsOf: piece) }
+        }
         self.flush()
     }
 

@@ -94,6 +94,34 @@ extension NetworkTests {
             }
         }
 
+        @Test("records OpenSSL read ahead while reading was paused are delivered on resume, with nothing more coming from the socket")
+        func pausedReadAheadRecordsAreNotStranded() async throws {
+            let pki = try Self.pki()
+            try await Self.withTLSServer(pki.valid) { server in
+                var configuration = try Self.trustingTestRoot()
+                // Stranded records would stall until this fires: the task fails instead of the test hanging.
+                configuration.timeoutIntervalForRequest = 3
+                try await Self.withSession(configuration) { session in
+                    // 40 records of 100-byte chunks in one TCP send: one read(2) takes them all, and
+                    // after the pause at the first chunk the rest are only in OpenSSL's buffer.
+                    let d = RecordingDelegate()
+                    let paused = Mutex(0)
+                    d.onBody = { task, _ in
+                        let first = paused.withLock { n -> Bool in n += 1; return n == 1 }
+                        guard first else { return }
+                        task.pauseReading()
+                        Task { task.resumeReading() }
+                    }
+                    session.execute(HTTPClientRequest(url: url("https://localhost:\(server.port)/bytes/4000?chunk=100&records=1")), delegate: d)
+                    let r = await d.wait()
+                    #expect(r.completions == 1)
+                    #expect(d.error == nil, "\(String(describing: d.error))")
+                    #expect(r.body.count == 4000 && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                    #expect(paused.withLock { $0 } >= 2, "the body came in more than one delivery (one per record)")
+                }
+            }
+        }
+
         @Test("a second connection resumes the TLS session")
         func resumption() async throws {
             let pki = try Self.pki()
