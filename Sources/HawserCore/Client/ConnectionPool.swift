@@ -2,7 +2,10 @@
 // timeouts, and the one retry of an idempotent request whose reused connection turned
 // out to be dead. Loop-confined: every method runs on the session's event loop.
 final class ConnectionPool: @unchecked Sendable {
-    private struct Origin {
+    /// A class, so the pool changes it in place through a dictionary read: mutating a struct
+    /// value through the dictionary's subscript runs its modify coroutine, whose frame (holding
+    /// a copy of the large key) is heap-allocated, twice per request.
+    private final class Origin {
         var idle: [HTTP1Connection] = []
         var waiting = CircularQueue<RequestTask>()
         /// Live connections plus connects in progress: what the per-host limit counts.
@@ -71,20 +74,27 @@ final class ConnectionPool: @unchecked Sendable {
         self.dispatch(task, front: false)
     }
 
-    // Origins are mutated in place through the dictionary's subscript: copying an Origin out
-    // and back would copy its arrays (copy-on-write) on every request.
+    /// The origin for `key`, made on first use (one hash lookup when it exists).
+    private func origin(for key: ConnectionKey) -> Origin {
+        if let o = self.origins[key] { return o }
+        let o = Origin()
+        self.origins[key] = o
+        return o
+    }
+
     private func dispatch(_ task: RequestTask, front: Bool) {
         let key = task.key
-        while let c = self.origins[key]?.idle.popLast() {
+        let origin = self.origin(for: key)
+        while let c = origin.idle.popLast() {
             if c.isClosed { continue }
             c.execute(task)
             return
         }
         task.state = .queued
         if front {
-            self.origins[key, default: Origin()].waiting.prepend(task)
+            origin.waiting.prepend(task)
         } else {
-            self.origins[key, default: Origin()].waiting.append(task)
+            origin.waiting.append(task)
         }
         self.connectIfNeeded(key)
     }
@@ -105,7 +115,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func removeWaiting(_ task: RequestTask) {
-        _ = self.origins[task.key]?.waiting.removeFirst(where: { $0 === task })
+        if let origin = self.origins[task.key] { _ = origin.waiting.removeFirst(where: { $0 === task }) }
     }
 
     func taskFinished(_ task: RequestTask) {
@@ -115,17 +125,14 @@ final class ConnectionPool: @unchecked Sendable {
     // MARK: - Connections
 
     private func connectIfNeeded(_ key: ConnectionKey) {
-        guard var origin = self.origins[key] else { return }
+        guard let origin = self.origins[key] else { return }
         while origin.waiting.count > origin.connecting, origin.total < self.configuration.maximumConnectionsPerHost {
             var context: TLSContext? = nil
             if key.scheme == "https" {
                 switch self.clientTLSContext() {
                 case .success(let c): context = c
                 case .failure(let error):
-                    self.origins[key] = origin
                     self.failNextWaiting(key, error, reconnect: false)
-                    guard let o = self.origins[key] else { return }
-                    origin = o
                     continue
                 }
             }
@@ -141,16 +148,12 @@ final class ConnectionPool: @unchecked Sendable {
                 self.connectFinished(key: key, result: result)
             }
             self.connectors[ObjectIdentifier(connector)] = connector
-            self.origins[key] = origin
             connector.start()
-            guard let o = self.origins[key] else { return }
-            origin = o
         }
-        self.origins[key] = origin
     }
 
     private func connectFinished(key: ConnectionKey, result: Result<Connector.Established, HawserError>) {
-        self.origins[key, default: Origin()].connecting -= 1
+        self.origin(for: key).connecting -= 1
         switch result {
         case .success(let r):
             let c = HTTP1Connection(fd: r.fd, remoteAddress: r.address, key: key, loop: self.loop, pool: self,
@@ -159,7 +162,7 @@ final class ConnectionPool: @unchecked Sendable {
                 try self.loop.register(fd: r.fd, handler: c, readable: true, writable: false)
             } catch {
                 Posix.close(r.fd)
-                self.origins[key]!.total -= 1
+                self.origin(for: key).total -= 1
                 self.failNextWaiting(key, HawserError(.ioError, "cannot register the connection: \(error)", underlying: error))
                 return
             }
@@ -170,13 +173,13 @@ final class ConnectionPool: @unchecked Sendable {
             }
             self.release(c)
         case .failure(let error):
-            self.origins[key]!.total -= 1
+            self.origin(for: key).total -= 1
             self.failNextWaiting(key, error)
         }
     }
 
     private func failNextWaiting(_ key: ConnectionKey, _ error: HawserError, reconnect: Bool = true) {
-        if let t = self.origins[key]?.waiting.popFirst() {
+        if let t = self.origins[key].flatMap({ $0.waiting.popFirst() }) {
             t.state = .created
             t.finish(.failure(error.with(url: t.request.url)))
         }
@@ -268,20 +271,20 @@ final class ConnectionPool: @unchecked Sendable {
             c.close()
             return
         }
-        if let t = self.origins[c.key]?.waiting.popFirst() {
+        let origin = self.origin(for: c.key)
+        if let t = origin.waiting.popFirst() {
             c.execute(t)
             return
         }
-        self.origins[c.key, default: Origin()].idle.append(c)
+        origin.idle.append(c)
         c.startIdleTimer(self.configuration.idleConnectionTimeout)
     }
 
     func connectionClosed(_ c: HTTP1Connection) {
         guard self.connections.removeValue(forKey: ObjectIdentifier(c)) != nil else { return }
-        if var origin = self.origins[c.key] {
+        if let origin = self.origins[c.key] {
             origin.total -= 1
             origin.idle.removeAll { $0 === c }
-            self.origins[c.key] = origin
         }
         if !self.isShutDown { self.connectIfNeeded(c.key) }
     }

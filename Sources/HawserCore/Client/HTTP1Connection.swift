@@ -621,7 +621,9 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     private func advance(_ written: Int) {
         var n = written
-        var done: [(HawserError?) -> Void] = []
+        // Usually one write completes (a request's last): no array for it.
+        var firstDone: ((HawserError?) -> Void)? = nil
+        var moreDone: [(HawserError?) -> Void] = []
         var bodyDone = 0
         if let task = self.task {
             task.metrics.bytesSent += Int64(n)
@@ -636,7 +638,9 @@ final class HTTP1Connection: EventLoopIOHandler {
                 n -= remaining
                 bodyDone += w.bodyBytes(from: w.offset, to: w.bytes.count)
                 self.writes.removeFirst()
-                if let c = w.completion { done.append(c) }
+                if let c = w.completion {
+                    if firstDone == nil { firstDone = c } else { moreDone.append(c) }
+                }
             } else {
                 bodyDone += w.bodyBytes(from: w.offset, to: w.offset + n)
                 self.writes[0].offset += n
@@ -648,7 +652,8 @@ final class HTTP1Connection: EventLoopIOHandler {
             self.bodyProgress += Int64(bodyDone)
             task.delegate.task(task, didSendBodyBytes: self.bodyProgress, expected: expected)
         }
-        for c in done { c(nil) }
+        firstDone?(nil)
+        for c in moreDone { c(nil) }
     }
 
     private var bodyProgress: Int64 = 0

@@ -9,8 +9,6 @@
 // no futex wake-up. Code run this way must not block (it shares the thread with the loop's IO).
 extension EventLoop: TaskExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = self.asUnownedTaskExecutor()
-        self.execute { job.runSynchronously(on: executor) }
+        self.enqueueJob(UnownedJob(job))
     }
 }

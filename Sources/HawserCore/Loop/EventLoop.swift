@@ -75,7 +75,7 @@ public final class EventLoop: @unchecked Sendable {
     private let threadID = Atomic<UInt>(0)
 
     private struct Pending {
-        var tasks: [@Sendable () -> Void] = []
+        var tasks: [LoopWork] = []
         /// Set (under the lock) before the eventfd is closed: from then on nothing writes to it.
         var closed = false
     }
@@ -86,7 +86,11 @@ public final class EventLoop: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
 
     // Loop-confined state.
-    private var localTasks: [() -> Void] = []
+    private var localTasks: [LoopWork] = []
+    /// The batch being run, swapped with `localTasks` so neither array is reallocated per round.
+    private var runningTasks: [LoopWork] = []
+    /// What the last drain took from `pending`, swapped in under its lock (loop thread only).
+    private var drainedTasks: [LoopWork] = []
     private var timers = TimerHeap()
     private var handlers: [Registration?] = []
     private var generation: UInt32 = 0
@@ -154,14 +158,29 @@ public final class EventLoop: @unchecked Sendable {
     /// current event, never re-entrantly.
     public func execute(_ task: @escaping @Sendable () -> Void) {
         if self.inEventLoop {
-            self.localTasks.append(task)
+            self.localTasks.append(LoopWork(.closure(task)))
             return
         }
+        self.submit(LoopWork(.closure(task)))
+    }
+
+    /// Runs a Swift job on the loop (the TaskExecutor role): queued as it is, with no closure
+    /// around it.
+    func enqueueJob(_ job: UnownedJob) {
+        if self.inEventLoop {
+            self.localTasks.append(LoopWork(.job(job)))
+        } else {
+            self.submit(LoopWork(.job(job)))
+        }
+    }
+
+    /// Hands `work` to the loop from another thread, waking it when it may be asleep.
+    private func submit(_ work: LoopWork) {
         let mustWake = self.pending.withLock { p -> Bool in
             // After shutdown the task is dropped: the loop will never run again, and its
             // eventfd's number may already belong to another descriptor.
             guard !p.closed else { return false }
-            p.tasks.append(task)
+            p.tasks.append(work)
             if self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) { return false }
             // Counted under the lock, so `finish` (which sets `closed` under it) waits for this
             // write before it closes the eventfd.
@@ -182,7 +201,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Loop-thread variant of `execute` for closures that are not Sendable (loop-confined state).
     func executeInLoop(_ task: @escaping () -> Void) {
         self.assertInLoop()
-        self.localTasks.append(task)
+        self.localTasks.append(LoopWork(.closure(task)))
     }
 
     /// Runs `task` after `nanoseconds`. Returns a handle whose `cancel()` is O(1).
@@ -366,26 +385,28 @@ public final class EventLoop: @unchecked Sendable {
         if self.wakeupPending.load(ordering: .relaxed) {
             // Clear before draining: a submitter that sees `false` after this writes the eventfd again.
             self.wakeupPending.store(false, ordering: .releasing)
-            for t in self.takePending() { t() }
+            self.runPending()
         } else if !self.pending.withLock({ $0.tasks.isEmpty }) {
-            for t in self.takePending() { t() }
+            self.runPending()
         }
         // Tasks may enqueue more tasks; run a bounded number of rounds so IO is not starved.
         var rounds = 0
         while !self.localTasks.isEmpty && rounds < 16 {
-            let batch = self.localTasks
-            self.localTasks.removeAll(keepingCapacity: true)
-            for t in batch { t() }
+            swap(&self.localTasks, &self.runningTasks)
+            for i in self.runningTasks.indices { self.runningTasks[i].run(on: self) }
+            self.runningTasks.removeAll(keepingCapacity: true)
             rounds += 1
         }
     }
 
-    private func takePending() -> [@Sendable () -> Void] {
-        self.pending.withLock { p in
-            let r = p.tasks
-            p.tasks.removeAll(keepingCapacity: true)
-            return r
-        }
+    /// Runs what other threads submitted, swapping arrays under the lock (no copy, no allocation).
+    private func runPending() {
+        var drained = self.drainedTasks
+        self.drainedTasks = []
+        self.pending.withLock { p in swap(&p.tasks, &drained) }
+        for i in drained.indices { drained[i].run(on: self) }
+        drained.removeAll(keepingCapacity: true)
+        self.drainedTasks = drained
     }
 
     // MARK: - Shutdown
@@ -426,13 +447,13 @@ public final class EventLoop: @unchecked Sendable {
         }
         self.timers.removeAll()
         // Work submitted after this point is dropped (see `execute`); what came before ran above.
-        let late = self.pending.withLock { p -> [@Sendable () -> Void] in
+        let late = self.pending.withLock { p -> [LoopWork] in
             p.closed = true
             let r = p.tasks
             p.tasks.removeAll()
             return r
         }
-        for t in late { t() }
+        for t in late { t.run(on: self) }
         // A submitter that counted itself before `closed` was set may still be in write(2).
         while self.wakersInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
         Posix.close(self.wakeFD)
@@ -443,6 +464,27 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 // MARK: - Timer heap
+
+/// One unit of loop work: a closure, or a Swift job (the loop as a TaskExecutor). Arrays hold
+/// it as a struct, so a closure is stored as it is: an array of `() -> Void` stores each one
+/// behind a heap-allocated reabstraction thunk.
+struct LoopWork: @unchecked Sendable {
+    enum Kind {
+        case closure(() -> Void)
+        case job(UnownedJob)
+    }
+    let kind: Kind
+
+    init(_ kind: Kind) { self.kind = kind }
+
+    @inline(__always)
+    func run(on loop: EventLoop) {
+        switch self.kind {
+        case .closure(let body): body()
+        case .job(let job): job.runSynchronously(on: loop.asUnownedTaskExecutor())
+        }
+    }
+}
 
 /// A binary min-heap of scheduled tasks ordered by deadline.
 ///
