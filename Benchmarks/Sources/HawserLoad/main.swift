@@ -253,19 +253,25 @@ func runSession(_ o: Options) async -> (Totals, Double) {
     let deadline = o.seconds.map { TaskMetrics.now() + UInt64($0 * 1e9) } ?? UInt64.max
     let budget = Budget(o.requests ?? Int.max)
     let start = TaskMetrics.now()
-    if o.completionAPI {
-        let t = await runCompletionChains(session: session, request: request, connections: o.connections,
-                                          deadline: deadline, budget: budget)
-        let elapsed = Double(TaskMetrics.now() - start) / 1e9
-        session.shutdown()
-        loop.shutdown()
-        var out = t
-        out.perLoopRPS = [Double(t.requests) / elapsed]
-        return (out, elapsed)
-    }
-    let t = await withTaskGroup(of: Totals.self) { g in
-        for _ in 0..<o.connections {
-            g.addTask(executorPreference: o.onLoop ? loop : nil) {
+    let t = o.completionAPI
+        ? await runCompletionChains(session: session, request: request, connections: o.connections, deadline: deadline, budget: budget)
+        : await runAsyncCallers(session: session, request: request, connections: o.connections, onLoop: o.onLoop ? loop : nil,
+                                deadline: deadline, budget: budget)
+    let elapsed = Double(TaskMetrics.now() - start) / 1e9
+    session.shutdown()
+    loop.shutdown()
+    var out = t
+    out.perLoopRPS = [Double(t.requests) / elapsed]
+    return (out, elapsed)
+}
+
+/// The default mode: `connections` Swift tasks, each awaiting `response(for:)` in a loop, on
+/// the global executor or (`--executor loop`) preferring the session's loop.
+func runAsyncCallers(session: Session, request: HTTPClientRequest, connections: Int, onLoop: EventLoop?,
+                     deadline: UInt64, budget: Budget) async -> Totals {
+    await withTaskGroup(of: Totals.self) { g in
+        for _ in 0..<connections {
+            g.addTask(executorPreference: onLoop) {
                 var local = Totals()
                 while TaskMetrics.now() < deadline && budget.take() {
                     let sent = TaskMetrics.now()
@@ -282,12 +288,6 @@ func runSession(_ o: Options) async -> (Totals, Double) {
         for await l in g { all.add(l) }
         return all
     }
-    let elapsed = Double(TaskMetrics.now() - start) / 1e9
-    session.shutdown()
-    loop.shutdown()
-    var out = t
-    out.perLoopRPS = [Double(t.requests) / elapsed]
-    return (out, elapsed)
 }
 
 /// `--api completion`: `connections` chains of `Session.execute(_:completion:)`, each issuing
