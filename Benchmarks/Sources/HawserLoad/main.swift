@@ -300,17 +300,15 @@ func runCompletionChains(session: Session, request: HTTPClientRequest, connectio
     final class Chains: @unchecked Sendable {
         var totals = Totals()
         var running = 0
-        var done: CheckedContinuation<Totals, Never>?
     }
     let chains = Chains()
     return await withCheckedContinuation { (cont: CheckedContinuation<Totals, Never>) in
         session.eventLoop.execute {
-            chains.done = cont
             chains.running = connections
             @Sendable func next() {
                 guard TaskMetrics.now() < deadline && budget.take() else {
                     chains.running -= 1
-                    if chains.running == 0 { chains.done?.resume(returning: chains.totals) }
+                    if chains.running == 0 { cont.resume(returning: chains.totals) }
                     return
                 }
                 let sent = TaskMetrics.now()

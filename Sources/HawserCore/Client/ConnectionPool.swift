@@ -4,7 +4,7 @@
 final class ConnectionPool: @unchecked Sendable {
     /// A class, so the pool changes it in place through a dictionary read: mutating a struct
     /// value through the dictionary's subscript runs its modify coroutine, whose frame (holding
-    /// a copy of the large key) is heap-allocated, twice per request.
+    /// a copy of the large key) is heap-allocated, on every dispatch and every release.
     private final class Origin {
         var idle: [HTTP1Connection] = []
         var waiting = CircularQueue<RequestTask>()
@@ -115,7 +115,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func removeWaiting(_ task: RequestTask) {
-        if let origin = self.origins[task.key] { _ = origin.waiting.removeFirst(where: { $0 === task }) }
+        _ = self.origins[task.key]?.waiting.removeFirst(where: { $0 === task })
     }
 
     func taskFinished(_ task: RequestTask) {
@@ -179,7 +179,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func failNextWaiting(_ key: ConnectionKey, _ error: HawserError, reconnect: Bool = true) {
-        if let t = self.origins[key].flatMap({ $0.waiting.popFirst() }) {
+        if let t = self.origins[key]?.waiting.popFirst() {
             t.state = .created
             t.finish(.failure(error.with(url: t.request.url)))
         }

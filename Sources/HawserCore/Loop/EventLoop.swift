@@ -89,7 +89,7 @@ public final class EventLoop: @unchecked Sendable {
     private var localTasks: [LoopWork] = []
     /// The batch being run, swapped with `localTasks` so neither array is reallocated per round.
     private var runningTasks: [LoopWork] = []
-    /// What the last drain took from `pending`, swapped in under its lock (loop thread only).
+    /// The batch taken from `pending`, swapped in under its lock (loop thread only).
     private var drainedTasks: [LoopWork] = []
     private var timers = TimerHeap()
     private var handlers: [Registration?] = []
@@ -157,25 +157,22 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` on the loop's thread, soon. From the loop's own thread it runs after the
     /// current event, never re-entrantly.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        if self.inEventLoop {
-            self.localTasks.append(LoopWork(.closure(task)))
-            return
-        }
-        self.submit(LoopWork(.closure(task)))
+        self.add(LoopWork(.closure(task)))
     }
 
     /// Runs a Swift job on the loop (the TaskExecutor role): queued as it is, with no closure
     /// around it.
     func enqueueJob(_ job: UnownedJob) {
-        if self.inEventLoop {
-            self.localTasks.append(LoopWork(.job(job)))
-        } else {
-            self.submit(LoopWork(.job(job)))
-        }
+        self.add(LoopWork(.job(job)))
     }
 
-    /// Hands `work` to the loop from another thread, waking it when it may be asleep.
-    private func submit(_ work: LoopWork) {
+    /// Queues `work`: directly from the loop's own thread; from another, under the lock, waking
+    /// the loop when it may be asleep.
+    private func add(_ work: LoopWork) {
+        if self.inEventLoop {
+            self.localTasks.append(work)
+            return
+        }
         let mustWake = self.pending.withLock { p -> Bool in
             // After shutdown the task is dropped: the loop will never run again, and its
             // eventfd's number may already belong to another descriptor.
@@ -401,12 +398,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs what other threads submitted, swapping arrays under the lock (no copy, no allocation).
     private func runPending() {
-        var drained = self.drainedTasks
-        self.drainedTasks = []
-        self.pending.withLock { p in swap(&p.tasks, &drained) }
-        for i in drained.indices { drained[i].run(on: self) }
-        drained.removeAll(keepingCapacity: true)
-        self.drainedTasks = drained
+        self.pending.withLock { p in swap(&p.tasks, &self.drainedTasks) }
+        for i in self.drainedTasks.indices { self.drainedTasks[i].run(on: self) }
+        self.drainedTasks.removeAll(keepingCapacity: true)
     }
 
     // MARK: - Shutdown

@@ -161,7 +161,6 @@ package final class TLSStream {
 
     }
 
-    /// Decrypted bytes OpenSSL holds that epoll cannot see.
     /// Whether OpenSSL holds bytes the socket no longer shows: decrypted plaintext, or records
     /// read ahead and not yet processed (SSL_has_pending covers both).
     package var hasBufferedPlaintext: Bool { SSL_has_pending(self.ssl) == 1 }
