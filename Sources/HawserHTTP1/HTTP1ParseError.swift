@@ -8,7 +8,7 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case invalidStatusLine
         /// The request line is not `method SP request-target SP HTTP-version`.
         case invalidRequestLine
-        /// The version is not `HTTP/1.0` or `HTTP/1.1`.
+        /// The version is not `HTTP/1.DIGIT` (HTTP/2 and later do not use this syntax).
         case invalidVersion
         /// The method is not a token.
         case invalidMethod
@@ -76,12 +76,22 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 extension HTTP1ParseError.Kind {
+    /// True for the kinds that mean a configured limit (``HTTP1Limits``) was exceeded, not that
+    /// the bytes were malformed: a head, line, field count, chunk extension or trailer section
+    /// larger than allowed.
+    public var isLimitExceeded: Bool {
+        switch self {
+        case .headTooLarge, .tooManyHeaders, .lineTooLong, .chunkExtensionTooLong, .trailersTooLarge: return true
+        default: return false
+        }
+    }
+
     /// What was wrong, in words.
     public var explanation: String {
         switch self {
         case .invalidStatusLine: return "the status line is not 'HTTP/1.x NNN reason'"
         case .invalidRequestLine: return "the request line is not 'METHOD target HTTP/1.x'"
-        case .invalidVersion: return "the HTTP version is not HTTP/1.0 or HTTP/1.1"
+        case .invalidVersion: return "the HTTP version is not HTTP/1.x"
         case .invalidMethod: return "the method is not a token"
         case .invalidTarget: return "the request target has an invalid byte or form"
         case .invalidFieldName: return "a field name is empty, has a non-token byte, or has no colon"

@@ -166,7 +166,7 @@ public struct HTTP1RequestParser: Sendable {
             headers: summary.headers
         )
         self.keepAlive =
-            !summary.connectionClose && (line.version == .http1_1 || summary.connectionKeepAlive)
+            !summary.connectionClose && (line.version.minor >= 1 || summary.connectionKeepAlive)
         if summary.hasTransferEncoding {
             if line.version == .http1_0 { throw HTTP1ParseError(.transferEncodingInHTTP1_0, offset: end) }
             if summary.contentLength >= 0 { throw HTTP1ParseError(.contentLengthWithTransferEncoding, offset: end) }

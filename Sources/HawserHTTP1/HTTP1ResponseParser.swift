@@ -237,7 +237,7 @@ public struct HTTP1ResponseParser: Sendable {
             if summary.contentLength >= 0 { throw HTTP1ParseError(.contentLengthWithTransferEncoding, offset: end) }
         }
         self.keepAlive =
-            !summary.connectionClose && (line.version == .http1_1 || summary.connectionKeepAlive)
+            !summary.connectionClose && (line.version.minor >= 1 || summary.connectionKeepAlive)
         let status = line.status
         if status < 200 {
             if status == 101 {

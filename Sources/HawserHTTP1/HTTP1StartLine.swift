@@ -38,13 +38,20 @@ enum StartLine {
         return nil
     }
 
-    /// "HTTP/1.0" or "HTTP/1.1" at `at` (8 bytes must be available), else nil.
+    /// "HTTP/1.DIGIT" at `at` (8 bytes must be available), else nil. A minor version above 1
+    /// (`HTTP/1.2`) is kept as sent; the parsers process it as HTTP/1.1, the highest minor version
+    /// they implement (RFC 9110 §2.5, RFC 9112 §2.3).
     @inline(__always)
     static func version(_ p: UnsafePointer<UInt8>, at: Int) -> HTTPVersion? {
         let word = UnsafeRawPointer(p + at).loadUnaligned(as: UInt64.self)
         // "HTTP/1.1" and "HTTP/1.0", little-endian.
         if word == 0x312e_312f_5054_5448 { return .http1_1 }
         if word == 0x302e_312f_5054_5448 { return .http1_0 }
+        // "HTTP/1." and a digit in the last byte.
+        let minor = UInt8(truncatingIfNeeded: word >> 56) &- 0x30
+        if word & 0x00ff_ffff_ffff_ffff == 0x002e_312f_5054_5448, minor < 10 {
+            return HTTPVersion(major: 1, minor: Int(minor))
+        }
         return nil
     }
 

@@ -54,6 +54,16 @@ let responseCases: [ResponseCase] = [
         [.head("HTTP/1.0 200 OK", ["Connection: Keep-Alive", "Content-Length: 2"]), .body("ok"), .end(keepAlive: true)]
     ),
     ResponseCase(
+        "a higher minor version is processed as HTTP/1.1: kept alive by default (RFC 9110 §2.5)",
+        "HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        [.head("HTTP/1.2 200 OK", ["Content-Length: 2"]), .body("ok"), .end(keepAlive: true)]
+    ),
+    ResponseCase(
+        "a higher minor version takes chunked framing as HTTP/1.1 does",
+        "HTTP/1.9 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        [.head("HTTP/1.9 200 OK", ["Transfer-Encoding: chunked"]), .body("ok"), .end(keepAlive: true)]
+    ),
+    ResponseCase(
         "no framing: body until close (RFC 9112 §6.3 rule 8)",
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close",
         [.head("HTTP/1.1 200 OK", ["Content-Type: text/plain"]), .body("until close"), .end(keepAlive: false)]
