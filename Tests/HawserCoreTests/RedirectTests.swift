@@ -86,10 +86,13 @@ struct RedirectRuleTests {
         guard case .failure(let e) = down else { Issue.record("downgrade followed"); return }
         #expect(e.code == .redirectRefused)
         #expect(try !#require(Self.next(.get, 302, from: "https://a.test/", to: "http://a.test/") { $0.allowsInsecureDowngrade = true }).isFailure)
-        for target in ["ftp://a.test/f", "file:///etc/passwd", "javascript:alert(1)"] {
+        for target in ["ftp://a.test/f", "file:///etc/passwd", "javascript:alert(1)", "data:text/plain,hi"] {
             let r = try #require(Self.next(.get, 302, to: target))
             guard case .failure(let e) = r else { Issue.record("\(target) followed"); continue }
             #expect(e.code == .redirectRefused)
+            // The Location is a valid URL: the refusal says why it is not followed.
+            #expect(e.message.contains("only http and https"), "\(e.message)")
+            #expect(!e.message.contains("not a valid URL"), "\(e.message)")
         }
     }
 }

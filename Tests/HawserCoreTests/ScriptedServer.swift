@@ -28,6 +28,8 @@ final class ScriptedServer: @unchecked Sendable {
         /// Read nothing at all until the server stops or the client closes (the client's
         /// writes fill the socket buffers and block).
         case stall
+        /// Wait until the server has accepted this many connections in all (or stops).
+        case awaitConnections(Int)
     }
 
     let port: Int
@@ -36,6 +38,8 @@ final class ScriptedServer: @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     private let acceptThread: Thread
     let connections = Atomic<Int>(0)
+    /// Signalled after each accept (for `.awaitConnections`).
+    private let acceptedCondition = NSCondition()
     private let received = Mutex<[[UInt8]]>([])
     /// Every thread (accept loop and scripts) is in this group until it has closed its sockets.
     private let threads = DispatchGroup()
@@ -88,7 +92,10 @@ final class ScriptedServer: @unchecked Sendable {
             if r <= 0 { continue }
             let c = accept(lfd, nil, nil)
             if c < 0 { continue }
+            self.acceptedCondition.lock()
             self.connections.add(1, ordering: .relaxed)
+            self.acceptedCondition.broadcast()
+            self.acceptedCondition.unlock()
             let script = self.scripts.withLock { s -> [Step]? in s.isEmpty ? nil : s.removeFirst() }
             guard let script else { close(c); continue }
             self.threads.enter()
@@ -131,6 +138,13 @@ final class ScriptedServer: @unchecked Sendable {
                 _ = b.withUnsafeBytes { CHawser_send(fd, $0.baseAddress, $0.count) }
             case .close:
                 closed = true
+            case .awaitConnections(let n):
+                self.acceptedCondition.lock()
+                while self.connections.load(ordering: .relaxed) < n && !self.stopped.load(ordering: .relaxed) {
+                    // Woken by each accept; the bound only lets a stopping server end the wait.
+                    _ = self.acceptedCondition.wait(until: Date(timeIntervalSinceNow: 0.05))
+                }
+                self.acceptedCondition.unlock()
             case .reset:
                 _ = CHawser_set_linger_zero(fd)
                 closed = true

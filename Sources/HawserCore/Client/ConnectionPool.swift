@@ -85,10 +85,17 @@ final class ConnectionPool: @unchecked Sendable {
     private func dispatch(_ task: RequestTask, front: Bool) {
         let key = task.key
         let origin = self.origin(for: key)
-        while let c = origin.idle.popLast() {
-            if c.isClosed { continue }
-            c.execute(task)
-            return
+        if task.needsFreshConnection {
+            // Make room for the new connection: an idle one is closed if the limit is reached.
+            if origin.total >= self.configuration.maximumConnectionsPerHost, !origin.idle.isEmpty {
+                origin.idle.removeFirst().close()
+            }
+        } else {
+            while let c = origin.idle.popLast() {
+                if c.isClosed { continue }
+                c.execute(task)
+                return
+            }
         }
         task.state = .queued
         if front {
@@ -108,9 +115,10 @@ final class ConnectionPool: @unchecked Sendable {
         self.dispatch(task, front: false)
     }
 
-    /// Replays `task` once on another connection (its reused one was dead).
+    /// Replays `task` once on a newly opened connection (its reused one was dead).
     func retry(_ task: RequestTask) {
         task.state = .created
+        task.needsFreshConnection = true
         self.dispatch(task, front: true)
     }
 
@@ -272,8 +280,15 @@ final class ConnectionPool: @unchecked Sendable {
             return
         }
         let origin = self.origin(for: c.key)
-        if let t = origin.waiting.popFirst() {
+        let fresh = c.isFresh
+        if let t = origin.waiting.removeFirst(where: { fresh || !$0.needsFreshConnection }) {
+            if fresh { t.needsFreshConnection = false }
             c.execute(t)
+            return
+        }
+        if !origin.waiting.isEmpty, origin.total >= self.configuration.maximumConnectionsPerHost {
+            // Only replays that need a new connection wait, and there is no room to open one.
+            c.close()
             return
         }
         origin.idle.append(c)

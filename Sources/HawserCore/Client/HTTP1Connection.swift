@@ -60,6 +60,8 @@ final class HTTP1Connection: EventLoopIOHandler {
     private var writingInterest = false
     private var readingInterest = true
     private(set) var isClosed = false
+    /// No request has completed on this connection yet.
+    var isFresh: Bool { !self.machine.isReused }
     private var trailers: HTTPHeaders?
     /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
     private var streamLength: Int64?
@@ -422,6 +424,13 @@ final class HTTP1Connection: EventLoopIOHandler {
             switch event {
             case .head(let head):
                 buffer.consume(consumed)
+                if head.status == 101 {
+                    // The exchange is over and the connection now speaks another protocol, which
+                    // the engine does not implement: a protocol error, never an empty success.
+                    self.releaseBuffer(buffer)
+                    task.fail(Self.switchingProtocolsError(head, request: task.request, from: self.remoteAddress))
+                    return
+                }
                 if head.isInterim {
                     if head.status == 100 { self.releaseHeldBody() }
                     task.delegate.task(task, didReceiveInterimHead: head)
@@ -462,8 +471,20 @@ final class HTTP1Connection: EventLoopIOHandler {
         task.finish(.success(trailers))
     }
 
+    static func switchingProtocolsError(_ head: HTTPResponseHead, request: HTTPClientRequest, from address: SocketAddress) -> HawserError {
+        let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
+        let asked = request.headers.contains(name: "Upgrade")
+            ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
+            : "the request asked for no upgrade"
+        return HawserError(.protocolError, "\(address) answered 101 Switching Protocols\(to): \(asked)")
+    }
+
     private func protocolError(_ error: HTTP1ParseError, task: RequestTask) {
-        task.fail(HawserError(.protocolError, "invalid response from \(self.remoteAddress): \(error)", underlying: error))
+        if error.kind.isLimitExceeded {
+            task.fail(HawserError(.limitExceeded, "the response from \(self.remoteAddress) exceeds a parser limit: \(error)", underlying: error))
+        } else {
+            task.fail(HawserError(.protocolError, "invalid response from \(self.remoteAddress): \(error)", underlying: error))
+        }
     }
 
     /// EOF. Over TLS, `cleanTLSClose` says whether close_notify came first: a close-delimited
@@ -508,7 +529,8 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.task = nil
         self.close()
         guard let task else { return }
-        if case .failAndClose(let retryable) = action, retryable, task.metrics.retryCount == 0, Self.isReplayable(task) {
+        if case .failAndClose(let retryable) = action, retryable, !task.retriedThisExchange, Self.isReplayable(task) {
+            task.retriedThisExchange = true
             task.metrics.retryCount += 1
             self.pool.retry(task)
         } else {

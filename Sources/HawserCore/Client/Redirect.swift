@@ -114,8 +114,7 @@ enum Redirect {
     /// (RFC 9110 §10.2.2).
     static func resolve(_ location: String, against base: URL) -> URL? {
         let trimmed = location.trimmingASCIIWhitespace()
-        guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL,
-              url.host(percentEncoded: false)?.isEmpty == false else { return nil }
+        guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
         if url.fragment(percentEncoded: true) == nil, let f = base.fragment(percentEncoded: true),
            let withFragment = URL(string: url.absoluteString + "#" + f) {
             return withFragment

@@ -76,6 +76,12 @@ public final class RequestTask: @unchecked Sendable {
     var responseDrained = false
     var bodyWriter: RequestBodyWriter?
     var bodyBytesSent: Int64 = 0
+    /// The current exchange (this request, before a redirect or an authentication follow-up
+    /// replaces it) was already replayed once after a stale kept-alive connection failed.
+    var retriedThisExchange = false
+    /// The replay must go to a newly opened connection: the idle ones may be as dead as the one
+    /// that failed (they went idle at the same time, and the server may have dropped them all).
+    var needsFreshConnection = false
 
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)

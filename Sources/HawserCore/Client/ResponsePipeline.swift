@@ -301,6 +301,8 @@ extension RequestTask {
         self.bodyWriter?.taskEnded(.failure(HawserError(.cancelled, "the request was redirected; this body stream is no longer read")))
         self.bodyWriter = nil
         self.bodyBytesSent = 0
+        self.retriedThisExchange = false
+        self.needsFreshConnection = false
         self.lastActivity = TaskMetrics.now()
         self.state = .created
         self.pool.redispatch(self)

@@ -1,0 +1,125 @@
+// Responses and connection failures at the edges of an exchange, over real sockets: a 101 the
+// request did not ask for, a higher HTTP/1 minor version, heads over the parser's limits, and
+// the one retry of an idempotent request when kept-alive connections die together.
+import Foundation
+import HawserCore
+import HawserTestServer
+import Synchronization
+import Testing
+
+extension NetworkTests {
+    @Suite("Exchange edges: 101, versions, limits, stale connections", .serialized)
+    struct ExchangeEdgeTests {
+        static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+        @Test("a 101 the request did not ask for is a protocol error that names the 101, on every API")
+        func unrequestedSwitchingProtocols() async throws {
+            let switching = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\u{81}\u{2}hi"
+            let server = try ScriptedServer([[.readRequest(), .sendText(switching), .waitForClose],
+                                             [.readRequest(), .sendText(switching), .waitForClose]])
+            defer { server.stop() }
+            try await FaultTests.withSession { session in
+                let r = await FaultTests.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
+                #expect(r.completions == 1)
+                #expect(r.head == nil, "no final head is delivered")
+                let e = try #require(FaultTests.error(r))
+                #expect(e.code == .protocolError)
+                #expect(e.message.contains("101"), "\(e.message)")
+                #expect(e.message.contains("websocket"), "\(e.message)")
+                let second = HTTPClientRequest(url: try url(server.baseURL + "/"))
+                do throws(HawserError) {
+                    _ = try await session.response(for: second)
+                    Issue.record("a 101 completed as a response")
+                } catch {
+                    #expect(error.code == .protocolError)
+                    #expect(error.message.contains("101 Switching Protocols"), "\(error.message)")
+                }
+                #expect(session.poolStatistics().idleConnections == 0, "the switched connection is not pooled")
+            }
+        }
+
+        @Test("HTTP/1.2 is processed as HTTP/1.1: the response is read and the connection kept alive")
+        func higherMinorVersion() async throws {
+            let v12 = "HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            let server = try ScriptedServer([[.readRequest(), .sendText(v12), .readRequest(), .sendText(v12), .waitForClose]])
+            defer { server.stop() }
+            try await FaultTests.withSession { session in
+                let first = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
+                #expect(first.status == 200)
+                #expect(first.head.version == HTTPVersion(major: 1, minor: 2))
+                #expect(first.body == Array("ok".utf8))
+                let second = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/b")))
+                #expect(second.metrics.isReusedConnection, "kept alive by default, as HTTP/1.1")
+                #expect(server.connections.load(ordering: .relaxed) == 1)
+            }
+        }
+
+        @Test("a status line, a field line or a field count over the limit is limitExceeded, not protocolError", arguments: [
+            ("HTTP/1.1 200 " + String(repeating: "A", count: 300) + "\r\nContent-Length: 0\r\n\r\n", "line"),
+            ("HTTP/1.1 200 OK\r\nX-Long: " + String(repeating: "b", count: 300) + "\r\nContent-Length: 0\r\n\r\n", "line"),
+            ("HTTP/1.1 200 OK\r\n" + String(repeating: "X-A: 1\r\n", count: 20) + "Content-Length: 0\r\n\r\n", "field lines"),
+        ])
+        func limitsAreLimitExceeded(_ response: String, _ what: String) async throws {
+            let server = try ScriptedServer([[.readRequest(), .sendText(response), .waitForClose]])
+            defer { server.stop() }
+            try await FaultTests.withSession({ c in
+                c.parserLimits.maxLineLength = 256
+                c.parserLimits.maxHeaderCount = 16
+            }) { session in
+                let r = await FaultTests.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
+                #expect(r.completions == 1)
+                let e = try #require(FaultTests.error(r))
+                #expect(e.code == .limitExceeded, "\(e)")
+                #expect(e.urlErrorCode == -1103)
+                #expect(e.message.contains(what), "\(e.message)")
+            }
+        }
+
+        @Test("two kept-alive connections that both died: the GET's one retry goes to a new connection")
+        func retryGoesToAFreshConnection() async throws {
+            let ok = Self.ok
+            // Both first connections answer only once both exist (so both are pooled), then close
+            // on their next request; the third connection answers.
+            let server = try ScriptedServer([
+                [.readRequest(), .awaitConnections(2), .sendText(ok), .readRequest(), .close],
+                [.readRequest(), .sendText(ok), .readRequest(), .close],
+                [.readRequest(), .sendText(ok), .waitForClose],
+            ])
+            defer { server.stop() }
+            try await FaultTests.withSession { session in
+                async let a = session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
+                async let b = session.response(for: HTTPClientRequest(url: url(server.baseURL + "/b")))
+                let (ra, rb) = try await (a, b)
+                #expect(ra.status == 200 && rb.status == 200)
+                #expect(session.poolStatistics().idleConnections == 2)
+                let third = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/c")))
+                #expect(third.body == Array("ok".utf8))
+                #expect(third.metrics.retryCount == 1)
+                #expect(third.metrics.isReusedConnection == false)
+                #expect(server.connections.load(ordering: .relaxed) == 3)
+            }
+        }
+
+        @Test("the one retry is per exchange: every hop of a redirect chain may replay on a new connection")
+        func retryPerExchangeInARedirectChain() async throws {
+            func redirect(_ to: String) -> ScriptedServer.Step {
+                .sendText("HTTP/1.1 302 Found\r\nLocation: \(to)\r\nContent-Length: 0\r\n\r\n")
+            }
+            // Each connection answers one 302 and then closes without saying so (no Connection: close).
+            let server = try ScriptedServer([
+                [.readRequest(), redirect("/2"), .close],
+                [.readRequest(), redirect("/3"), .close],
+                [.readRequest(), redirect("/4"), .close],
+                [.readRequest(), .sendText(Self.ok), .waitForClose],
+            ])
+            defer { server.stop() }
+            try await FaultTests.withSession { session in
+                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/1")))
+                #expect(r.status == 200)
+                #expect(r.body == Array("ok".utf8))
+                #expect(r.metrics.redirectCount == 3)
+                #expect(server.connections.load(ordering: .relaxed) == 4)
+            }
+        }
+    }
+}
