@@ -179,8 +179,11 @@ extension NetworkTests {
             spki.pinnedPublicKeyHashes = [try PublicKeyPin("sha256/" + String(repeating: "A", count: 43) + "="),  // backup, matches nothing
                                           try PublicKeyPin(p.intermediate.publicKeySHA256Pin)]
             spki.anchors = .custom([p.root])
+            var commonName = policy(.none)
+            commonName.allowsCommonNameFallback = true
             let policies: [(String, any ServerTrustEvaluating)] = [
                 ("default", policy(.none)),
+                ("common-name fallback (private CA opt-in)", commonName),
                 ("allowInvalid, no domain validation", policy(.none, allowInvalid: true, validatesDomainName: false)),
                 ("public-key pin on leaf", policy(.publicKey, [p.valid.certificate])),
                 ("public-key pin on intermediate", policy(.publicKey, [p.intermediate])),

@@ -272,10 +272,19 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
         #expect(trusted(p.wildcard, "a.b.hawser.localhost") == .hostnameMismatch)
         #expect(trusted(p.partialWildcard, "api1.hawser.localhost") == .hostnameMismatch)
         #expect(trusted(p.partialWildcard, "api.hawser.localhost") == .hostnameMismatch)
-        // Common name only when there is no subjectAltName, never for IP addresses.
-        #expect(trusted(p.cnOnly, "localhost") == nil)
+        // The common name is not a host name: a certificate without subjectAltName names no host.
+        #expect(trusted(p.cnOnly, "localhost") == .hostnameMismatch)
         #expect(trusted(p.cnOnly, "127.0.0.1") == .hostnameMismatch)
-        #expect(p.cnOnly.certificate.matches(host: "localhost"))
+        #expect(!p.cnOnly.certificate.matches(host: "localhost"))
+        // Opted in: the common name when there is no subjectAltName, never for IP addresses.
+        func fallback(_ host: String) -> TrustFailure.Reason? {
+            ServerTrust(host: host, certificates: p.cnOnly.presentedChain)
+                .evaluate(anchors: .custom([p.root]), hostname: host, allowsCommonNameFallback: true).failure?.reason
+        }
+        #expect(fallback("localhost") == nil)
+        #expect(fallback("127.0.0.1") == .hostnameMismatch)
+        #expect(p.cnOnly.certificate.matches(host: "localhost", allowsCommonNameFallback: true))
+        #expect(!p.valid.certificate.matches(host: "example.com", allowsCommonNameFallback: true))
         #expect(!p.wildcard.certificate.matches(host: "hawser.localhost"))
         // Without host validation the name does not matter.
         #expect(ServerTrust(host: "example.com", certificates: p.valid.presentedChain)
@@ -384,7 +393,7 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
             Row("self-signed", p.selfSigned.presentedChain, .selfSigned),
             Row("untrusted root, sent", p.untrusted.presentedChain, .untrustedRoot),
             Row("untrusted root, not sent", p.untrusted.leafOnly, .incompleteChain),
-            Row("CN only, by name", p.cnOnly.presentedChain, nil),
+            Row("CN only, by name", p.cnOnly.presentedChain, .hostnameMismatch),
             Row("CN only, by IP", p.cnOnly.presentedChain, host: "127.0.0.1", .hostnameMismatch),
             Row("RSA-1024", p.rsa1024.presentedChain, .weakKey),
             Row("ECDSA", p.ecdsa.presentedChain, nil),
@@ -393,6 +402,20 @@ private func policy(_ mode: SecurityPolicy.PinningMode, pinned: Set<Certificate>
             Row("partial wildcard", p.partialWildcard.presentedChain, host: "api1.hawser.localhost", .hostnameMismatch),
             Row("client certificate", [p.client.certificate], host: "hawser-client", .invalidCertificate),
         ], "default")
+        // The common-name opt-in, for private CAs: only the CN-only rows change.
+        var cnPolicy = try policy(.none)
+        cnPolicy.allowsCommonNameFallback = true
+        check(cnPolicy, [
+            Row("CN only, by name", p.cnOnly.presentedChain, nil),
+            Row("CN only, by IP", p.cnOnly.presentedChain, host: "127.0.0.1", .hostnameMismatch),
+            Row("wrong host", p.wrongHost.presentedChain, .hostnameMismatch),
+        ], "allowsCommonNameFallback")
+        check(DefaultTrustEvaluator(anchors: .custom([p.root]), allowsCommonNameFallback: true), [
+            Row("CN only, by name", p.cnOnly.presentedChain, nil),
+        ], "DefaultTrustEvaluator with allowsCommonNameFallback")
+        check(DefaultTrustEvaluator(anchors: .custom([p.root])), [
+            Row("CN only, by name", p.cnOnly.presentedChain, .hostnameMismatch),
+        ], "DefaultTrustEvaluator")
         // The real default (system anchors) trusts none of the test PKI.
         check(SecurityPolicy.default, [
             Row("valid", p.valid.presentedChain, .untrustedRoot),

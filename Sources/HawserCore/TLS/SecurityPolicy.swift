@@ -16,14 +16,22 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
     public var anchors: TrustAnchors
     /// Whether the leaf must name the host (RFC 6125). On by default.
     public var validatesHost: Bool
+    /// Accept a leaf that names the host only in its subject's common name (no DNS
+    /// subjectAltName at all). Off by default, as on Apple's platforms, in browsers, Go and
+    /// Python; an opt-in for private CAs that still issue such certificates.
+    public var allowsCommonNameFallback: Bool
 
-    public init(anchors: TrustAnchors = .system, validatesHost: Bool = true) {
+    /// An evaluator checking chains against `anchors` and, with `validatesHost`, the host name.
+    public init(anchors: TrustAnchors = .system, validatesHost: Bool = true, allowsCommonNameFallback: Bool = false) {
         self.anchors = anchors
         self.validatesHost = validatesHost
+        self.allowsCommonNameFallback = allowsCommonNameFallback
     }
 
+    /// Throws why `trust`'s chain is not acceptable for `host`.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
-        _ = try trust.evaluate(anchors: self.anchors, hostname: self.validatesHost ? host : nil).get()
+        _ = try trust.evaluate(anchors: self.anchors, hostname: self.validatesHost ? host : nil,
+                               allowsCommonNameFallback: self.allowsCommonNameFallback).get()
     }
 }
 
@@ -57,6 +65,10 @@ public struct SecurityPolicy: ServerTrustEvaluating {
     public var allowInvalidCertificates = false
     /// Check that the leaf names the host. Default true.
     public var validatesDomainName = true
+    /// Accept a leaf that names the host only in its subject's common name (no DNS
+    /// subjectAltName). Default false, as on Apple's platforms since iOS 13 / macOS 10.15, where
+    /// AFNetworking's own policy runs; an opt-in for private CAs. (Not in AFNetworking.)
+    public var allowsCommonNameFallback = false
     /// The anchors of the first, ordinary chain validation (the system store by default).
     /// AFNetworking always uses the system's; this lets a client trust a private CA without
     /// allowing invalid certificates. (Not in AFNetworking.)
@@ -126,7 +138,8 @@ public struct SecurityPolicy: ServerTrustEvaluating {
             throw TrustFailure(.invalidCertificate, "the server presented no certificate")
         }
         let hostname = self.validatesDomainName ? domain : nil
-        let base = trust.evaluate(anchors: self.anchors, hostname: hostname)
+        let cnFallback = self.allowsCommonNameFallback
+        let base = trust.evaluate(anchors: self.anchors, hostname: hostname, allowsCommonNameFallback: cnFallback)
         switch self.pinningMode {
         case .none:
             if self.allowInvalidCertificates { return }
@@ -140,7 +153,8 @@ public struct SecurityPolicy: ServerTrustEvaluating {
             guard hasPins else {
                 throw TrustFailure(.policyMisconfigured, "certificate pinning with no pinned certificates trusts no server")
             }
-            let pinned = trust.evaluate(anchors: .custom(Array(self.pinnedCertificates)), hostname: hostname)
+            let pinned = trust.evaluate(anchors: .custom(Array(self.pinnedCertificates)), hostname: hostname,
+                                        allowsCommonNameFallback: cnFallback)
             if var failure = pinned.failure {
                 switch failure.reason {
                 case .untrustedRoot, .selfSigned, .incompleteChain:
@@ -169,8 +183,8 @@ public struct SecurityPolicy: ServerTrustEvaluating {
         if base.isTrusted {
             candidates = base.chain
         } else {
-            if let hostname, !leaf.matches(host: hostname) {
-                throw TrustFailure(.hostnameMismatch, "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (it names \(leaf.subjectAlternativeNames.isEmpty ? "no subjectAltName" : leaf.subjectAlternativeNames.joined(separator: ", ")))",
+            if let hostname, !leaf.matches(host: hostname, allowsCommonNameFallback: cnFallback) {
+                throw TrustFailure(.hostnameMismatch, "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (\(leaf.namesExplanation(commonNameFallback: cnFallback)))",
                                    certificate: leaf, depth: 0)
             }
             candidates = [leaf]

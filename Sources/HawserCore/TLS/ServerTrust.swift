@@ -157,13 +157,16 @@ public struct ServerTrust: Sendable {
     ///   a wildcard only as the whole left-most label (`*.example.com` matches `a.example.com`,
     ///   not `example.com` nor `a.b.example.com`; `f*.example.com` matches nothing). IP literals
     ///   (`127.0.0.1`, `::1`, `[::1]`) only against iPAddress subjectAltNames. The subject's
-    ///   common name is consulted only when the certificate has no DNS subjectAltName at all
-    ///   (OpenSSL's default; RFC 6125 §6.4.4), and never for IP addresses. A trailing dot is ignored.
+    ///   common name is never consulted (as Apple's platforms since iOS 13 / macOS 10.15, Chrome,
+    ///   Go and Python refuse it: RFC 9525 §6.3), unless `allowsCommonNameFallback` is set: then
+    ///   it is consulted when the certificate has no DNS subjectAltName at all (RFC 6125
+    ///   §6.4.4, OpenSSL's default), never for IP addresses. A trailing dot is ignored.
     /// - Validity dates are checked at `time` (now when nil).
     ///
     /// OpenSSL stops at the first problem it finds: path building, then purpose, then key
     /// strength, then the host name, then signatures and dates.
-    public func evaluate(anchors: TrustAnchors, hostname: String?, at time: Date? = nil) -> TrustResult {
+    public func evaluate(anchors: TrustAnchors, hostname: String?, at time: Date? = nil,
+                         allowsCommonNameFallback: Bool = false) -> TrustResult {
         guard let leaf = self.certificates.first else {
             return TrustResult(failure: TrustFailure(.invalidCertificate, "the server presented no certificate"), chain: [])
         }
@@ -174,11 +177,12 @@ public struct ServerTrust: Sendable {
             return TrustResult(failure: error, chain: [])
         }
         return withExtendedLifetime((self.certificates, store)) {
-            self.verify(leaf: leaf, store: store, hostname: hostname, time: time)
+            self.verify(leaf: leaf, store: store, hostname: hostname, time: time, commonNameFallback: allowsCommonNameFallback)
         }
     }
 
-    private func verify(leaf: Certificate, store: TrustStore, hostname: String?, time: Date?) -> TrustResult {
+    private func verify(leaf: Certificate, store: TrustStore, hostname: String?, time: Date?,
+                        commonNameFallback: Bool) -> TrustResult {
         guard let ctx = X509_STORE_CTX_new() else {
             return TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf])
         }
@@ -209,7 +213,7 @@ public struct ServerTrust: Sendable {
                 return TrustResult(failure: TrustFailure(.hostnameMismatch, "'\(hostname)' is not a host name or IP address a certificate can be checked against",
                                                          certificate: leaf, depth: 0), chain: [leaf])
             }
-            X509_VERIFY_PARAM_set_hostflags(param, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+            X509_VERIFY_PARAM_set_hostflags(param, HostTarget.checkFlags(commonNameFallback: commonNameFallback))
             let ok = target.isIPAddress
                 ? X509_VERIFY_PARAM_set1_ip_asc(param, target.name)
                 : X509_VERIFY_PARAM_set1_host(param, target.name, 0)
@@ -238,7 +242,7 @@ public struct ServerTrust: Sendable {
         }
         if culprit == nil, depth >= 0, depth < chain.count { culprit = chain[depth] }
         let failure = TrustFailure.fromVerifyError(code, depth: depth, certificate: culprit ?? leaf, chain: chain,
-                                                   hostname: hostname, time: time)
+                                                   hostname: hostname, time: time, commonNameFallback: commonNameFallback)
         return TrustResult(failure: failure, chain: chain)
     }
 
@@ -289,19 +293,35 @@ struct HostTarget {
         self.name = name
         self.isIPAddress = isV4 || isV6
     }
+
+    /// OpenSSL's host-check flags: no partial wildcards (`f*.example.com`), and the subject's
+    /// common name never consulted unless the caller opted in.
+    static func checkFlags(commonNameFallback: Bool) -> UInt32 {
+        UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | (commonNameFallback ? 0 : UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+    }
 }
 
 extension Certificate {
-    /// True when this certificate names `host` under the same RFC 6125 rules as
-    /// ``ServerTrust/evaluate(anchors:hostname:at:)`` (wildcards only as a whole left-most
-    /// label, common name only without DNS subjectAltNames, IP literals against iPAddress names).
-    public func matches(host: String) -> Bool {
+    /// Which names a host check saw in this certificate, for a mismatch message.
+    func namesExplanation(commonNameFallback: Bool) -> String {
+        let names = self.subjectAlternativeNames
+        if !names.isEmpty { return "it names " + names.joined(separator: ", ") }
+        if commonNameFallback { return "it has no subjectAltName; its subject is '\(self.subject)'" }
+        return "it has no subjectAltName, and the subject's common name ('\(self.subject)') is not checked: set allowsCommonNameFallback for a private CA that issues such certificates"
+    }
+
+    /// True when this certificate names `host` under the same rules as
+    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)`` (wildcards only as
+    /// a whole left-most label, IP literals against iPAddress names, the subject's common name
+    /// only with `allowsCommonNameFallback` and no DNS subjectAltName).
+    public func matches(host: String, allowsCommonNameFallback: Bool = false) -> Bool {
         guard let target = HostTarget(host) else { return false }
+        let flags = HostTarget.checkFlags(commonNameFallback: allowsCommonNameFallback)
         let rc = withExtendedLifetime(self.x509) { () -> Int32 in
             if target.isIPAddress {
-                return X509_check_ip_asc(self.x509.pointer, target.name, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+                return X509_check_ip_asc(self.x509.pointer, target.name, flags)
             }
-            return X509_check_host(self.x509.pointer, target.name, 0, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS), nil)
+            return X509_check_host(self.x509.pointer, target.name, 0, flags, nil)
         }
         ERR_clear_error()
         return rc == 1
@@ -312,7 +332,7 @@ extension Certificate {
 
 extension TrustFailure {
     static func fromVerifyError(_ code: Int32, depth: Int, certificate: Certificate, chain: [Certificate],
-                                hostname: String?, time: Date?) -> TrustFailure {
+                                hostname: String?, time: Date?, commonNameFallback: Bool = false) -> TrustFailure {
         let name = "'\(certificate.subjectSummary)'"
         let openSSL = String(cString: X509_verify_cert_error_string(Int(code)))
         let reason: Reason
@@ -327,9 +347,7 @@ extension TrustFailure {
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH:
             reason = .hostnameMismatch
             let names = certificate.subjectAlternativeNames
-            let named = names.isEmpty ? "it has no subjectAltName; its subject is '\(certificate.subject)'"
-                                      : "it names " + names.joined(separator: ", ")
-            message = "certificate \(name) is not valid for '\(hostname ?? "")' (\(named))"
+            message = "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(commonNameFallback: commonNameFallback)))"
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
             reason = .selfSigned
             message = "certificate \(name) is self-signed and is not a trust anchor"
