@@ -6,7 +6,13 @@
 //   Hawser          the AFNetworking layer (session manager, serializers, policies);
 //                   FoundationEssentials only. HawserFoundation and HawserXML add what needs
 //                   full Foundation (property lists, InputStream, NotificationCenter; XMLParser).
-//   HawserCore      the engine: epoll event loop, connections, pool, Session
+//   HawserCore      the engine's client (Session, tasks, connections, pool); re-exports the
+//                   modules below, so it is the one import an application needs:
+//     HawserAuth, HawserCache, HawserCoding, HawserCookies, HawserProxy   HTTP features
+//     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics
+//     HawserReachability  route monitoring over netlink
+//     HawserTLS       OpenSSL: contexts, streams, certificates, trust, pinning policies
+//     HawserPosix     event loop, timers, clock, resolver, sockets, file descriptors
 //   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
 //   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
 import PackageDescription
@@ -42,7 +48,23 @@ let package = Package(
             ]
         ),
         .target(name: "HawserHTTP1", swiftSettings: strict),
-        .target(name: "HawserCore", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
+        // The engine, bottom up; each module imports only what it declares (CI builds with
+        // --explicit-target-dependency-import-check=error).
+        .target(name: "HawserPosix", dependencies: ["CHawser"], swiftSettings: strict),
+        .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
+        .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix", "HawserTLS"], swiftSettings: strict),
+        .target(name: "HawserCoding", dependencies: ["CHawser", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserCookies", dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserCache", dependencies: ["CHawser", "HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserProxy", dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
+        .target(
+            name: "HawserCore",
+            dependencies: ["CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
+                           "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability"],
+            swiftSettings: strict
+        ),
         .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
         .target(name: "HawserXML", dependencies: ["Hawser"], swiftSettings: strict),
         .target(name: "HawserFoundation", dependencies: ["Hawser", "HawserCore"], swiftSettings: strict),
@@ -81,7 +103,7 @@ let package = Package(
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
-            dependencies: ["HawserCore", "HawserTestServer", "CHawser"],
+            dependencies: ["HawserCore", "HawserPosix", "HawserTestServer", "CHawser"],
             swiftSettings: strict
         ),
     ]

@@ -34,4 +34,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # Serial: the network suites count this process's descriptors before and after each test,
 # which only means something when no other test is opening sockets at the same time.
-exec swift test --no-parallel "$@"
+# The import check fails the build when a module imports one it does not declare (the module
+# graph stays one-way: Package.swift).
+exec swift test --no-parallel --explicit-target-dependency-import-check error "$@"

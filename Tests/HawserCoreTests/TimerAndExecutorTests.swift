@@ -1,4 +1,5 @@
 @testable import HawserCore
+@testable import HawserPosix
 import HawserTestServer
 import Synchronization
 import Testing

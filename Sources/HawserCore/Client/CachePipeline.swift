@@ -7,6 +7,11 @@ import FoundationEssentials
 import Foundation
 #endif
 import HawserHTTP1
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserPosix
+import HawserReachability
 
 extension RequestTask {
     var effectiveCachePolicy: CachePolicy {

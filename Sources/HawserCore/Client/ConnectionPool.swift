@@ -1,6 +1,14 @@
 // Keep-alive connections per origin, a per-origin limit with a FIFO wait queue, idle
 // timeouts, and the one retry of an idempotent request whose reused connection turned
 // out to be dead. Loop-confined: every method runs on the session's event loop.
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCookies
+import HawserHTTP1
+import HawserPosix
+import HawserReachability
+import HawserTLS
 final class ConnectionPool: @unchecked Sendable {
     /// A class, so the pool changes it in place through a dictionary read: mutating a struct
     /// value through the dictionary's subscript runs its modify coroutine, whose frame (holding
@@ -199,7 +207,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func clientTLSContext() -> Result<TLSContext, HawserError> {
         if let c = self.tlsContext { return c }
-        let made = Result { () throws(HawserError) in try TLSContext(client: self.configuration.tls) }
+        let made = Result { () throws(TLSError) in try TLSContext(client: self.configuration.tls) }.mapError { HawserError($0) }
         self.tlsContext = made
         return made
     }

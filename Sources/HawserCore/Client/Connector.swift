@@ -6,6 +6,14 @@ import CHawser
 #if canImport(Glibc)
 import Glibc
 #endif
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserHTTP1
+import HawserPosix
+import HawserProxy
+import HawserReachability
+import HawserTLS
 
 final class Connector: EventLoopIOHandler {
     /// A connected (and for https, handshaken and trusted) socket.
@@ -329,8 +337,8 @@ final class Connector: EventLoopIOHandler {
                 self.loop.setInterest(fd: self.fd, readable: false, writable: true)
             }
             self.handshakeInterest = (false, true)
-        } catch let e as HawserError {
-            self.finish(.failure(e))
+        } catch let e as TLSError {
+            self.finish(.failure(HawserError(e)))
             return
         } catch {
             self.finish(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
@@ -425,11 +433,4 @@ final class Connector: EventLoopIOHandler {
         c(self, result)
     }
 
-}
-
-/// Moves a loop-confined reference through a @Sendable closure that only uses it back on
-/// the same loop.
-struct UnsafeTransfer<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

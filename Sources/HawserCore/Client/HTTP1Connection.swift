@@ -7,6 +7,12 @@ import HawserHTTP1
 #if canImport(Glibc)
 import Glibc
 #endif
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCookies
+import HawserPosix
+import HawserTLS
 
 final class HTTP1Connection: EventLoopIOHandler {
     struct ConnectTimings {
@@ -176,7 +182,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             self.streamChunked = length == nil
             task.bodyBytesSent = 0
             if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
-            let writer = RequestBodyWriter(task: task)
+            let writer = BodyStreamSink(task: task)
             task.bodyWriter = writer
             Self.startProducer(producer, writer)
         }
@@ -184,11 +190,11 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     /// Runs the body producer as a Swift task; its writes hop to the loop and wait for the socket.
     private static func startProducer(_ producer: @escaping @Sendable (RequestBodyWriter) async throws -> Void,
-                                      _ writer: RequestBodyWriter) {
+                                      _ writer: BodyStreamSink) {
         Task {
             let failure: HawserError?
             do {
-                try await producer(writer)
+                try await producer(RequestBodyWriter(sink: writer))
                 failure = nil
             } catch let e as HawserError {
                 failure = e
@@ -203,7 +209,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
     }
 
-    private static func endStream(_ writer: RequestBodyWriter) async {
+    private static func endStream(_ writer: BodyStreamSink) async {
         await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
             writer.task.eventLoop.execute {
                 if writer.ended == nil, writer.task.bodyWriter === writer, case .executing(let c) = writer.task.state {

@@ -11,6 +11,9 @@
 // A request is retryable after a failure only if the connection was reused, no byte of
 // the response arrived, and the method is idempotent: the classic "server closed the
 // kept-alive connection just as we sent" race (RFC 9112 §9.3.1).
+import HawserCache
+import HawserHTTP1
+import HawserPosix
 
 /// The pure state machine of one client connection.
 struct HTTP1ConnectionStateMachine: Sendable {

@@ -2,6 +2,9 @@
 /// from its head. Unconsumed bytes are moved to the front only when the tail runs out of
 /// room, and the storage grows only while a head is incomplete (the parser's head limit
 /// bounds that growth). Loop-confined.
+import HawserHTTP1
+import HawserReachability
+import HawserTLS
 final class ReadBuffer {
     private(set) var storage: UnsafeMutableRawPointer
     private(set) var capacity: Int

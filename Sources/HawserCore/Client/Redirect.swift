@@ -6,6 +6,11 @@ import FoundationEssentials
 import Foundation
 #endif
 import HawserHTTP1
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCookies
+import HawserPosix
 
 /// How a session follows redirects.
 public struct RedirectConfiguration: Sendable, Hashable {

@@ -5,6 +5,13 @@ import Foundation
 #endif
 import HawserHTTP1
 import Synchronization
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCoding
+import HawserPosix
+import HawserReachability
+import HawserTLS
 
 /// One request being executed by a ``Session``. Thread-safe handle; the task's working state
 /// is confined to the session's event loop.
@@ -74,7 +81,7 @@ public final class RequestTask: @unchecked Sendable {
     /// Undoes the response's Content-Encoding as body bytes arrive.
     var decoder: ContentDecoder?
     var responseDrained = false
-    var bodyWriter: RequestBodyWriter?
+    var bodyWriter: BodyStreamSink?
     var bodyBytesSent: Int64 = 0
     /// The current exchange (this request, before a redirect or an authentication follow-up
     /// replaces it) was already replayed once after a stale kept-alive connection failed.
@@ -248,9 +255,9 @@ public final class RequestTask: @unchecked Sendable {
     }
 }
 
-/// Writes a streamed request body. Each `write` suspends until the bytes were handed to the
-/// socket (back-pressure), and throws if the task ended meanwhile.
-public final class RequestBodyWriter: @unchecked Sendable {
+/// The engine's end of a ``RequestBodyWriter``: hops each write to the loop and completes it
+/// when the bytes reached the socket.
+final class BodyStreamSink: RequestBodySink, @unchecked Sendable {
     /// Strong: the producer may outlive the task's exchange (a failure, a redirect), and must
     /// find out safely. The cycle through `task.bodyWriter` is broken when the exchange ends.
     let task: RequestTask
@@ -260,9 +267,7 @@ public final class RequestBodyWriter: @unchecked Sendable {
 
     init(task: RequestTask) { self.task = task }
 
-    /// Sends `bytes` as the next part of the body.
-    public func write(_ bytes: [UInt8]) async throws {
-        if bytes.isEmpty { return }
+    func write(_ bytes: [UInt8]) async throws {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
             self.task.eventLoop.execute {
                 if let ended = self.ended {

@@ -1,4 +1,6 @@
 import HawserHTTP1
+import HawserBase
+import HawserCache
 
 /// Receives the events of one task, on the session's event loop thread, in order:
 /// interim heads (0…n), the final head (0…1), body bytes (0…n), then exactly one completion.

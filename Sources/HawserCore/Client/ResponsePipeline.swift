@@ -2,6 +2,14 @@
 // (the redirect's body is drained and the task starts again with the next request), and the
 // delegate's decisions are awaited with reading held. Loop-confined.
 import HawserHTTP1
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCoding
+import HawserCookies
+import HawserPosix
+import HawserProxy
+import HawserTLS
 
 extension RequestTask {
     /// A final response head from the connection.

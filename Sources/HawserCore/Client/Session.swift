@@ -5,6 +5,14 @@ import Foundation
 #endif
 import HawserHTTP1
 import Synchronization
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCoding
+import HawserCookies
+import HawserPosix
+import HawserProxy
+import HawserTLS
 
 /// The engine's client (the NSURLSession role): executes requests over a keep-alive
 /// connection pool on one event loop.

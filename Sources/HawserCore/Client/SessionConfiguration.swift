@@ -1,4 +1,12 @@
 import HawserHTTP1
+import CHawser
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCoding
+import HawserCookies
+import HawserProxy
+import HawserTLS
 
 /// Settings of a ``Session`` (the NSURLSessionConfiguration role).
 public struct SessionConfiguration: Sendable {

@@ -1,0 +1,104 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserHTTP1
+import HawserTLS
+
+/// A request for the engine: method, absolute URL, header fields and body.
+public struct HTTPClientRequest: Sendable {
+    public var method: HTTPMethod
+    public var url: URL
+    public var headers: HTTPHeaders
+    public var body: RequestBody?
+    /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds.
+    public var timeoutInterval: Double?
+    /// How the session's HTTP cache is used for this request; nil means the configuration's policy.
+    public var cachePolicy: CachePolicy?
+    /// Whether cookies from the configuration's jar are sent and `Set-Cookie` stored; nil means
+    /// the configuration's `httpShouldSetCookies`.
+    public var shouldHandleCookies: Bool?
+    /// Send `Expect: 100-continue` and wait for the server before the body; nil means automatic
+    /// (above the configuration's `expectContinueThreshold`).
+    public var expectsContinue: Bool?
+    /// Send the body gzip-compressed with `Content-Encoding: gzip` (opt-in: only servers that
+    /// accept coded request bodies understand it). Works on `.bytes` bodies; a streamed body
+    /// is an `invalidRequest` error (compress it in its producer with `GzipEncoder`).
+    public var compressesBody = false
+
+    public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A request body: bytes in memory, or a stream produced on demand with back-pressure.
+/// How a request uses the HTTP cache (NSURLRequest.CachePolicy's cases that mean something here).
+public enum CachePolicy: Sendable, Hashable {
+    /// RFC 9111: use a fresh stored response, revalidate a stale one, store what may be stored.
+    case useProtocolCachePolicy
+    /// Never read the cache (a response may still be stored).
+    case reloadIgnoringLocalCacheData
+    /// Use any stored response, however old; load from the network only when there is none.
+    case returnCacheDataElseLoad
+    /// Use any stored response, however old; never touch the network (fails with `resourceUnavailable`).
+    case returnCacheDataDontLoad
+}
+
+public enum RequestBody: Sendable {
+    /// The whole body in memory; sent with Content-Length.
+    case bytes([UInt8])
+    /// A body produced by `producer`, which writes chunks and returns when done. With a
+    /// `length` the body is sent with Content-Length (and must be exactly that long);
+    /// without one it is sent chunked. Each `write` suspends until the bytes reached the socket.
+    case stream(length: Int64?, producer: @Sendable (RequestBodyWriter) async throws -> Void)
+
+    /// The length, when known up front.
+    public var knownLength: Int64? {
+        switch self {
+        case .bytes(let b): return Int64(b.count)
+        case .stream(let l, _): return l
+        }
+    }
+}
+
+/// A buffered response: the final head, the whole body, and the task's metrics.
+public struct HTTPClientResponse: Sendable {
+    public var head: HTTPResponseHead
+    public var body: [UInt8]
+    public var metrics: TaskMetrics
+
+    /// A response made of its parts.
+    public init(head: HTTPResponseHead, body: [UInt8], metrics: TaskMetrics = TaskMetrics()) {
+        self.head = head
+        self.body = body
+        self.metrics = metrics
+    }
+
+    public var status: Int { self.head.status }
+    public var headers: HTTPHeaders { self.head.headers }
+}
+
+/// Writes a streamed request body (the producer of ``RequestBody/stream(length:producer:)``
+/// gets one). Each ``write(_:)`` suspends until the bytes were handed to the socket
+/// (back-pressure), and throws if the task ended meanwhile.
+public final class RequestBodyWriter: Sendable {
+    package let sink: any RequestBodySink
+
+    package init(sink: any RequestBodySink) { self.sink = sink }
+
+    /// Sends `bytes` as the next part of the body. Throws the task's error (or `cancelled`) if
+    /// the task ended or moved on (a redirect) before they could be sent.
+    public func write(_ bytes: [UInt8]) async throws {
+        if bytes.isEmpty { return }
+        try await self.sink.write(bytes)
+    }
+}
+
+/// Where a ``RequestBodyWriter``'s bytes go: the engine's task.
+package protocol RequestBodySink: AnyObject, Sendable {
+    func write(_ bytes: [UInt8]) async throws
+}

@@ -1,0 +1,699 @@
+// HTTPCache.swift: a private HTTP cache (RFC 9111) as an engine component.
+//
+//   storability (§3) → CachedResponse → memory LRU (bytes-bounded) + optional disk store
+//   lookup: key (URL without fragment) → variants (Vary, §4.1) → freshness (§4.2) →
+//           .fresh / .stale(+ conditional headers, §4.3.1) / .miss
+//   304 → updateAfterNotModified (§4.3.4);  unsafe method → invalidate (§4.4)
+//
+// The request path (RequestTask) decides when to call what; nothing here does network IO.
+
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import HawserBase
+import HawserHTTP1
+import HawserPosix
+
+// MARK: - Values
+
+/// A stored response (NSCachedURLResponse's role): a value a will-cache hook may change
+/// before it is stored.
+public struct CachedResponse: Sendable {
+    /// Where a response may be kept.
+    public enum StoragePolicy: Sendable, Hashable {
+        /// Memory and disk.
+        case allowed
+        /// Memory only.
+        case allowedInMemoryOnly
+        /// Not at all (a will-cache hook's way to refuse).
+        case notAllowed
+    }
+
+    /// The response head. When served by ``HTTPCache/lookup(_:policy:now:)`` it carries an
+    /// `Age` field with the response's current age (RFC 9111 §4).
+    public var head: HTTPResponseHead
+    /// The body as delivered to the caller.
+    public var body: [UInt8]
+    /// When the request that produced this response was sent (for the age calculation).
+    public var requestTime: Date
+    /// When the response was received (for the age calculation); also the stored date.
+    public var responseTime: Date
+    /// Caller data stored with the response (on disk too).
+    public var userInfo: [String: String]
+    public var storagePolicy: StoragePolicy
+
+    public init(
+        head: HTTPResponseHead, body: [UInt8], requestTime: Date, responseTime: Date,
+        userInfo: [String: String] = [:], storagePolicy: StoragePolicy = .allowed
+    ) {
+        self.head = head
+        self.body = body
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.userInfo = userInfo
+        self.storagePolicy = storagePolicy
+    }
+
+    /// The date the response was stored (its response time).
+    public var storedDate: Date { self.responseTime }
+}
+
+/// What the cache has for a request.
+public enum CacheLookup: Sendable {
+    /// A response that may be served as is.
+    case fresh(CachedResponse)
+    /// A response that must be validated first: send the request with `conditionalHeaders`
+    /// added (If-None-Match from its ETag, If-Modified-Since from its Last-Modified; empty
+    /// when it has neither, and the request is then sent as is), then on 304 call
+    /// ``HTTPCache/updateAfterNotModified(_:for:requestTime:responseTime:)``.
+    case stale(CachedResponse, conditionalHeaders: HTTPHeaders)
+    /// Nothing usable.
+    case miss
+}
+
+/// The freshness of a response (RFC 9111 §4.2), in seconds.
+public struct ResponseFreshness: Sendable, Hashable {
+    /// The freshness lifetime (§4.2.1); 0 when the response has none.
+    public var lifetime: Double
+    /// Whether `lifetime` is heuristic (§4.2.2).
+    public var isHeuristic: Bool
+    /// The corrected initial age (§4.2.3): the age the response had when it arrived.
+    public var correctedInitialAge: Double
+    /// The current age at the time asked for.
+    public var currentAge: Double
+
+    /// `lifetime > currentAge`.
+    public var isFresh: Bool { self.lifetime > self.currentAge }
+
+    /// The freshness of a response with `headers` and `status`, requested at `requestTime`,
+    /// received at `responseTime`, as of `now`, for a private cache (s-maxage is ignored).
+    /// Arithmetic saturates: arbitrary headers and dates never trap.
+    public init(headers: HTTPHeaders, status: Int, requestTime: Date, responseTime: Date, now: Date) {
+        let cacheControl = CacheControl(headers)
+        let responseSeconds = finiteSeconds(responseTime)
+        let (lifetime, heuristic) = freshnessLifetime(headers, cacheControl, status: status, responseTime: responseSeconds)
+        self.lifetime = lifetime
+        self.isHeuristic = heuristic
+        self.correctedInitialAge = computeCorrectedInitialAge(headers, requestTime: finiteSeconds(requestTime), responseTime: responseSeconds)
+        self.currentAge = computeCurrentAge(correctedInitialAge: self.correctedInitialAge, responseTime: responseSeconds, now: finiteSeconds(now))
+    }
+}
+
+// MARK: - Freshness arithmetic (RFC 9111 §4.2)
+
+private func finiteSeconds(_ date: Date) -> Double {
+    let t = date.timeIntervalSince1970
+    return t.isFinite ? t : 0
+}
+
+/// The status codes RFC 9110 defines as heuristically cacheable (§15.1).
+func isHeuristicallyCacheable(_ status: Int) -> Bool {
+    switch status {
+    case 200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501: return true
+    default: return false
+    }
+}
+
+/// The Date value, or the response time when absent or invalid (RFC 9110 §6.6.1).
+private func dateValue(_ headers: HTTPHeaders, responseTime: Double) -> Double {
+    headers["Date"].flatMap(HTTPDate.epochSeconds).map(Double.init) ?? responseTime
+}
+
+func freshnessLifetime(_ headers: HTTPHeaders, _ cc: CacheControl, status: Int, responseTime: Double) -> (Double, heuristic: Bool) {
+    if let maxAge = cc.maxAge { return (Double(maxAge), false) }
+    let date = dateValue(headers, responseTime: responseTime)
+    if let expires = headers["Expires"] {
+        // An invalid Expires (e.g. "0") means "already expired" (§5.3).
+        guard let e = HTTPDate.epochSeconds(expires) else { return (0, false) }
+        return (max(0, Double(e) - date), false)
+    }
+    guard isHeuristicallyCacheable(status) || cc.isPublic else { return (0, false) }
+    guard let lm = headers["Last-Modified"].flatMap(HTTPDate.epochSeconds), Double(lm) < date else { return (0, true) }
+    return (min((date - Double(lm)) / 10, 86_400), true)
+}
+
+func computeCorrectedInitialAge(_ headers: HTTPHeaders, requestTime: Double, responseTime: Double) -> Double {
+    let ageValue = headers["Age"].flatMap(CacheControl.parseDeltaSeconds).map(Double.init) ?? 0
+    let apparentAge = max(0, responseTime - dateValue(headers, responseTime: responseTime))
+    let responseDelay = max(0, responseTime - requestTime)
+    let corrected = ageValue + responseDelay
+    let result = max(apparentAge, corrected)
+    return result.isFinite ? result : Double(CacheControl.maximumDeltaSeconds)
+}
+
+func computeCurrentAge(correctedInitialAge: Double, responseTime: Double, now: Double) -> Double {
+    let resident = max(0, now - responseTime)
+    let age = correctedInitialAge + resident
+    return age.isFinite ? age : Double(CacheControl.maximumDeltaSeconds)
+}
+
+/// A finite, non-negative age as whole seconds for the Age field, clamped to 2^31.
+private func ageField(_ age: Double) -> String {
+    guard age.isFinite, age > 0 else { return "0" }
+    return String(Int(min(age, Double(CacheControl.maximumDeltaSeconds))))
+}
+
+// MARK: - Stored entries
+
+/// The selecting header of a Vary'd response: a lower-cased name and the request's
+/// normalized value (nil when the request had none).
+struct VaryField: Sendable, Hashable {
+    var name: String
+    var value: String?
+}
+
+/// A stored response with what lookups need, derived once when stored or updated. A class
+/// with constant fields, so that a lookup hands it out with one retain instead of copying
+/// a dozen references.
+final class CacheEntry: Sendable {
+    let key: String
+    /// The response as stored, without an `Age` field (its value is folded into
+    /// `correctedInitialAge`; lookups add the current age).
+    let response: CachedResponse
+    let vary: [VaryField]
+    let lifetime: Double
+    let correctedInitialAge: Double
+    let responseSeconds: Double
+    /// Response `no-cache` (unqualified or qualified: both mean validate before use here).
+    let noCache: Bool
+    let mustRevalidate: Bool
+    let etag: String?
+    let lastModified: String?
+    let size: Int
+
+    /// An entry for `response`; `correctedInitialAge` is given when reloaded from disk
+    /// (the stored head has no Age field any more), else computed.
+    init(key: String, response: CachedResponse, vary: [VaryField], correctedInitialAge: Double? = nil) {
+        self.key = key
+        self.vary = vary
+        let headers = response.head.headers
+        let cc = CacheControl(headers)
+        self.responseSeconds = finiteSeconds(response.responseTime)
+        self.lifetime = freshnessLifetime(headers, cc, status: response.head.status, responseTime: self.responseSeconds).0
+        self.correctedInitialAge = correctedInitialAge ?? computeCorrectedInitialAge(
+            headers, requestTime: finiteSeconds(response.requestTime), responseTime: self.responseSeconds)
+        self.noCache = cc.noCache
+        self.mustRevalidate = cc.mustRevalidate
+        self.etag = headers["ETag"]
+        self.lastModified = headers["Last-Modified"]
+        var stored = response
+        if headers.contains(name: "Age") { stored.head.headers.remove(name: "Age") }
+        self.response = stored
+        var size = 256 + key.utf8.count + response.body.count + response.head.reasonPhrase.utf8.count
+        for field in stored.head.headers { size += field.name.utf8.count + field.value.utf8.count + 16 }
+        for v in vary { size += v.name.utf8.count + (v.value?.utf8.count ?? 0) }
+        for (k, v) in response.userInfo { size += k.utf8.count + v.utf8.count }
+        self.size = size
+    }
+
+    func matches(_ request: HTTPHeaders) -> Bool {
+        for field in self.vary where field.value != selectingValue(request, field.name) { return false }
+        return true
+    }
+}
+
+/// The request's value for a Vary'd field: all lines joined, list elements trimmed of OWS.
+func selectingValue(_ headers: HTTPHeaders, _ name: String) -> String? {
+    let values = headers.values(for: name)
+    if values.isEmpty { return nil }
+    return values.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
+        .map { $0.trimmingOWS() }.joined(separator: ",")
+}
+
+/// The Vary field names of `headers`, lower-cased; nil for `Vary: *`.
+func varyNames(_ headers: HTTPHeaders) -> [String]? {
+    var names: [String] = []
+    for value in headers.values(for: "Vary") {
+        for item in value.split(separator: ",") {
+            let name = item.trimmingOWS().lowercased()
+            if name == "*" { return nil }
+            if !name.isEmpty && !names.contains(name) { names.append(name) }
+        }
+    }
+    return names
+}
+
+/// The cache key of `url`: its absolute string without the fragment, with the scheme and
+/// host lower-cased and a default port dropped (so `HTTP://Example.org:80/a` and
+/// `http://example.org/a` share entries). The common, already-normal URL costs no rebuild.
+func cacheKey(_ url: URL) -> String {
+    let s = url.absoluteString
+    let withoutFragment = s.utf8.firstIndex(of: 0x23).map { String(s[..<$0]) } ?? s
+    guard let scheme = url.scheme, let host = url.host(percentEncoded: true) else { return withoutFragment }
+    let lowerScheme = scheme.lowercased()
+    let defaultPort = lowerScheme == "https" ? 443 : lowerScheme == "http" ? 80 : nil
+    let needsRebuild = scheme.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } || host.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
+        || (url.port != nil && url.port == defaultPort)
+    guard needsRebuild, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return withoutFragment }
+    components.scheme = lowerScheme
+    components.percentEncodedHost = components.percentEncodedHost?.lowercased()
+    if components.port == defaultPort { components.port = nil }
+    components.fragment = nil
+    return components.string ?? withoutFragment
+}
+
+/// Header fields a cache does not store (RFC 9111 §3.1): hop-by-hop fields, the fields
+/// named by Connection, and the proxy authentication fields.
+func storableHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
+    var excluded: Set<String> = [
+        "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization",
+    ]
+    for value in headers.values(for: "Connection") {
+        for item in value.split(separator: ",") { excluded.insert(item.trimmingOWS().lowercased()) }
+    }
+    var needsFilter = false
+    for field in headers where excluded.contains(field.name.lowercased()) { needsFilter = true; break }
+    guard needsFilter else { return headers }
+    return HTTPHeaders(headers.filter { !excluded.contains($0.name.lowercased()) })
+}
+
+// MARK: - Memory store
+
+/// A byte-bounded LRU of entries, several variants per key. Entries live in an array and
+/// are linked by index: touching, inserting and evicting are O(1) (plus the key's variants).
+struct MemoryStore {
+    let capacity: Int
+    private(set) var bytes = 0
+    private var byKey: [String: [Int]] = [:]
+    private var entries: [CacheEntry?] = []
+    private var prev: [Int] = []
+    private var next: [Int] = []
+    private var free: [Int] = []
+    private var newest = -1
+    private var oldest = -1
+
+    init(capacity: Int) { self.capacity = max(0, capacity) }
+
+    var count: Int { self.entries.count - self.free.count }
+
+    /// The index of the entry for `key` whose Vary'd headers match `request`.
+    func find(_ key: String, _ request: HTTPHeaders) -> Int? {
+        guard let list = self.byKey[key] else { return nil }
+        for index in list where self.entries[index]!.matches(request) { return index }
+        return nil
+    }
+
+    func entry(_ index: Int) -> CacheEntry { self.entries[index]! }
+
+    func indices(for key: String) -> [Int] { self.byKey[key] ?? [] }
+
+    mutating func touch(_ index: Int) {
+        guard index != self.newest else { return }
+        self.unlink(index)
+        self.linkNewest(index)
+    }
+
+    /// Inserts (replacing the variant with the same Vary'd values); evicts the least
+    /// recently used entries to stay within capacity.
+    mutating func insert(_ entry: CacheEntry) {
+        if let same = self.byKey[entry.key]?.first(where: { self.entries[$0]!.vary == entry.vary }) {
+            self.remove(same)
+        }
+        while self.bytes + entry.size > self.capacity && self.oldest >= 0 { self.remove(self.oldest) }
+        let index: Int
+        if let reused = self.free.popLast() {
+            index = reused
+            self.entries[index] = entry
+        } else {
+            index = self.entries.count
+            self.entries.append(entry)
+            self.prev.append(-1)
+            self.next.append(-1)
+        }
+        self.linkNewest(index)
+        self.byKey[entry.key, default: []].insert(index, at: 0)
+        self.bytes += entry.size
+    }
+
+    mutating func remove(_ index: Int) {
+        guard let entry = self.entries[index] else { return }
+        self.unlink(index)
+        self.bytes -= entry.size
+        if var list = self.byKey[entry.key] {
+            list.removeAll { $0 == index }
+            self.byKey[entry.key] = list.isEmpty ? nil : list
+        }
+        self.entries[index] = nil
+        self.free.append(index)
+    }
+
+    mutating func removeKey(_ key: String) {
+        for index in self.byKey[key] ?? [] { self.remove(index) }
+    }
+
+    mutating func removeAll() {
+        self = MemoryStore(capacity: self.capacity)
+    }
+
+    private mutating func unlink(_ index: Int) {
+        let p = self.prev[index]
+        let n = self.next[index]
+        if p >= 0 { self.next[p] = n } else { self.newest = n }
+        if n >= 0 { self.prev[n] = p } else { self.oldest = p }
+        self.prev[index] = -1
+        self.next[index] = -1
+    }
+
+    private mutating func linkNewest(_ index: Int) {
+        self.prev[index] = -1
+        self.next[index] = self.newest
+        if self.newest >= 0 { self.prev[self.newest] = index }
+        self.newest = index
+        if self.oldest < 0 { self.oldest = index }
+    }
+}
+
+// MARK: - The cache
+
+/// A private HTTP cache (RFC 9111): an in-memory LRU bounded by bytes, and optionally a
+/// directory of files bounded by bytes (one file per stored response, written atomically;
+/// the index is rebuilt from the files when the cache is opened; unreadable files are
+/// removed). Thread-safe. A fresh hit from memory takes one lock, a dictionary lookup and
+/// a copy of the header fields (to set `Age`).
+public final class HTTPCache: Sendable {
+    /// Bytes the memory store may hold.
+    public let memoryCapacity: Int
+    /// Bytes the disk store may hold (0 without a directory).
+    public let diskCapacity: Int
+    /// The disk store's directory, if any.
+    public let directory: String?
+
+    /// A response larger than `capacity / maximumEntryDivisor` of a store is not kept in it.
+    public static let maximumEntryDivisor = 10
+
+    /// The largest body any of this cache's stores would keep (callers stop recording past it).
+    public var maximumEntrySize: Int {
+        max(self.memoryCapacity, self.diskCapacity) / Self.maximumEntryDivisor
+    }
+    /// Vary'd variants kept per URL; storing one more drops the least recently stored.
+    public static let maximumVariantsPerKey = 8
+
+    private let memory: Mutex<MemoryStore>
+    private let disk: DiskStore?
+
+    /// A memory-only cache of `memoryCapacity` bytes.
+    public init(memoryCapacity: Int) {
+        self.memoryCapacity = max(0, memoryCapacity)
+        self.diskCapacity = 0
+        self.directory = nil
+        self.memory = Mutex(MemoryStore(capacity: memoryCapacity))
+        self.disk = nil
+    }
+
+    /// A cache of `memoryCapacity` bytes in memory and, with a `directory`, `diskCapacity`
+    /// bytes on disk. The directory is created if needed and its files are indexed (files
+    /// that are not valid entries are removed). Throws `ioError` when the directory cannot
+    /// be created or read.
+    public init(memoryCapacity: Int, diskCapacity: Int, directory: String?) throws(HawserError) {
+        self.memoryCapacity = max(0, memoryCapacity)
+        self.memory = Mutex(MemoryStore(capacity: memoryCapacity))
+        if let directory, diskCapacity > 0 {
+            self.disk = try DiskStore(directory: directory, capacity: diskCapacity)
+            self.diskCapacity = diskCapacity
+            self.directory = directory
+        } else {
+            self.disk = nil
+            self.diskCapacity = 0
+            self.directory = nil
+        }
+    }
+
+    /// Bytes held in memory (bodies, header fields and bookkeeping).
+    public var currentMemoryUsage: Int { self.memory.withLock { $0.bytes } }
+    /// Bytes held on disk (file sizes).
+    public var currentDiskUsage: Int { self.disk?.usage ?? 0 }
+
+    // MARK: Storability (§3)
+
+    /// Whether `response` to `request` may be stored by a private cache (RFC 9111 §3):
+    /// GET; a final status other than 206 and 304; no `no-store` in the request or the
+    /// response (unless `must-understand` with an understood status); with `Authorization`
+    /// in the request only when the response has `public`, `must-revalidate` or `s-maxage`;
+    /// a heuristically cacheable status, or explicit freshness (`max-age`, `Expires`), or
+    /// `public` / `private`; and no `Vary: *` (such a response can never be selected).
+    public static func isStorable(_ response: HTTPResponseHead, for request: HTTPClientRequest) -> Bool {
+        guard request.method == .get else { return false }
+        let status = response.status
+        guard status >= 200 && status <= 599 && status != 206 && status != 304 else { return false }
+        let cc = CacheControl(response.headers)
+        // Every status left is one this cache understands, so `must-understand` lifts
+        // `no-store` (RFC 9111 §5.2.2.3).
+        if cc.noStore && !cc.mustUnderstand { return false }
+        if CacheControl(request.headers).noStore { return false }
+        if request.headers.contains(name: "Authorization") && !(cc.isPublic || cc.mustRevalidate || cc.sharedMaxAge != nil) {
+            return false
+        }
+        if varyNames(response.headers) == nil { return false }
+        return isHeuristicallyCacheable(status) || cc.maxAge != nil || response.headers.contains(name: "Expires")
+            || cc.isPublic || cc.isPrivate
+    }
+
+    /// The value to store for `response`, or nil when it may not be stored (see
+    /// ``isStorable(_:for:)``). Hop-by-hop header fields are dropped. A will-cache hook can
+    /// change the result before ``store(_:for:)``.
+    public static func cacheableResponse(
+        _ response: HTTPResponseHead, body: [UInt8], for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+    ) -> CachedResponse? {
+        guard self.isStorable(response, for: request) else { return nil }
+        var head = response
+        head.headers = storableHeaders(response.headers)
+        return CachedResponse(head: head, body: body, requestTime: requestTime, responseTime: responseTime)
+    }
+
+    // MARK: Storing
+
+    /// Stores `response` to `request` if it may be stored; returns whether it was kept.
+    @discardableResult
+    public func store(
+        _ response: HTTPResponseHead, body: [UInt8], for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+    ) -> Bool {
+        guard let cached = Self.cacheableResponse(response, body: body, for: request, requestTime: requestTime, responseTime: responseTime)
+        else { return false }
+        return self.store(cached, for: request)
+    }
+
+    /// Stores `cached` (typically from ``cacheableResponse(_:body:for:requestTime:responseTime:)``,
+    /// possibly changed by a hook) for `request`, replacing the variant with the same Vary'd
+    /// request headers. Returns whether it was kept in memory or on disk: not when its
+    /// storage policy is `.notAllowed`, when it is no longer storable, or when it is larger
+    /// than a tenth of every store.
+    @discardableResult
+    public func store(_ cached: CachedResponse, for request: HTTPClientRequest) -> Bool {
+        guard cached.storagePolicy != .notAllowed, Self.isStorable(cached.head, for: request),
+            let names = varyNames(cached.head.headers)
+        else { return false }
+        let vary = names.map { VaryField(name: $0, value: selectingValue(request.headers, $0)) }
+        let entry = CacheEntry(key: cacheKey(request.url), response: cached, vary: vary)
+        return self.keep(entry)
+    }
+
+    private func keep(_ entry: CacheEntry) -> Bool {
+        var kept = false
+        self.memory.withLock { memory in
+            // Whatever was stored for this variant before is out of date now.
+            if let same = memory.indices(for: entry.key).first(where: { memory.entry($0).vary == entry.vary }) {
+                memory.remove(same)
+            }
+            guard entry.size <= memory.capacity / Self.maximumEntryDivisor else { return }
+            let variants = memory.indices(for: entry.key)
+            if variants.count >= Self.maximumVariantsPerKey, let last = variants.last { memory.remove(last) }
+            memory.insert(entry)
+            kept = true
+        }
+        if let disk = self.disk {
+            if entry.response.storagePolicy == .allowed {
+                if disk.store(entry) { kept = true }
+            } else {
+                disk.remove(key: entry.key, vary: entry.vary)
+            }
+        }
+        return kept
+    }
+
+    // MARK: Lookup
+
+    /// What the cache has for `request` under `policy` (default: the request's own policy,
+    /// else `.useProtocolCachePolicy`), as of `now`.
+    ///
+    /// - `.reloadIgnoringLocalCacheData`: always `.miss`.
+    /// - `.returnCacheDataElseLoad`, `.returnCacheDataDontLoad`: any stored response whose
+    ///   Vary'd headers match, however old, as `.fresh`; else `.miss`.
+    /// - `.useProtocolCachePolicy`: RFC 9111 — `.fresh` when the response is fresh and
+    ///   neither it (`no-cache`) nor the request (`no-cache`, `Pragma: no-cache`, `max-age`,
+    ///   `min-fresh`) asks for validation; a stale response within the request's `max-stale`
+    ///   is `.fresh` too unless it has `must-revalidate`; otherwise `.stale` with the
+    ///   conditional headers to send.
+    ///
+    /// Only GET requests are looked up. A served head carries `Age`.
+    public func lookup(_ request: HTTPClientRequest, policy: CachePolicy? = nil, now: Date = Date()) -> CacheLookup {
+        let policy = policy ?? request.cachePolicy ?? .useProtocolCachePolicy
+        guard request.method == .get, policy != .reloadIgnoringLocalCacheData,
+            let entry = self.find(request)
+        else { return .miss }
+        let nowSeconds = finiteSeconds(now)
+        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: nowSeconds)
+        var served = entry.response
+        served.head.headers.add(name: "Age", value: ageField(age))
+        if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return .fresh(served) }
+
+        if self.usableWithoutValidation(entry, age: age, request: request.headers) { return .fresh(served) }
+        var conditional = HTTPHeaders()
+        if let etag = entry.etag { conditional.add(name: "If-None-Match", value: etag) }
+        if let lastModified = entry.lastModified { conditional.add(name: "If-Modified-Since", value: lastModified) }
+        return .stale(served, conditionalHeaders: conditional)
+    }
+
+    private func usableWithoutValidation(_ entry: CacheEntry, age: Double, request: HTTPHeaders) -> Bool {
+        if entry.noCache { return false }
+        var requestCC: CacheControl?
+        if request.contains(name: "Cache-Control") {
+            requestCC = CacheControl(request)
+        } else if request.contains(name: "Pragma", token: "no-cache") {
+            return false  // RFC 9111 §5.4: Pragma: no-cache without Cache-Control means no-cache
+        }
+        if let cc = requestCC {
+            if cc.noCache { return false }
+            if let maxAge = cc.maxAge, age > Double(maxAge) { return false }
+            if let minFresh = cc.minFresh, entry.lifetime - age < Double(minFresh) { return false }
+        }
+        if entry.lifetime > age { return true }
+        if let maxStale = requestCC?.maxStale, !entry.mustRevalidate, age - entry.lifetime <= Double(maxStale) {
+            return true
+        }
+        return false
+    }
+
+    /// Any stored response for `request` whose Vary'd headers match, however old (for
+    /// `returnCacheDataElseLoad` / `returnCacheDataDontLoad`, and for a `stale-if-error`
+    /// decision by the caller). Its head carries no `Age`.
+    public func cachedResponse(for request: HTTPClientRequest) -> CachedResponse? {
+        guard request.method == .get else { return nil }
+        return self.find(request)?.response
+    }
+
+    /// The matching entry: memory first, then disk (a disk hit is promoted to memory).
+    private func find(_ request: HTTPClientRequest) -> CacheEntry? {
+        let key = cacheKey(request.url)
+        let hit: CacheEntry? = self.memory.withLock { memory in
+            guard let index = memory.find(key, request.headers) else { return nil }
+            memory.touch(index)
+            return memory.entry(index)
+        }
+        if let hit { return hit }
+        guard let disk = self.disk, let entry = disk.load(key: key, request: request.headers) else { return nil }
+        self.memory.withLock { memory in
+            guard entry.size <= memory.capacity / Self.maximumEntryDivisor else { return }
+            memory.insert(entry)
+        }
+        return entry
+    }
+
+    // MARK: Validation (§4.3.4)
+
+    /// Updates the stored response that a 304 `notModified` validates (RFC 9111 §4.3.4) and
+    /// returns it, ready to serve; nil when none matches (send the request again without
+    /// conditions). Selection: the stored variants matching the request's Vary'd headers
+    /// whose ETag equals the 304's (weak comparison), else whose Last-Modified equals it,
+    /// else the only one when the 304 carries neither. The 304's header fields replace the
+    /// stored ones of the same name, except hop-by-hop fields and Content-Length; the new
+    /// request and response times restart the age calculation.
+    public func updateAfterNotModified(
+        _ notModified: HTTPResponseHead, for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+    ) -> CachedResponse? {
+        guard request.method == .get else { return nil }
+        let key = cacheKey(request.url)
+        var candidates: [CacheEntry] = self.memory.withLock { memory in
+            memory.indices(for: key).map { memory.entry($0) }.filter { $0.matches(request.headers) }
+        }
+        if candidates.isEmpty, let disk = self.disk, let entry = disk.load(key: key, request: request.headers) {
+            candidates = [entry]
+        }
+        let selected: CacheEntry?
+        if let etag = notModified.headers["ETag"] {
+            selected = candidates.first { $0.etag.map { weakETagEquals($0, etag) } ?? false }
+        } else if let lastModified = notModified.headers["Last-Modified"] {
+            selected = candidates.first { $0.lastModified == lastModified }
+        } else {
+            selected = candidates.count == 1 ? candidates[0] : nil
+        }
+        guard let old = selected else { return nil }
+
+        var updated = old.response
+        let incoming = storableHeaders(notModified.headers)
+        var replaced = Set<String>()
+        for field in incoming {
+            let name = field.name.lowercased()
+            if name == "content-length" || replaced.contains(name) { continue }
+            replaced.insert(name)
+            updated.head.headers.remove(name: field.name)
+            for value in incoming.values(for: field.name) { updated.head.headers.add(name: field.name, value: value) }
+        }
+        updated.requestTime = requestTime
+        updated.responseTime = responseTime
+        let entry = CacheEntry(key: key, response: updated, vary: old.vary)
+        _ = self.keep(entry)
+        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: entry.responseSeconds)
+        var served = entry.response
+        served.head.headers.add(name: "Age", value: ageField(age))
+        return served
+    }
+
+    // MARK: Invalidation (§4.4)
+
+    /// After an unsafe request (anything but GET, HEAD, OPTIONS, TRACE) got a non-error
+    /// (2xx or 3xx) response, removes what is stored for its URL and for the response's
+    /// `Location` and `Content-Location` when they are on the same origin.
+    public func invalidate(after request: HTTPClientRequest, response: HTTPResponseHead) {
+        switch request.method {
+        case .get, .head, .options, .trace: return
+        default: break
+        }
+        guard response.status >= 200 && response.status < 400 else { return }
+        self.removeResponses(for: request.url)
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.headers[name], let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
+                sameOrigin(target, request.url)
+            else { continue }
+            self.removeResponses(for: target)
+        }
+    }
+
+    /// Removes every stored variant for `url`.
+    public func removeResponses(for url: URL) {
+        let key = cacheKey(url)
+        self.memory.withLock { $0.removeKey(key) }
+        self.disk?.remove(key: key)
+    }
+
+    /// Removes everything, from memory and disk.
+    public func removeAll() {
+        self.memory.withLock { $0.removeAll() }
+        self.disk?.removeAll()
+    }
+}
+
+/// RFC 9110 §8.8.3.2 weak comparison: the opaque tags match, W/ prefixes ignored.
+func weakETagEquals(_ a: String, _ b: String) -> Bool {
+    func opaque(_ s: String) -> Substring {
+        let t = Substring(s).trimmingOWS()
+        return t.hasPrefix("W/") ? t.dropFirst(2) : t
+    }
+    return opaque(a) == opaque(b)
+}
+
+func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+    func origin(_ u: URL) -> (String, String, Int)? {
+        guard let scheme = u.scheme?.lowercased(), let host = u.host(percentEncoded: false)?.lowercased() else { return nil }
+        return (scheme, host, u.port ?? (scheme == "https" ? 443 : 80))
+    }
+    guard let x = origin(a), let y = origin(b) else { return false }
+    return x == y
+}

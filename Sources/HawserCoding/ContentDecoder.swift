@@ -1,0 +1,424 @@
+// Content decoding (RFC 9110 §8.4): gzip and deflate through zlib, streaming, bounded.
+//
+// A response body arrives in pieces; `ContentDecoder` undoes its content codings as the
+// pieces arrive and hands the decoded bytes on in bounded chunks, never holding the body.
+// Each coding is one zlib stream ("layer"); stacked codings chain the layers, the last
+// coding applied being the first undone. Every layer writes into its own output buffer,
+// allocated once, so the steady state does not allocate.
+import CHawser
+import HawserBase
+
+/// Bounds on what decoding a body may produce, so that a decompression bomb is an error
+/// and never an out-of-memory.
+///
+/// The defaults: at most 1 GiB decoded per body, and at most 1000 decoded bytes per
+/// encoded byte once the output has passed 1 MiB. A single deflate stream cannot expand
+/// by more than about 1032:1, so the ratio flags only near-maximal or stacked encodings
+/// (a body of zeros, `gzip, gzip`), which real content almost never is; the floor keeps
+/// small, highly compressible bodies (a 40-byte gzip of 100 KiB of spaces) from being
+/// flagged. Raise ``maxDecodedBytes`` for large downloads served with a content coding.
+public struct DecodingLimits: Sendable, Hashable {
+    /// The most decoded bytes one body may produce.
+    public var maxDecodedBytes: Int
+    /// The most decoded bytes per encoded byte (checked once ``ratioCheckFloor`` is passed).
+    public var maxExpansionRatio: Int
+    /// Decoded size under which the ratio is not checked.
+    public var ratioCheckFloor: Int
+
+    /// Limits with the documented safe defaults for any argument left out.
+    public init(maxDecodedBytes: Int = 1 << 30, maxExpansionRatio: Int = 1000, ratioCheckFloor: Int = 1 << 20) {
+        self.maxDecodedBytes = maxDecodedBytes
+        self.maxExpansionRatio = maxExpansionRatio
+        self.ratioCheckFloor = ratioCheckFloor
+    }
+
+    /// 1 GiB, 1000:1 past 1 MiB.
+    public static let `default` = DecodingLimits()
+}
+
+/// A content coding Hawser decodes.
+public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
+    /// gzip (RFC 1952), also sent as `x-gzip`; concatenated members are one body.
+    case gzip
+    /// deflate: RFC 1950 zlib-wrapped data, or (as many servers send) raw RFC 1951 data.
+    case deflate
+
+    /// What a `Content-Encoding` token names (case-insensitive).
+    enum Token { case coding(ContentCoding), identity, unsupported }
+
+    static func classify(_ token: Substring) -> Token {
+        switch token.lowercased() {
+        case "gzip", "x-gzip": return .coding(.gzip)
+        case "deflate": return .coding(.deflate)
+        case "identity": return .identity
+        default: return .unsupported
+        }
+    }
+}
+
+/// Streaming decoder for one response body's `Content-Encoding`.
+///
+/// ```swift
+/// var decoder = try ContentDecoder(contentEncoding: "gzip", limits: .default)
+/// try decoder.decode(bytes) { chunk in consume(chunk) }   // as often as bytes arrive
+/// try decoder.finish()                                      // at the end of the body
+/// ```
+///
+/// - `decode` hands decoded bytes to the sink in chunks of at most ``chunkSize`` bytes;
+///   the sink's buffer is only valid during the call. Any split of the input gives the
+///   same decoded bytes.
+/// - Errors are `HawserError` with code `.cannotDecodeContent` and a message naming the
+///   coding and what was wrong (corrupt data, truncation, a limit). After an error the
+///   decoder stays failed and throws the same error again.
+/// - gzip accepts concatenated members (one body), zero bytes of padding after a member
+///   (as `gzip -d` does), nothing else after it. deflate tells zlib-wrapped from raw data
+///   by the first two bytes (a valid RFC 1950 header means wrapped). Trailing zero bytes
+///   after a deflate stream are ignored, any other trailing byte is an error.
+/// - An empty body decodes to nothing without error (servers send `Content-Encoding:
+///   gzip` with empty bodies).
+/// - The zlib streams are released when the last copy of the decoder goes away; copies
+///   share one stream state, so keep one copy.
+public struct ContentDecoder {
+    /// The most bytes one call of the sink receives.
+    public static let chunkSize = 32 * 1024
+    /// Codings stacked deeper than this are refused (curl has the same kind of bound).
+    public static let maxStackedCodings = 5
+    /// The `Accept-Encoding` value that offers what this decoder handles.
+    public static let acceptEncoding = "gzip, deflate"
+
+    /// The codings in the order they are undone (the reverse of the header's order).
+    public let codings: [ContentCoding]
+    private let state: DecoderState
+
+    /// A decoder for a `Content-Encoding` field value, e.g. `gzip`, `x-gzip`,
+    /// `gzip, deflate` (undone deflate first), `identity` (no coding: bytes pass through).
+    ///
+    /// - Throws: `.cannotDecodeContent` for a coding other than gzip, x-gzip, deflate and
+    ///   identity, for more than ``maxStackedCodings`` codings, or when zlib cannot start.
+    public init(contentEncoding: String, limits: DecodingLimits = .default) throws(HawserError) {
+        let codings = try Self.codings(in: contentEncoding)
+        self.codings = codings.reversed()
+        self.state = try DecoderState(codings: self.codings, limits: limits)
+    }
+
+    /// Whether a `Content-Encoding` value names only codings this decoder undoes
+    /// (and not too many of them). An empty value or `identity` is decodable: it is no coding.
+    public static func canDecode(contentEncoding: String) -> Bool {
+        (try? Self.codings(in: contentEncoding)) != nil
+    }
+
+    /// The codings of a field value in the header's order (application order), identity dropped.
+    static func codings(in value: String) throws(HawserError) -> [ContentCoding] {
+        var out: [ContentCoding] = []
+        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let token = element.trimmingHTTPWhitespace()
+            if token.isEmpty { continue }   // RFC 9110 §5.6.1: empty list elements are ignored
+            switch ContentCoding.classify(token) {
+            case .coding(let coding): out.append(coding)
+            case .identity: continue
+            case .unsupported:
+                throw HawserError(.cannotDecodeContent, "unsupported content coding \"\(token)\" (Hawser decodes gzip, x-gzip, deflate)")
+            }
+        }
+        if out.count > Self.maxStackedCodings {
+            throw HawserError(.cannotDecodeContent, "\(out.count) stacked content codings (at most \(Self.maxStackedCodings) are decoded)")
+        }
+        return out
+    }
+
+    /// Decoded bytes handed to sinks so far.
+    public var decodedByteCount: Int { self.state.decodedCount }
+    /// Encoded bytes consumed so far.
+    public var encodedByteCount: Int { self.state.encodedCount }
+
+    /// Decodes the next piece of the body, handing decoded bytes to `sink` in chunks of at
+    /// most ``chunkSize`` bytes (valid only during the call).
+    ///
+    /// - Throws: `.cannotDecodeContent` when the data is corrupt, or decoding passes
+    ///   ``DecodingLimits``; any error `sink` throws (the decoder is failed afterwards).
+    public mutating func decode(
+        _ input: UnsafeRawBufferPointer,
+        into sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
+        try self.state.decode(input, sink)
+    }
+
+    /// Ends the body: throws `.cannotDecodeContent` if a coded stream is incomplete
+    /// (the body was truncated). Decoding after `finish` is an error.
+    public mutating func finish() throws(HawserError) {
+        try self.state.finish()
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (HTTP's OWS).
+    func trimmingHTTPWhitespace() -> Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return s
+    }
+}
+
+// MARK: - Decoder state
+
+/// The layers plus counters and the failed/finished state; a class so the z_streams have
+/// one owner and are freed in `deinit` on every path.
+final class DecoderState {
+    let layers: [InflateLayer]
+    let limits: DecodingLimits
+    var decodedCount = 0
+    var error: HawserError?
+    var finished = false
+    /// Encoded bytes handed over in previous `decode` calls (passthrough counting).
+    private var passthroughIn = 0
+
+    init(codings: [ContentCoding], limits: DecodingLimits) throws(HawserError) {
+        var layers: [InflateLayer] = []
+        layers.reserveCapacity(codings.count)
+        for coding in codings { layers.append(try InflateLayer(coding)) }
+        self.layers = layers
+        self.limits = limits
+    }
+
+    var encodedCount: Int { self.layers.first?.consumed ?? self.passthroughIn }
+
+    func decode(_ input: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+        if let error = self.error { throw error }
+        if self.finished { throw HawserError(.cannotDecodeContent, "content decoder used after finish()") }
+        if input.isEmpty { return }
+        do {
+            if self.layers.isEmpty {
+                self.passthroughIn += input.count
+                try self.deliver(input, sink)
+            } else {
+                try self.push(input, layer: 0, sink)
+            }
+        } catch {
+            self.error = error
+            throw error
+        }
+    }
+
+    /// Feeds `input` to layer `index`, its output to the next layer, the last one's to the sink.
+    private func push(_ input: UnsafeRawBufferPointer, layer index: Int, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+        let next = index + 1
+        if next == self.layers.count {
+            try self.layers[index].feed(input) { (out) throws(HawserError) in try self.deliver(out, sink) }
+        } else {
+            try self.layers[index].feed(input) { (out) throws(HawserError) in try self.push(out, layer: next, sink) }
+        }
+    }
+
+    @inline(__always)
+    private func deliver(_ out: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+        let total = self.decodedCount + out.count
+        if total > self.limits.maxDecodedBytes {
+            throw HawserError(.cannotDecodeContent, "decoded body exceeds the limit of \(self.limits.maxDecodedBytes) bytes (decompression bomb?)",
+                              underlying: DecodingLimitError.maxDecodedBytes)
+        }
+        if total > self.limits.ratioCheckFloor {
+            let encoded = max(self.encodedCount, 1)
+            let (bound, overflow) = encoded.multipliedReportingOverflow(by: self.limits.maxExpansionRatio)
+            if !overflow && total > bound {
+                throw HawserError(.cannotDecodeContent,
+                                  "decoded body expands more than \(self.limits.maxExpansionRatio):1 (\(total) bytes from \(encoded); decompression bomb?)",
+                                  underlying: DecodingLimitError.maxExpansionRatio)
+            }
+        }
+        self.decodedCount = total
+        try sink(out)
+    }
+
+    func finish() throws(HawserError) {
+        if let error = self.error { throw error }
+        if self.finished { return }
+        for layer in self.layers {
+            if let problem = layer.incompleteReason {
+                let error = HawserError(.cannotDecodeContent, "\(layer.coding.rawValue): \(problem)")
+                self.error = error
+                throw error
+            }
+        }
+        self.finished = true
+    }
+}
+
+/// Which limit a bomb hit (the `underlying` of the `.cannotDecodeContent` error).
+public enum DecodingLimitError: Error, Sendable, Hashable {
+    /// ``DecodingLimits/maxDecodedBytes`` was passed.
+    case maxDecodedBytes
+    /// ``DecodingLimits/maxExpansionRatio`` was passed (after the floor).
+    case maxExpansionRatio
+}
+
+// MARK: - One zlib inflate stream
+
+/// One content coding being undone: a z_stream at a fixed address and its output buffer.
+final class InflateLayer {
+    enum Phase {
+        /// Nothing received yet (deflate: flavour not yet known).
+        case fresh
+        /// deflate: one byte seen, flavour decided by the second.
+        case sniffing(UInt8)
+        /// Inside a gzip member or deflate stream.
+        case inStream
+        /// After the end of a member/stream: zero padding, or (gzip) the next member.
+        case ended
+    }
+
+    let coding: ContentCoding
+    private let stream: UnsafeMutablePointer<z_stream>
+    private let buffer: UnsafeMutableRawPointer
+    private let capacity = ContentDecoder.chunkSize
+    private var phase = Phase.fresh
+    /// Encoded bytes consumed by this layer (zlib's total_in restarts with every member).
+    private(set) var consumed = 0
+    private var members = 0
+
+    init(_ coding: ContentCoding) throws(HawserError) {
+        self.coding = coding
+        self.stream = .allocate(capacity: 1)
+        self.stream.initialize(to: z_stream())
+        // gzip only (15+16), or zlib-wrapped deflate; raw deflate switches with inflateReset2.
+        let rc = CHawser_inflateInit2(self.stream, coding == .gzip ? 15 + 16 : 15)
+        guard rc == Z_OK else {
+            self.stream.deinitialize(count: 1)
+            self.stream.deallocate()
+            throw HawserError(.cannotDecodeContent, "\(coding.rawValue): zlib inflateInit2 failed (\(rc))")
+        }
+        self.buffer = .allocate(byteCount: self.capacity, alignment: 16)
+    }
+
+    deinit {
+        inflateEnd(self.stream)
+        self.stream.deinitialize(count: 1)
+        self.stream.deallocate()
+        self.buffer.deallocate()
+    }
+
+    /// Why the stream would be incomplete if the body ended now, or nil.
+    var incompleteReason: String? {
+        switch self.phase {
+        case .fresh, .ended: return nil
+        case .sniffing: return "truncated stream (the body ended after 1 byte)"
+        case .inStream:
+            return self.members == 0
+                ? "truncated stream (the body ended before the end of the compressed data)"
+                : "truncated stream (the body ended inside member \(self.members + 1))"
+        }
+    }
+
+    private func corrupt(_ what: String) -> HawserError {
+        HawserError(.cannotDecodeContent, "\(self.coding.rawValue): corrupt data: \(what)")
+    }
+
+    private var zlibMessage: String {
+        if let m = self.stream.pointee.msg { return String(cString: m) }
+        return "unknown zlib error"
+    }
+
+    /// Consumes all of `input`, handing output downstream in chunks of at most `capacity`.
+    func feed(_ input: UnsafeRawBufferPointer, _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+        guard var p = input.baseAddress else { return }
+        var n = input.count
+        while n > 0 {
+            switch self.phase {
+            case .fresh where self.coding == .deflate:
+                if n == 1 {
+                    self.phase = .sniffing(p.load(as: UInt8.self))
+                    self.consumed += 1
+                    return
+                }
+                try self.chooseDeflateFlavour(p.load(as: UInt8.self), p.load(fromByteOffset: 1, as: UInt8.self))
+                self.phase = .inStream
+            case .fresh:
+                self.phase = .inStream
+            case .sniffing(let first):
+                try self.chooseDeflateFlavour(first, p.load(as: UInt8.self))
+                self.phase = .inStream
+                var byte = first
+                try withUnsafeBytes(of: &byte) { (one) throws(HawserError) in
+                    _ = try self.inflateRun(one.baseAddress!, 1, downstream)
+                }
+                // The stashed byte was counted when it arrived.
+                self.consumed -= 1
+            case .inStream:
+                let used = try self.inflateRun(p, n, downstream)
+                p += used
+                n -= used
+            case .ended:
+                // Zero padding after a member is skipped; anything else is the next gzip
+                // member (zlib checks its magic) or, for deflate, an error.
+                var skip = 0
+                while skip < n && p.load(fromByteOffset: skip, as: UInt8.self) == 0 { skip += 1 }
+                self.consumed += skip
+                p += skip
+                n -= skip
+                if n == 0 { return }
+                if self.coding == .deflate {
+                    throw self.corrupt("data after the end of the deflate stream")
+                }
+                guard inflateReset(self.stream) == Z_OK else { throw self.corrupt("zlib inflateReset failed") }
+                self.phase = .inStream
+            }
+        }
+    }
+
+    private func chooseDeflateFlavour(_ b0: UInt8, _ b1: UInt8) throws(HawserError) {
+        // RFC 1950 §2.2: CM = 8, CINFO ≤ 7, and CMF·256 + FLG a multiple of 31.
+        let wrapped = b0 & 0x0F == 8 && b0 >> 4 <= 7 && (UInt16(b0) << 8 | UInt16(b1)) % 31 == 0
+        if !wrapped {
+            guard inflateReset2(self.stream, -15) == Z_OK else { throw self.corrupt("zlib inflateReset2 failed") }
+        }
+    }
+
+    /// Runs inflate over `count` bytes at `p` until they are consumed or the stream ends,
+    /// draining all output. Returns the bytes consumed.
+    private func inflateRun(_ p: UnsafeRawPointer, _ count: Int, _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) -> Int {
+        let s = self.stream
+        var used = 0
+        while true {
+            let avail = min(count - used, Int(UInt32.max))
+            s.pointee.next_in = UnsafeMutablePointer(mutating: (p + used).assumingMemoryBound(to: Bytef.self))
+            s.pointee.avail_in = uInt(avail)
+            s.pointee.next_out = self.buffer.assumingMemoryBound(to: Bytef.self)
+            s.pointee.avail_out = uInt(self.capacity)
+            let rc = inflate(s, Z_NO_FLUSH)
+            let took = avail - Int(s.pointee.avail_in)
+            let produced = self.capacity - Int(s.pointee.avail_out)
+            used += took
+            self.consumed += took
+            // Output first, also when zlib then reports an error: what it produced before the
+            // bad byte is the same for any split of the input, so errors surface at the same
+            // point of the stream (in this layer or one below) however the bytes arrived.
+            if produced > 0 {
+                try downstream(UnsafeRawBufferPointer(start: self.buffer, count: produced))
+            }
+            switch rc {
+            case Z_OK, Z_BUF_ERROR:
+                break
+            case Z_STREAM_END:
+                self.phase = .ended
+                self.members += 1
+            case Z_NEED_DICT:
+                throw self.corrupt("the stream needs a preset dictionary, which HTTP does not provide")
+            case Z_DATA_ERROR:
+                throw self.corrupt(self.zlibMessage)
+            case Z_MEM_ERROR:
+                throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib is out of memory")
+            default:
+                throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib inflate failed (\(rc): \(self.zlibMessage))")
+            }
+            if rc == Z_STREAM_END { return used }
+            // A full output buffer may leave output pending inside zlib: go round again.
+            if produced == self.capacity { continue }
+            if used == count { return used }
+            if took == 0 && produced == 0 {
+                // No progress with input and output space left: zlib would say so with an
+                // error; never spin.
+                throw self.corrupt("inflate made no progress")
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HawserBase
+import HawserHTTP1
+import HawserProxy
+
+/// Where a request goes on the wire: what the pool keys connections by.
+public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
+    public var scheme: String   // "http" or "https"
+    public var host: String
+    public var port: Int
+    /// The proxy connections to this origin go through, if any (they are pooled apart).
+    public var proxy: ProxyTarget? = nil
+
+    public var description: String {
+        "\(self.scheme)://\(self.host):\(self.port)" + (self.proxy.map { " via \($0.server)" } ?? "")
+    }
+}
+
+extension HTTPClientRequest {
+    /// Validates the URL and derives the connection key, request target and Host value.
+    func wireInfo() throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
+        guard let scheme = self.url.scheme?.lowercased() else {
+            throw HawserError(.invalidRequest, "URL has no scheme", url: self.url)
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw HawserError(.invalidRequest, "unsupported URL scheme '\(scheme)'", url: self.url)
+        }
+        guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
+            throw HawserError(.invalidRequest, "URL has no host", url: self.url)
+        }
+        if host.utf8.first == UInt8(ascii: "["), host.utf8.last == UInt8(ascii: "]") { host = String(host.dropFirst().dropLast()) }
+        let defaultPort = scheme == "https" ? 443 : 80
+        let port = self.url.port ?? defaultPort
+        guard (1...65535).contains(port) else {
+            throw HawserError(.invalidRequest, "port \(port) is out of range", url: self.url)
+        }
+        var target = self.url.path(percentEncoded: true)
+        if target.isEmpty { target = "/" }
+        if let q = self.url.query(percentEncoded: true) { target += "?" + q }
+        let hostForHeader = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+        let hostHeader = port == defaultPort ? hostForHeader : "\(hostForHeader):\(port)"
+        // Most hosts are lower-case ASCII already; only the others pay for lowercased().
+        let needsLowering = host.utf8.contains { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }
+        return (ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target, hostHeader)
+    }
+}

@@ -1,0 +1,41 @@
+import CHawser
+
+/// SHA-256 through OpenSSL (file names of the disk cache, certificate and key pins).
+package enum Digest {
+    /// The 32-byte SHA-256 digest of `bytes`.
+    package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        _ = bytes.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                // EVP_Digest wants a non-null pointer even for zero bytes.
+                withUnsafeBytes(of: UInt8(0)) { empty in
+                    EVP_Digest(input.count > 0 ? input.baseAddress : empty.baseAddress, input.count, output.baseAddress, &length,
+                               EVP_sha256(), nil)
+                }
+            }
+        }
+        return digest
+    }
+
+    /// `byteCount` random bytes from the system generator, as lower-case hex (file names, nonces).
+    package static func randomHex(byteCount: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Self.hex((0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// The SHA-256 digest of `bytes` as lower-case hex.
+    package static func sha256Hex(_ bytes: [UInt8]) -> String { Self.hex(Self.sha256(bytes)) }
+
+    /// `bytes` as lower-case hex.
+    package static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,559 @@
+// Theory of operation
+// -------------------
+// One EventLoop = one thread + one epoll instance (level-triggered) + one eventfd.
+//
+// * Work from other threads goes into `pending` under a mutex; the submitter writes the
+//   eventfd (after releasing the mutex) only if no wake-up is already outstanding
+//   (`wakeupPending`), so a burst of submissions costs one write(2).
+// * Timers live in a binary min-heap keyed by deadline. Cancelling marks the timer dead
+//   (O(1)); dead timers are dropped when they reach the top. The epoll_wait timeout is the
+//   time to the earliest live timer, so an idle loop with no timers blocks forever and
+//   uses no CPU.
+// * File descriptors are registered with a handler object. The epoll user data packs a
+//   32-bit registration generation with the fd, so an event for an fd that was closed and
+//   reused within one epoll_wait batch is dropped instead of reaching the wrong handler.
+// * Everything registered with a loop (handlers, timers, connections) is confined to the
+//   loop's thread. Types that are `@unchecked Sendable` here are so because of that rule,
+//   checked with `assertInLoop()` in debug builds.
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import CHawser
+
+/// Receives readiness events for a file descriptor registered with an ``EventLoop``.
+/// Called on the loop's thread only.
+public protocol EventLoopIOHandler: AnyObject {
+    /// The descriptor is readable, or has hung up / errored (a read will say which).
+    func ioReadable()
+    /// The descriptor is writable, or has errored (a write will say which).
+    func ioWritable()
+}
+
+/// A handle to a scheduled task; `cancel()` is cheap and may be called from any thread.
+public final class Scheduled: @unchecked Sendable {
+    // Loop-confined except `cancel()`, which hops to the loop when called elsewhere.
+    fileprivate var cancelled = false
+    fileprivate var body: (() -> Void)?
+    fileprivate let deadline: UInt64
+    fileprivate unowned(unsafe) let loop: EventLoop
+
+    fileprivate init(deadline: UInt64, loop: EventLoop, body: @escaping () -> Void) {
+        self.deadline = deadline
+        self.loop = loop
+        self.body = body
+    }
+
+    /// Cancels the task if it has not run yet. Safe from any thread.
+    public func cancel() {
+        if self.loop.inEventLoop {
+            self.cancelOnLoop()
+        } else {
+            self.loop.execute { self.cancelOnLoop() }
+        }
+    }
+
+    fileprivate func cancelOnLoop() {
+        guard !self.cancelled else { return }   // already fired or cancelled
+        self.cancelled = true
+        self.body = nil
+        self.loop.timerCancelled()
+    }
+}
+
+/// The error pending work fails with when its event loop shuts down.
+public struct EventLoopShutdownError: Error, Sendable, CustomStringConvertible {
+    public var description: String { "the event loop has shut down" }
+}
+
+/// A single-threaded epoll event loop.
+public final class EventLoop: @unchecked Sendable {
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var thread: pthread_t? = nil
+    private let threadID = Atomic<UInt>(0)
+
+    private struct Pending {
+        var tasks: [LoopWork] = []
+        /// Set (under the lock) before the eventfd is closed: from then on nothing writes to it.
+        var closed = false
+    }
+    private let pending = Mutex(Pending())
+    private let wakeupPending = Atomic<Bool>(false)
+    /// Submitters that took the wake-up duty under the lock and have not finished writing the eventfd.
+    private let wakersInFlight = Atomic<Int>(0)
+    private let stopRequested = Atomic<Bool>(false)
+
+    // Loop-confined state.
+    private var localTasks: [LoopWork] = []
+    /// The batch being run, swapped with `localTasks` so neither array is reallocated per round.
+    private var runningTasks: [LoopWork] = []
+    /// The batch taken from `pending`, swapped in under its lock (loop thread only).
+    private var drainedTasks: [LoopWork] = []
+    private var timers = TimerHeap()
+    private var handlers: [Registration?] = []
+    private var generation: UInt32 = 0
+    private var eventsBuffer = [UInt32](repeating: 0, count: 256)
+    private var dataBuffer = [UInt64](repeating: 0, count: 256)
+    private var shutdownHooks: [ObjectIdentifier: () -> Void] = [:]
+    private let finished = Mutex<Bool>(false)
+    private let finishedCondition = ConditionVariable()
+
+    private struct Registration {
+        var generation: UInt32
+        var handler: any EventLoopIOHandler
+        var events: UInt32
+    }
+
+    /// A short name for diagnostics and the thread's name.
+    public let name: String
+
+    /// Creates a loop and starts its thread.
+    public init(name: String = "hawser-loop") throws(IOError) {
+        CHawser_ignore_sigpipe()
+        self.name = name
+        let ep = CHawser_epoll_create()
+        if ep < 0 { throw IOError(errnoCode: CHawser_errno(), function: "epoll_create1") }
+        let ev = CHawser_eventfd()
+        if ev < 0 {
+            let e = CHawser_errno()
+            Posix.close(ep)
+            throw IOError(errnoCode: e, function: "eventfd")
+        }
+        self.epfd = ep
+        self.wakeFD = ev
+        _ = CHawser_epoll_ctl(ep, CHAWSER_EPOLL_CTL_ADD, ev, CHAWSER_EPOLLIN, UInt64(UInt32.max))
+        self.startThread()
+    }
+
+    private func startThread() {
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            loop.threadID.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
+            CHawser_set_thread_name(loop.name)
+            loop.run()
+            return nil
+        }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        self.thread = tid
+    }
+
+    /// True when called on this loop's thread.
+    @inline(__always)
+    public var inEventLoop: Bool {
+        UInt(pthread_self()) == self.threadID.load(ordering: .relaxed)
+    }
+
+    @inline(__always)
+    package func assertInLoop(_ file: StaticString = #fileID, _ line: UInt = #line) {
+        assert(self.inEventLoop, "not on the event loop thread", file: file, line: line)
+    }
+
+    // MARK: - Submitting work
+
+    /// Runs `task` on the loop's thread, soon. From the loop's own thread it runs after the
+    /// current event, never re-entrantly.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        self.add(LoopWork(.closure(task)))
+    }
+
+    /// Runs a Swift job on the loop (the TaskExecutor role): queued as it is, with no closure
+    /// around it.
+    func enqueueJob(_ job: UnownedJob) {
+        self.add(LoopWork(.job(job)))
+    }
+
+    /// Queues `work`: directly from the loop's own thread; from another, under the lock, waking
+    /// the loop when it may be asleep.
+    private func add(_ work: LoopWork) {
+        if self.inEventLoop {
+            self.localTasks.append(work)
+            return
+        }
+        let mustWake = self.pending.withLock { p -> Bool in
+            // After shutdown the task is dropped: the loop will never run again, and its
+            // eventfd's number may already belong to another descriptor.
+            guard !p.closed else { return false }
+            p.tasks.append(work)
+            if self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) { return false }
+            // Counted under the lock, so `finish` (which sets `closed` under it) waits for this
+            // write before it closes the eventfd.
+            self.wakersInFlight.add(1, ordering: .relaxed)
+            return true
+        }
+        guard mustWake else { return }
+        // Outside the lock: the woken loop goes straight for `pending`, and would otherwise spin
+        // on the mutex while this thread is still in write(2).
+        var one: UInt64 = 1
+        _ = Glibc.write(self.wakeFD, &one, 8)
+        self.wakersInFlight.subtract(1, ordering: .releasing)
+    }
+
+    /// True once `shutdown()` was called: work submitted from now on is not run.
+    public var isShutDown: Bool { self.stopRequested.load(ordering: .acquiring) }
+
+    /// Loop-thread variant of `execute` for closures that are not Sendable (loop-confined state).
+    package func executeInLoop(_ task: @escaping () -> Void) {
+        self.assertInLoop()
+        self.localTasks.append(LoopWork(.closure(task)))
+    }
+
+    /// Runs `task` after `nanoseconds`. Returns a handle whose `cancel()` is O(1).
+    @discardableResult
+    public func schedule(in nanoseconds: UInt64, _ task: @escaping @Sendable () -> Void) -> Scheduled {
+        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        if self.inEventLoop {
+            self.timers.push(s)
+        } else {
+            self.execute { self.timers.push(s) }
+        }
+        return s
+    }
+
+    /// Loop-thread variant of `schedule` for non-Sendable closures.
+    package func scheduleInLoop(in nanoseconds: UInt64, _ task: @escaping () -> Void) -> Scheduled {
+        self.assertInLoop()
+        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        self.timers.push(s)
+        return s
+    }
+
+    /// Runs `task` on the loop and waits for its result (never call this from the loop itself).
+    public func submitAndWait<T: Sendable>(_ task: @escaping @Sendable () throws -> T) throws -> T {
+        precondition(!self.inEventLoop, "submitAndWait would deadlock on the loop thread")
+        let box = Mutex<Result<T, any Error>?>(nil)
+        let cond = ConditionVariable()
+        self.execute {
+            let r = Result { try task() }
+            box.withLock { $0 = r }
+            cond.broadcast()
+        }
+        let result = box.waitUntilSet(cond)
+        return try result.get()
+    }
+
+    // MARK: - Registration (loop thread only)
+
+    /// Registers `fd` for the given interest. The handler is kept strongly until `deregister`.
+    public func register(fd: Int32, handler: any EventLoopIOHandler, readable: Bool, writable: Bool) throws(IOError) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        if idx >= self.handlers.count {
+            self.handlers.append(contentsOf: repeatElement(nil, count: idx - self.handlers.count + 64))
+        }
+        self.generation &+= 1
+        if self.generation == UInt32.max { self.generation = 1 }
+        let events = Self.mask(readable: readable, writable: writable)
+        if CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_ADD, fd, events, Self.userData(fd, self.generation)) != 0 {
+            throw IOError(errnoCode: CHawser_errno(), function: "epoll_ctl(ADD)")
+        }
+        self.handlers[idx] = Registration(generation: self.generation, handler: handler, events: events)
+    }
+
+    /// Changes the interest set of a registered `fd`. A no-op when nothing changes.
+    public func setInterest(fd: Int32, readable: Bool, writable: Bool) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        guard idx < self.handlers.count, let reg = self.handlers[idx] else { return }
+        let events = Self.mask(readable: readable, writable: writable)
+        if events == reg.events { return }
+        self.handlers[idx]!.events = events
+        _ = CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_MOD, fd, events, Self.userData(fd, reg.generation))
+    }
+
+    /// Removes `fd` from the loop (does not close it).
+    public func deregister(fd: Int32) {
+        self.assertInLoop()
+        let idx = Int(fd)
+        guard idx < self.handlers.count, self.handlers[idx] != nil else { return }
+        self.handlers[idx] = nil
+        _ = CHawser_epoll_ctl(self.epfd, CHAWSER_EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    @inline(__always)
+    private static func mask(readable: Bool, writable: Bool) -> UInt32 {
+        (readable ? CHAWSER_EPOLLIN | CHAWSER_EPOLLRDHUP : 0) | (writable ? CHAWSER_EPOLLOUT : 0)
+    }
+
+    @inline(__always)
+    private static func userData(_ fd: Int32, _ generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+
+    /// Registered shutdown hooks (tests, diagnostics).
+    var shutdownHookCount: Int { self.shutdownHooks.count }
+
+    package func removeShutdownHook(for owner: ObjectIdentifier) {
+        self.assertInLoop()
+        self.shutdownHooks.removeValue(forKey: owner)
+    }
+
+    fileprivate func timerCancelled() {
+        self.timers.noteCancelled()
+    }
+
+    /// Timers in the heap, live and not yet dropped dead ones (tests, diagnostics).
+    var timerHeapCount: Int { self.timers.count }
+
+    /// Registers a hook run on the loop thread when it shuts down (to fail pending work).
+    /// The hook is keyed by `owner`, which removes it with `removeShutdownHook(for:)` when it goes away.
+    package func onShutdown(for owner: ObjectIdentifier, _ hook: @escaping () -> Void) {
+        self.assertInLoop()
+        self.shutdownHooks[owner] = hook
+    }
+
+    // MARK: - Running
+
+    private func run() {
+        while true {
+            // Time to wait: 0 if work is queued, the nearest timer, or forever.
+            var timeout: Int32 = -1
+            if !self.localTasks.isEmpty || self.stopRequested.load(ordering: .relaxed) {
+                timeout = 0
+            } else if let next = self.timers.nextDeadline() {
+                let now = CHawser_monotonic_ns()
+                if next <= now {
+                    timeout = 0
+                } else {
+                    // Round up so a timer never fires early.
+                    let ms = (next - now + 999_999) / 1_000_000
+                    timeout = Int32(min(ms, UInt64(Int32.max)))
+                }
+            }
+            let n = self.eventsBuffer.withUnsafeMutableBufferPointer { evs in
+                self.dataBuffer.withUnsafeMutableBufferPointer { data in
+                    CHawser_epoll_wait(self.epfd, evs.baseAddress, data.baseAddress, Int32(evs.count), timeout)
+                }
+            }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    self.dispatch(events: self.eventsBuffer[i], data: self.dataBuffer[i])
+                }
+            }
+            self.runExpiredTimers()
+            self.runTasks()
+            if self.stopRequested.load(ordering: .acquiring) {
+                self.finish()
+                return
+            }
+        }
+    }
+
+    @inline(__always)
+    private func dispatch(events: UInt32, data: UInt64) {
+        let fdBits = UInt32(truncatingIfNeeded: data)
+        if fdBits == UInt32.max {
+            var value: UInt64 = 0
+            _ = Glibc.read(self.wakeFD, &value, 8)
+            return
+        }
+        let fd = Int(Int32(bitPattern: fdBits))
+        let gen = UInt32(truncatingIfNeeded: data >> 32)
+        guard fd < self.handlers.count, let reg = self.handlers[fd], reg.generation == gen else { return }
+        let handler = reg.handler
+        let errorish = events & (CHAWSER_EPOLLERR | CHAWSER_EPOLLHUP) != 0
+        if events & (CHAWSER_EPOLLIN | CHAWSER_EPOLLRDHUP) != 0 || (errorish && reg.events & CHAWSER_EPOLLIN != 0) {
+            handler.ioReadable()
+        }
+        if events & CHAWSER_EPOLLOUT != 0 || (errorish && reg.events & CHAWSER_EPOLLOUT != 0) {
+            // The read handler may have closed and deregistered the fd.
+            guard fd < self.handlers.count, let again = self.handlers[fd], again.generation == gen else { return }
+            again.handler.ioWritable()
+        }
+    }
+
+    private func runExpiredTimers() {
+        guard self.timers.count > 0 else { return }
+        let now = CHawser_monotonic_ns()
+        while let top = self.timers.peek(), top.deadline <= now {
+            self.timers.pop()
+            if top.cancelled { continue }
+            let body = top.body
+            top.body = nil
+            top.cancelled = true
+            body?()
+        }
+    }
+
+    private func runTasks() {
+        if self.wakeupPending.load(ordering: .relaxed) {
+            // Clear before draining: a submitter that sees `false` after this writes the eventfd again.
+            self.wakeupPending.store(false, ordering: .releasing)
+            self.runPending()
+        } else if !self.pending.withLock({ $0.tasks.isEmpty }) {
+            self.runPending()
+        }
+        // Tasks may enqueue more tasks; run a bounded number of rounds so IO is not starved.
+        var rounds = 0
+        while !self.localTasks.isEmpty && rounds < 16 {
+            swap(&self.localTasks, &self.runningTasks)
+            for i in self.runningTasks.indices { self.runningTasks[i].run(on: self) }
+            self.runningTasks.removeAll(keepingCapacity: true)
+            rounds += 1
+        }
+    }
+
+    /// Runs what other threads submitted, swapping arrays under the lock (no copy, no allocation).
+    private func runPending() {
+        self.pending.withLock { p in swap(&p.tasks, &self.drainedTasks) }
+        for i in self.drainedTasks.indices { self.drainedTasks[i].run(on: self) }
+        self.drainedTasks.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops the loop: runs the shutdown hooks (which fail pending work with a clear error),
+    /// closes the epoll and eventfd descriptors, and joins the thread. Blocks until done.
+    /// Must not be called from the loop's own thread.
+    public func shutdown() {
+        precondition(!self.inEventLoop, "shutdown() would deadlock on the loop thread")
+        if self.stopRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            self.waitUntilFinished()
+            return
+        }
+        self.pending.withLock { p in
+            guard !p.closed else { return }
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeFD, &one, 8)
+        }
+        if let t = self.thread {
+            pthread_join(t, nil)
+            self.thread = nil
+        }
+    }
+
+    private func waitUntilFinished() {
+        _ = self.finished.waitUntilSet(self.finishedCondition)
+    }
+
+    private func finish() {
+        // Drain anything submitted before the stop, then fail the rest through the hooks.
+        self.runTasks()
+        let hooks = self.shutdownHooks
+        self.shutdownHooks.removeAll()
+        for h in hooks.values { h() }
+        self.runTasks()
+        for i in 0..<self.handlers.count where self.handlers[i] != nil {
+            self.handlers[i] = nil
+        }
+        self.timers.removeAll()
+        // Work submitted after this point is dropped (see `execute`); what came before ran above.
+        let late = self.pending.withLock { p -> [LoopWork] in
+            p.closed = true
+            let r = p.tasks
+            p.tasks.removeAll()
+            return r
+        }
+        for t in late { t.run(on: self) }
+        // A submitter that counted itself before `closed` was set may still be in write(2).
+        while self.wakersInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+        Posix.close(self.wakeFD)
+        Posix.close(self.epfd)
+        self.finished.withLock { $0 = true }
+        self.finishedCondition.broadcast()
+    }
+}
+
+// MARK: - Timer heap
+
+/// One unit of loop work: a closure, or a Swift job (the loop as a TaskExecutor). Arrays hold
+/// it as a struct, so a closure is stored as it is: an array of `() -> Void` stores each one
+/// behind a heap-allocated reabstraction thunk.
+struct LoopWork: @unchecked Sendable {
+    enum Kind {
+        case closure(() -> Void)
+        case job(UnownedJob)
+    }
+    let kind: Kind
+
+    init(_ kind: Kind) { self.kind = kind }
+
+    @inline(__always)
+    func run(on loop: EventLoop) {
+        switch self.kind {
+        case .closure(let body): body()
+        case .job(let job): job.runSynchronously(on: loop.asUnownedTaskExecutor())
+        }
+    }
+}
+
+/// A binary min-heap of scheduled tasks ordered by deadline.
+///
+/// Cancelling is O(1): the entry is marked dead and dropped when it reaches the top. So that
+/// long timeouts that are always cancelled (a task's 7-day resource timeout) cannot pile up,
+/// the heap is rebuilt without its dead entries once they are more than half of it.
+struct TimerHeap {
+    private var items: [Scheduled] = []
+    private var dead = 0
+
+    var count: Int { self.items.count }
+
+    mutating func removeAll() {
+        self.items.removeAll()
+        self.dead = 0
+    }
+
+    func peek() -> Scheduled? { self.items.first }
+
+    /// A timer still in the heap was cancelled.
+    mutating func noteCancelled() {
+        self.dead += 1
+    }
+
+    /// The nearest deadline, dropping cancelled timers from the top.
+    mutating func nextDeadline() -> UInt64? {
+        while let top = self.items.first, top.cancelled { self.pop() }
+        return self.items.first?.deadline
+    }
+
+    mutating func push(_ s: Scheduled) {
+        if self.dead > 64 && self.dead * 2 > self.items.count { self.compact() }
+        self.items.append(s)
+        var i = self.items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            if self.items[parent].deadline <= self.items[i].deadline { break }
+            self.items.swapAt(parent, i)
+            i = parent
+        }
+    }
+
+    private mutating func compact() {
+        self.items.removeAll { $0.cancelled }
+        self.dead = 0
+        // Floyd's heapify.
+        var i = self.items.count / 2
+        while i > 0 {
+            i -= 1
+            self.siftDown(i)
+        }
+    }
+
+    /// Removes the top entry. A popped entry that was cancelled is no longer counted dead.
+    mutating func pop() {
+        guard !self.items.isEmpty else { return }
+        if self.items[0].cancelled && self.dead > 0 { self.dead -= 1 }
+        let last = self.items.removeLast()
+        guard !self.items.isEmpty else { return }
+        self.items[0] = last
+        self.siftDown(0)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var i = start
+        let n = self.items.count
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var m = i
+            if l < n && self.items[l].deadline < self.items[m].deadline { m = l }
+            if r < n && self.items[r].deadline < self.items[m].deadline { m = r }
+            if m == i { break }
+            self.items.swapAt(i, m)
+            i = m
+        }
+    }
+}

@@ -1,0 +1,476 @@
+// What the TLS transport hands up after a handshake (ServerTrust: the host and the peer's
+// chain), and the engine's verdict on it: OpenSSL's chain building and verification against a
+// set of anchors, RFC 6125 host checking, a security floor on keys, and a typed reason.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import CHawser
+import HawserPosix
+
+/// The certificates a chain must lead to.
+public enum TrustAnchors: Sendable, Hashable {
+    /// The system trust store: OpenSSL's default paths (on Debian `/etc/ssl/certs` and
+    /// `/usr/lib/ssl/cert.pem`; `SSL_CERT_FILE` / `SSL_CERT_DIR` override them).
+    case system
+    /// Only these certificates (a private CA, a pinned certificate).
+    case custom([Certificate])
+    /// The system store plus these certificates.
+    case systemAndCustom([Certificate])
+}
+
+/// Why a server's certificate chain was refused.
+public struct TrustFailure: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure, for code that decides what to do about it.
+    public enum Reason: Sendable, Hashable {
+        /// A certificate in the chain is past its notAfter date.
+        case expired
+        /// A certificate in the chain is before its notBefore date.
+        case notYetValid
+        /// The leaf does not name the host (RFC 6125).
+        case hostnameMismatch
+        /// The chain leads to a root that is not a trust anchor.
+        case untrustedRoot
+        /// The leaf is self-signed and not itself a trust anchor.
+        case selfSigned
+        /// A key (or a signature digest) is below the security floor: RSA/DSA under 2048 bits,
+        /// EC under 224 bits, SHA-1 signatures.
+        case weakKey
+        /// A signature in the chain does not verify.
+        case badSignature
+        /// The leaf's issuer is neither sent by the server nor an anchor: usually a server that
+        /// does not send its intermediate certificate.
+        case incompleteChain
+        /// A certificate is unusable: unparsable, wrong purpose (e.g. a client certificate),
+        /// a non-CA issuer, a path-length or name-constraint violation, no certificate at all.
+        case invalidCertificate
+        /// The chain is valid but matches none of the pins.
+        case pinMismatch
+        /// The policy itself cannot be applied as configured.
+        case policyMisconfigured
+        /// Anything else (revocation, internal OpenSSL failures); see the message.
+        case other
+    }
+
+    /// The kind of failure.
+    public var reason: Reason
+    /// What exactly was wrong, naming the certificate.
+    public var message: String
+    /// The certificate the failure is about, when there is one.
+    public var certificate: Certificate?
+    /// Its position in the chain OpenSSL built (0 is the leaf), when known.
+    public var depth: Int?
+    /// OpenSSL's `X509_V_ERR_*` code, when the failure came from chain verification.
+    public var verifyErrorCode: Int32?
+
+    public init(_ reason: Reason, _ message: String, certificate: Certificate? = nil, depth: Int? = nil,
+                verifyErrorCode: Int32? = nil) {
+        self.reason = reason
+        self.message = message
+        self.certificate = certificate
+        self.depth = depth
+        self.verifyErrorCode = verifyErrorCode
+    }
+
+    public var description: String { "\(self.reason): \(self.message)" }
+}
+
+/// The outcome of one chain evaluation.
+public struct TrustResult: Sendable {
+    /// Why the chain was refused; nil when it is trusted.
+    public let failure: TrustFailure?
+    /// The path OpenSSL built, leaf first, ending at the anchor when the chain is trusted.
+    /// When it is not, the part built before the failure (at least the leaf when there is one).
+    /// Unlike ``ServerTrust/certificates`` it holds no certificate that does not belong to the
+    /// path, and it may hold an anchor the server did not send.
+    public let chain: [Certificate]
+
+    public init(failure: TrustFailure?, chain: [Certificate]) {
+        self.failure = failure
+        self.chain = chain
+    }
+
+    /// True when the chain verified.
+    public var isTrusted: Bool { self.failure == nil }
+
+    /// The verified path (leaf … anchor), or nil when the chain is not trusted.
+    public var verifiedChain: [Certificate]? { self.failure == nil ? self.chain : nil }
+
+    /// The verified path, or the failure thrown.
+    public func get() throws(TrustFailure) -> [Certificate] {
+        if let failure { throw failure }
+        return self.chain
+    }
+}
+
+/// What a TLS handshake established about a server: the name the client connected to and the
+/// certificates the server presented. The role of `NSURLProtectionSpace.serverTrust`.
+public struct ServerTrust: Sendable {
+    /// The host name (or IP address literal) the client connected to.
+    public let host: String
+    /// The peer's chain as presented, leaf first. The server controls this list: it may hold
+    /// certificates that belong to no path, so pinning looks at ``TrustResult/chain`` instead.
+    public let certificates: [Certificate]
+
+    public init(host: String, certificates: [Certificate]) {
+        self.host = host
+        self.certificates = certificates
+    }
+
+    /// A trust from DER certificates as the transport reads them (`SSL_get_peer_cert_chain`).
+    /// - Throws: ``TrustFailure`` (`.invalidCertificate`) naming the certificate that does not parse.
+    public init(host: String, derChain: [[UInt8]]) throws(TrustFailure) {
+        var certificates: [Certificate] = []
+        for (index, der) in derChain.enumerated() {
+            do {
+                certificates.append(try Certificate(derEncoded: der))
+            } catch {
+                throw TrustFailure(.invalidCertificate, "certificate #\(index) sent by the server is unusable: \(error.message)",
+                                   depth: index)
+            }
+        }
+        self.init(host: host, certificates: certificates)
+    }
+
+    /// The leaf certificate (the server's own), if the server sent any.
+    public var leaf: Certificate? { self.certificates.first }
+
+    /// Verifies the chain against `anchors`; with `validatesHost`, the leaf must name ``host``.
+    public func evaluate(anchors: TrustAnchors, validatesHost: Bool) -> TrustResult {
+        self.evaluate(anchors: anchors, hostname: validatesHost ? self.host : nil)
+    }
+
+    /// Verifies the chain as a TLS client does.
+    ///
+    /// - The leaf is the first certificate; the others are untrusted intermediates that OpenSSL
+    ///   may use to build a path to an anchor (any certificate among the anchors ends a path,
+    ///   self-signed or not: OpenSSL's `X509_V_FLAG_PARTIAL_CHAIN`, curl's default).
+    /// - The leaf must be usable for TLS servers (extendedKeyUsage, when present, must allow
+    ///   serverAuth); issuers must be CAs.
+    /// - Security level 2: RSA and DSA keys of at least 2048 bits, EC of at least 224, no
+    ///   SHA-1 or MD5 signatures, anywhere in the path.
+    /// - With a `hostname`, RFC 6125 matching: DNS names against the dNSName subjectAltNames,
+    ///   a wildcard only as the whole left-most label (`*.example.com` matches `a.example.com`,
+    ///   not `example.com` nor `a.b.example.com`; `f*.example.com` matches nothing). IP literals
+    ///   (`127.0.0.1`, `::1`, `[::1]`) only against iPAddress subjectAltNames. The subject's
+    ///   common name is never consulted (as Apple's platforms since iOS 13 / macOS 10.15, Chrome,
+    ///   Go and Python refuse it: RFC 9525 §6.3), unless `allowsCommonNameFallback` is set: then
+    ///   it is consulted when the certificate has no DNS subjectAltName at all (RFC 6125
+    ///   §6.4.4, OpenSSL's default), never for IP addresses. A trailing dot is ignored.
+    /// - Validity dates are checked at `time` (now when nil).
+    ///
+    /// OpenSSL stops at the first problem it finds: path building, then purpose, then key
+    /// strength, then the host name, then signatures and dates.
+    public func evaluate(anchors: TrustAnchors, hostname: String?, at time: Date? = nil,
+                         allowsCommonNameFallback: Bool = false) -> TrustResult {
+        guard let leaf = self.certificates.first else {
+            return TrustResult(failure: TrustFailure(.invalidCertificate, "the server presented no certificate"), chain: [])
+        }
+        let store: TrustStore
+        do {
+            store = try TrustStore.make(anchors)
+        } catch {
+            return TrustResult(failure: error, chain: [])
+        }
+        return withExtendedLifetime((self.certificates, store)) {
+            self.verify(leaf: leaf, store: store, hostname: hostname, time: time, commonNameFallback: allowsCommonNameFallback)
+        }
+    }
+
+    private func verify(leaf: Certificate, store: TrustStore, hostname: String?, time: Date?,
+                        commonNameFallback: Bool) -> TrustResult {
+        guard let ctx = X509_STORE_CTX_new() else {
+            return TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf])
+        }
+        defer { X509_STORE_CTX_free(ctx) }
+        guard let untrusted = CHawserTrust_sk_X509_new() else {
+            return TrustResult(failure: internalFailure("sk_X509_new"), chain: [leaf])
+        }
+        defer { CHawserTrust_sk_X509_free(untrusted) }
+        for certificate in self.certificates.dropFirst() {
+            guard CHawserTrust_sk_X509_push(untrusted, certificate.x509.pointer) > 0 else {
+                return TrustResult(failure: internalFailure("sk_X509_push"), chain: [leaf])
+            }
+        }
+        guard X509_STORE_CTX_init(ctx, store.pointer, leaf.x509.pointer, untrusted) == 1 else {
+            return TrustResult(failure: internalFailure("X509_STORE_CTX_init"), chain: [leaf])
+        }
+        // Purpose and trust settings of a TLS client checking a server (what libssl uses).
+        _ = X509_STORE_CTX_set_default(ctx, "ssl_server")
+        let param = X509_STORE_CTX_get0_param(ctx)
+        X509_VERIFY_PARAM_set_auth_level(param, 2)
+        _ = X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_PARTIAL_CHAIN))
+        if let time {
+            X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
+        }
+        if let hostname {
+            guard let target = HostTarget(hostname) else {
+                ERR_clear_error()
+                return TrustResult(failure: TrustFailure(.hostnameMismatch, "'\(hostname)' is not a host name or IP address a certificate can be checked against",
+                                                         certificate: leaf, depth: 0), chain: [leaf])
+            }
+            X509_VERIFY_PARAM_set_hostflags(param, HostTarget.checkFlags(commonNameFallback: commonNameFallback))
+            let ok = target.isIPAddress
+                ? X509_VERIFY_PARAM_set1_ip_asc(param, target.name)
+                : X509_VERIFY_PARAM_set1_host(param, target.name, 0)
+            guard ok == 1 else {
+                ERR_clear_error()
+                return TrustResult(failure: TrustFailure(.hostnameMismatch, "'\(hostname)' cannot be used as a host name to check",
+                                                         certificate: leaf, depth: 0), chain: [leaf])
+            }
+        }
+
+        let rc = X509_verify_cert(ctx)
+        let chain = self.builtChain(ctx, store: store, leaf: leaf)
+        if rc == 1 {
+            ERR_clear_error()
+            return TrustResult(failure: nil, chain: chain)
+        }
+        let code = X509_STORE_CTX_get_error(ctx)
+        guard code != X509_V_OK else {
+            return TrustResult(failure: internalFailure("X509_verify_cert"), chain: chain)
+        }
+        ERR_clear_error()
+        let depth = Int(X509_STORE_CTX_get_error_depth(ctx))
+        var culprit: Certificate? = nil
+        if let current = X509_STORE_CTX_get_current_cert(ctx) {
+            culprit = self.certificate(for: current, store: store, leaf: leaf)
+        }
+        if culprit == nil, depth >= 0, depth < chain.count { culprit = chain[depth] }
+        let failure = TrustFailure.fromVerifyError(code, depth: depth, certificate: culprit ?? leaf, chain: chain,
+                                                   hostname: hostname, time: time, commonNameFallback: commonNameFallback)
+        return TrustResult(failure: failure, chain: chain)
+    }
+
+    /// The chain OpenSSL built, mapped back to the caller's Certificate values where it can
+    /// (same X509 object), re-encoded otherwise (certificates from the system store).
+    private func builtChain(_ ctx: OpaquePointer, store: TrustStore, leaf: Certificate) -> [Certificate] {
+        guard let stack = X509_STORE_CTX_get1_chain(ctx) else { return [leaf] }
+        defer { CHawserTrust_sk_X509_pop_free(stack) }
+        var out: [Certificate] = []
+        for i in 0..<CHawserTrust_sk_X509_num(stack) {
+            guard let x = CHawserTrust_sk_X509_value(stack, i),
+                  let certificate = self.certificate(for: x, store: store, leaf: leaf) else { continue }
+            out.append(certificate)
+        }
+        ERR_clear_error()
+        return out.isEmpty ? [leaf] : out
+    }
+
+    private func certificate(for x: OpaquePointer, store: TrustStore, leaf: Certificate) -> Certificate? {
+        if let known = self.certificates.first(where: { $0.x509.pointer == x }) { return known }
+        if let known = store.anchors.first(where: { $0.x509.pointer == x }) { return known }
+        return try? Certificate(borrowing: x)
+    }
+
+    private func internalFailure(_ function: String) -> TrustFailure {
+        TrustFailure(.other, "\(function) failed: \(openSSLErrorText(fallback: "no detail from OpenSSL"))")
+    }
+}
+
+// MARK: - host names
+
+/// A host as OpenSSL's checks want it: no brackets around IPv6, no trailing dot, and whether it
+/// is an IP literal (checked against iPAddress names only).
+struct HostTarget {
+    let name: String
+    let isIPAddress: Bool
+
+    init?(_ host: String) {
+        var h = Substring(host)
+        if h.hasPrefix("[") && h.hasSuffix("]") { h = h.dropFirst().dropLast() }
+        if h.hasSuffix(".") { h = h.dropLast() }
+        guard !h.isEmpty, !h.utf8.contains(0) else { return nil }
+        let name = String(h)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let isV4 = inet_pton(AF_INET, name, &buffer) == 1
+        let isV6 = !isV4 && inet_pton(AF_INET6, name, &buffer) == 1
+        guard isV4 || isV6 || !name.contains(":") else { return nil }
+        self.name = name
+        self.isIPAddress = isV4 || isV6
+    }
+
+    /// OpenSSL's host-check flags: no partial wildcards (`f*.example.com`), and the subject's
+    /// common name never consulted unless the caller opted in.
+    static func checkFlags(commonNameFallback: Bool) -> UInt32 {
+        UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | (commonNameFallback ? 0 : UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+    }
+}
+
+extension Certificate {
+    /// Which names a host check saw in this certificate, for a mismatch message.
+    func namesExplanation(commonNameFallback: Bool) -> String {
+        let names = self.subjectAlternativeNames
+        if !names.isEmpty { return "it names " + names.joined(separator: ", ") }
+        if commonNameFallback { return "it has no subjectAltName; its subject is '\(self.subject)'" }
+        return "it has no subjectAltName, and the subject's common name ('\(self.subject)') is not checked: set allowsCommonNameFallback for a private CA that issues such certificates"
+    }
+
+    /// True when this certificate names `host` under the same rules as
+    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)`` (wildcards only as
+    /// a whole left-most label, IP literals against iPAddress names, the subject's common name
+    /// only with `allowsCommonNameFallback` and no DNS subjectAltName).
+    public func matches(host: String, allowsCommonNameFallback: Bool = false) -> Bool {
+        guard let target = HostTarget(host) else { return false }
+        let flags = HostTarget.checkFlags(commonNameFallback: allowsCommonNameFallback)
+        let rc = withExtendedLifetime(self.x509) { () -> Int32 in
+            if target.isIPAddress {
+                return X509_check_ip_asc(self.x509.pointer, target.name, flags)
+            }
+            return X509_check_host(self.x509.pointer, target.name, 0, flags, nil)
+        }
+        ERR_clear_error()
+        return rc == 1
+    }
+}
+
+// MARK: - error mapping
+
+extension TrustFailure {
+    static func fromVerifyError(_ code: Int32, depth: Int, certificate: Certificate, chain: [Certificate],
+                                hostname: String?, time: Date?, commonNameFallback: Bool = false) -> TrustFailure {
+        let name = "'\(certificate.subjectSummary)'"
+        let openSSL = String(cString: X509_verify_cert_error_string(Int(code)))
+        let reason: Reason
+        var message: String
+        switch code {
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            reason = .expired
+            message = "certificate \(name) expired on \(certificate.notValidAfter.formatted(.iso8601))"
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            reason = .notYetValid
+            message = "certificate \(name) is not valid before \(certificate.notValidBefore.formatted(.iso8601))"
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH:
+            reason = .hostnameMismatch
+            message = "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(commonNameFallback: commonNameFallback)))"
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+            reason = .selfSigned
+            message = "certificate \(name) is self-signed and is not a trust anchor"
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_CERT_REJECTED:
+            reason = .untrustedRoot
+            message = "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' ends at \(name), which is not a trust anchor"
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            if depth <= 0 && !certificate.isCertificateAuthority {
+                // The leaf's issuer is missing: almost always an intermediate the server did
+                // not send (or, for a private CA, an anchor the client lacks).
+                reason = .incompleteChain
+                message = "no issuer '\(certificate.issuer)' of \(name) was sent by the server or is a trust anchor (a missing intermediate certificate, or an unknown CA)"
+            } else {
+                // The path reached a CA whose issuer nobody has: an unknown root.
+                reason = .untrustedRoot
+                message = "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' reaches \(name), whose issuer '\(certificate.issuer)' is not a trust anchor"
+            }
+        case X509_V_ERR_EE_KEY_TOO_SMALL, X509_V_ERR_CA_KEY_TOO_SMALL:
+            reason = .weakKey
+            message = "certificate \(name) has a \(certificate.publicKeyBits)-bit \(certificate.publicKeyAlgorithm) key, below the security floor (RSA 2048 bits, EC 224 bits)"
+        case X509_V_ERR_CA_MD_TOO_WEAK:
+            reason = .weakKey
+            message = "certificate \(name) is signed with a digest below the security floor (SHA-1 or weaker)"
+        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+             X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
+            reason = .badSignature
+            message = "the signature of certificate \(name) does not verify with its issuer's key"
+        case X509_V_ERR_INVALID_PURPOSE:
+            reason = .invalidCertificate
+            message = depth == 0
+                ? "certificate \(name) is not meant for TLS servers (its extendedKeyUsage lacks serverAuth)"
+                : "certificate \(name) may not issue TLS server certificates"
+        case X509_V_ERR_INVALID_CA, X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
+            reason = .invalidCertificate
+            message = "certificate \(name) is used as an issuer but is not a CA"
+        case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD,
+             X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_INVALID_EXTENSION,
+             X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION, X509_V_ERR_INVALID_NON_CA,
+             X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION,
+             X509_V_ERR_CERT_CHAIN_TOO_LONG:
+            reason = .invalidCertificate
+            message = "certificate \(name): \(openSSL)"
+        default:
+            reason = .other
+            message = "certificate \(name): \(openSSL)"
+        }
+        message += " [depth \(depth), X509_V_ERR \(code): \(openSSL)]"
+        return TrustFailure(reason, message, certificate: certificate, depth: depth, verifyErrorCode: code)
+    }
+}
+
+// MARK: - stores
+
+/// An X509_STORE holding a set of anchors. The system store is built once and shared (OpenSSL 3
+/// stores are safe to verify against from several threads: lookups take the store's lock).
+final class TrustStore: @unchecked Sendable {
+    let pointer: OpaquePointer
+    /// The custom anchors added to the store (kept alive, and used to map chain entries back).
+    let anchors: [Certificate]
+
+    private init(pointer: OpaquePointer, anchors: [Certificate]) {
+        self.pointer = pointer
+        self.anchors = anchors
+    }
+
+    deinit { X509_STORE_free(self.pointer) }
+
+    private static func build(system: Bool, anchors: [Certificate]) throws(TrustFailure) -> TrustStore {
+        guard let store = X509_STORE_new() else {
+            throw TrustFailure(.other, "cannot create a certificate store: \(openSSLErrorText(fallback: "X509_STORE_new failed"))")
+        }
+        let result = TrustStore(pointer: store, anchors: anchors)
+        if system {
+            guard X509_STORE_set_default_paths(store) == 1 else {
+                throw TrustFailure(.policyMisconfigured, "cannot load the system trust store: \(openSSLErrorText(fallback: "X509_STORE_set_default_paths failed"))")
+            }
+        }
+        for anchor in anchors {
+            guard X509_STORE_add_cert(store, anchor.x509.pointer) == 1 else {
+                throw TrustFailure(.policyMisconfigured, "cannot add anchor '\(anchor.subjectSummary)': \(openSSLErrorText(fallback: "X509_STORE_add_cert failed"))")
+            }
+        }
+        // Missing default files are not an error worth keeping in the queue.
+        ERR_clear_error()
+        return result
+    }
+
+    private static let system: Result<TrustStore, TrustFailure> = {
+        do throws(TrustFailure) {
+            return .success(try build(system: true, anchors: []))
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    /// Stores of custom anchors (with or without the system's), so that neither the system
+    /// bundle is re-read nor a store rebuilt per handshake. Bounded: cleared when it reaches
+    /// `cacheLimit` anchor sets.
+    private struct CacheKey: Hashable {
+        let system: Bool
+        let anchors: [Certificate]
+    }
+    private static let cache = Mutex<[CacheKey: TrustStore]>([:])
+    private static let cacheLimit = 16
+
+    static func make(_ anchors: TrustAnchors) throws(TrustFailure) -> TrustStore {
+        let key: CacheKey
+        switch anchors {
+        case .system:
+            return try system.get()
+        case .custom(let certificates):
+            key = CacheKey(system: false, anchors: certificates)
+        case .systemAndCustom(let certificates):
+            if certificates.isEmpty { return try system.get() }
+            key = CacheKey(system: true, anchors: certificates)
+        }
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let store = try build(system: key.system, anchors: key.anchors)
+        cache.withLock {
+            if $0.count >= cacheLimit { $0.removeAll() }
+            $0[key] = store
+        }
+        return store
+    }
+}
