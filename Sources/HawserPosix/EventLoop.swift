@@ -108,11 +108,19 @@ public final class EventLoop: @unchecked Sendable {
 
     /// A short name for diagnostics and the thread's name.
     public let name: String
+    /// The clock of a loop made for tests; nil: CLOCK_MONOTONIC.
+    private let manualClock: ManualClock?
+    /// The time at the start of this turn of the loop (libuv's `uv_now`): what ``now`` returns
+    /// on the loop, so a turn reads the clock once however many requests it serves.
+    private var turnStart: UInt64 = 0
 
-    /// Creates a loop and starts its thread.
-    public init(name: String = "hawser-loop") throws(IOError) {
+    /// Creates a loop and starts its thread. With a `clock`, time on this loop is virtual: its
+    /// timers fire only when ``advanceTime(by:)`` moves the clock past their deadline.
+    public init(name: String = "hawser-loop", clock: ManualClock? = nil) throws(IOError) {
         CHawser_ignore_sigpipe()
         self.name = name
+        self.manualClock = clock
+        self.turnStart = clock?.now ?? CHawser_monotonic_ns()
         let ep = CHawser_epoll_create()
         if ep < 0 { throw IOError(errnoCode: CHawser_errno(), function: "epoll_create1") }
         let ev = CHawser_eventfd()
@@ -201,10 +209,45 @@ public final class EventLoop: @unchecked Sendable {
         self.localTasks.append(LoopWork(.closure(task)))
     }
 
+    // MARK: - Time
+
+    /// The loop's time in nanoseconds: CLOCK_MONOTONIC, or the ``ManualClock`` the loop was made
+    /// with. On the loop's thread it is the time this turn of the loop began (read once per
+    /// turn); elsewhere it reads the clock.
+    public var now: UInt64 {
+        if self.inEventLoop { return self.turnStart }
+        return self.readClock()
+    }
+
+    @inline(__always)
+    private func readClock() -> UInt64 {
+        if let manual = self.manualClock { return manual.now }
+        return CHawser_monotonic_ns()
+    }
+
+    /// Moves a loop made with a ``ManualClock`` forward by `nanoseconds`, then runs, on the loop,
+    /// every timer that came due and the work they queued, until none is left, and returns.
+    /// Call it from a test, never from the loop itself.
+    public func advanceTime(by nanoseconds: UInt64) throws {
+        guard let clock = self.manualClock else {
+            preconditionFailure("advanceTime(by:) needs a loop made with a ManualClock")
+        }
+        try self.submitAndWait {
+            clock.advance(by: nanoseconds)
+            self.turnStart = clock.now
+            var rounds = 0
+            repeat {
+                self.runExpiredTimers()
+                self.runTasks()
+                rounds += 1
+            } while rounds < 1000 && (!self.localTasks.isEmpty || (self.timers.nextDeadline().map { $0 <= self.turnStart } ?? false))
+        }
+    }
+
     /// Runs `task` after `nanoseconds`. Returns a handle whose `cancel()` is O(1).
     @discardableResult
     public func schedule(in nanoseconds: UInt64, _ task: @escaping @Sendable () -> Void) -> Scheduled {
-        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        let s = Scheduled(deadline: self.now &+ nanoseconds, loop: self, body: task)
         if self.inEventLoop {
             self.timers.push(s)
         } else {
@@ -216,7 +259,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Loop-thread variant of `schedule` for non-Sendable closures.
     package func scheduleInLoop(in nanoseconds: UInt64, _ task: @escaping () -> Void) -> Scheduled {
         self.assertInLoop()
-        let s = Scheduled(deadline: CHawser_monotonic_ns() &+ nanoseconds, loop: self, body: task)
+        let s = Scheduled(deadline: self.turnStart &+ nanoseconds, loop: self, body: task)
         self.timers.push(s)
         return s
     }
@@ -314,20 +357,22 @@ public final class EventLoop: @unchecked Sendable {
             if !self.localTasks.isEmpty || self.stopRequested.load(ordering: .relaxed) {
                 timeout = 0
             } else if let next = self.timers.nextDeadline() {
-                let now = CHawser_monotonic_ns()
+                let now = self.readClock()
                 if next <= now {
                     timeout = 0
-                } else {
+                } else if self.manualClock == nil {
                     // Round up so a timer never fires early.
                     let ms = (next - now + 999_999) / 1_000_000
                     timeout = Int32(min(ms, UInt64(Int32.max)))
                 }
+                // On a manual clock a future timer waits for advanceTime, not for real time.
             }
             let n = self.eventsBuffer.withUnsafeMutableBufferPointer { evs in
                 self.dataBuffer.withUnsafeMutableBufferPointer { data in
                     CHawser_epoll_wait(self.epfd, evs.baseAddress, data.baseAddress, Int32(evs.count), timeout)
                 }
             }
+            self.turnStart = self.readClock()
             if n > 0 {
                 for i in 0..<Int(n) {
                     self.dispatch(events: self.eventsBuffer[i], data: self.dataBuffer[i])
@@ -367,7 +412,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runExpiredTimers() {
         guard self.timers.count > 0 else { return }
-        let now = CHawser_monotonic_ns()
+        let now = self.turnStart
         while let top = self.timers.peek(), top.deadline <= now {
             self.timers.pop()
             if top.cancelled { continue }

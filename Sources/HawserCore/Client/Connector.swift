@@ -81,7 +81,7 @@ final class Connector: EventLoopIOHandler {
             self.tryNext()
             return
         }
-        self.timings.domainLookupStart = TaskMetrics.now()
+        self.timings.domainLookupStart = self.loop.now
         let loop = self.loop
         let box = UnsafeTransfer(self)
         Resolver.shared.resolve(host: self.dialHost, port: self.dialPort) { result in
@@ -91,7 +91,7 @@ final class Connector: EventLoopIOHandler {
 
     private func resolved(_ result: Result<[SocketAddress], ResolutionError>) {
         guard self.completion != nil else { return }
-        self.timings.domainLookupEnd = TaskMetrics.now()
+        self.timings.domainLookupEnd = self.loop.now
         switch result {
         case .success(let a):
             self.addresses = a
@@ -106,7 +106,7 @@ final class Connector: EventLoopIOHandler {
         while self.index < self.addresses.count, self.completion != nil {
             let address = self.addresses[self.index]
             self.index += 1
-            if self.timings.connectStart == nil { self.timings.connectStart = TaskMetrics.now() }
+            if self.timings.connectStart == nil { self.timings.connectStart = self.loop.now }
             do {
                 let fd = try Posix.socket(family: address.family)
                 self.fd = fd
@@ -167,7 +167,7 @@ final class Connector: EventLoopIOHandler {
     }
 
     private func connected(registered: Bool) {
-        self.timings.connectEnd = TaskMetrics.now()
+        self.timings.connectEnd = self.loop.now
         if let proxy = self.key.proxy, proxy.mode != .forward, self.proxyExchange == nil {
             self.startProxyExchange(proxy, registered: registered)
             return
@@ -326,7 +326,7 @@ final class Connector: EventLoopIOHandler {
         }
         // TLS: the handshake runs under the same connect timeout.
         self.phase = .handshaking
-        self.timings.secureConnectionStart = TaskMetrics.now()
+        self.timings.secureConnectionStart = self.loop.now
         do {
             let host = self.key.host
             let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host : nil
@@ -361,7 +361,7 @@ final class Connector: EventLoopIOHandler {
                 ? .clientCertificateRequired : .secureConnectionFailed
             self.finish(.failure(HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")))
         case .done:
-            self.timings.secureConnectionEnd = TaskMetrics.now()
+            self.timings.secureConnectionEnd = self.loop.now
             self.timings.tlsResumed = tls.isResumed
             self.timings.tlsProtocol = tls.protocolVersion
             self.timings.tlsCipherSuite = tls.cipherSuite
@@ -386,7 +386,7 @@ final class Connector: EventLoopIOHandler {
                     self.finish(.failure(error))
                 } else {
                     // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
-                    self.timings.secureConnectionEnd = TaskMetrics.now()
+                    self.timings.secureConnectionEnd = self.loop.now
                     tls.markTrusted()
                     self.loop.deregister(fd: self.fd)
                     self.succeed()

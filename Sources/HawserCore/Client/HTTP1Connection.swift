@@ -98,7 +98,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.task = task
         self.trailers = nil
         task.state = .executing(self)
-        let now = TaskMetrics.now()
+        let now = self.loop.now
         task.metrics.isReusedConnection = self.machine.isReused
         task.metrics.remoteAddress = self.remoteAddress
         if !self.machine.isReused {
@@ -123,7 +123,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         let head = task.encodedHead
         let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
             guard error == nil, self.task === task else { return }
-            task.metrics.requestEnd = TaskMetrics.now()
+            task.metrics.requestEnd = self.loop.now
             _ = self.machine.requestSent()
         }
         if task.request.body != nil, Session.expectsContinue(task.request, configuration: self.pool.configuration) {
@@ -254,7 +254,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
             guard error == nil, self.task === task else { return }
-            task.metrics.requestEnd = TaskMetrics.now()
+            task.metrics.requestEnd = self.loop.now
             _ = self.machine.requestSent()
         }
         if self.streamChunked {
@@ -402,7 +402,7 @@ final class HTTP1Connection: EventLoopIOHandler {
                 return
             }
             task.metrics.bytesReceived += Int64(n)
-            task.lastActivity = TaskMetrics.now()
+            task.lastActivity = self.loop.now
             if task.metrics.responseStart == nil { task.metrics.responseStart = task.lastActivity }
             self.machine.responseBytesReceived()
             self.processBuffer(b)
@@ -464,7 +464,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         self.releaseBuffer(buffer)
         guard let (task, action) = completed else { return }
-        task.metrics.responseEnd = TaskMetrics.now()
+        task.metrics.responseEnd = self.loop.now
         let trailers = self.trailers
         self.trailers = nil
         switch action {
@@ -517,7 +517,7 @@ final class HTTP1Connection: EventLoopIOHandler {
                 let action = self.machine.responseEnded(keepAlive: false, leftoverBytes: false)
                 precondition(action == .completeAndClose || action == .none)
                 self.task = nil
-                task.metrics.responseEnd = TaskMetrics.now()
+                task.metrics.responseEnd = self.loop.now
                 self.close()
                 task.finish(.success(self.trailers))
                 return
@@ -655,7 +655,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         var bodyDone = 0
         if let task = self.task {
             task.metrics.bytesSent += Int64(n)
-            task.lastActivity = TaskMetrics.now()
+            task.lastActivity = self.loop.now
         }
         // Progress counts body bytes as they reach the socket, also inside a partly written
         // buffer, so a large upload reports progress from its first write.
@@ -699,7 +699,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// keep-alive reuse costs no timer work per request.
     func startIdleTimer(_ seconds: Double) {
         self.bodyProgress = 0
-        let now = TaskMetrics.now()
+        let now = self.loop.now
         self.idleSince = now
         self.idleTimeoutNanos = RequestTask.nanos(seconds)
         if self.idleTimer == nil { self.armIdleTimer(after: self.idleTimeoutNanos) }
@@ -714,7 +714,7 @@ final class HTTP1Connection: EventLoopIOHandler {
                 self.armIdleTimer(after: self.idleTimeoutNanos)
                 return
             }
-            let elapsed = TaskMetrics.now() &- since
+            let elapsed = self.loop.now &- since
             if elapsed >= self.idleTimeoutNanos {
                 _ = self.machine.abort()
                 self.close()

@@ -136,7 +136,7 @@ public final class RequestTask: @unchecked Sendable {
         self.onLoop {
             guard self.readingPaused else { return }
             self.readingPaused = false
-            self.lastActivity = TaskMetrics.now()
+            self.lastActivity = self.eventLoop.now
             if case .executing(let c) = self.state { c.resumeAfterPause() }
         }
     }
@@ -154,7 +154,7 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Arms the task's timer; called once when the task is handed to the pool.
     func start(configuration: SessionConfiguration) {
-        let now = TaskMetrics.now()
+        let now = self.eventLoop.now
         self.metrics.fetchStart = now
         self.lastActivity = now
         let idle = self.request.timeoutInterval ?? configuration.timeoutIntervalForRequest
@@ -184,7 +184,7 @@ public final class RequestTask: @unchecked Sendable {
     private func timerFired() {
         self.timer = nil
         guard !self.isFinished else { return }
-        let now = TaskMetrics.now()
+        let now = self.eventLoop.now
         if now >= self.resourceDeadline {
             self.fail(HawserError(.resourceTimeout, "the task did not finish within \(self.resourceSeconds) s"))
             return
@@ -247,7 +247,7 @@ public final class RequestTask: @unchecked Sendable {
         self.state = .finished
         self.timer?.cancel()
         self.timer = nil
-        if self.metrics.responseEnd == nil { self.metrics.responseEnd = TaskMetrics.now() }
+        if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
         self.bodyWriter?.taskEnded(result)
         self.bodyWriter = nil
         if notifyPool { self.pool.taskFinished(self) }

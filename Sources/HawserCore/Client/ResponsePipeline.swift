@@ -108,7 +108,7 @@ extension RequestTask {
                 self.decisionPending = false
                 action(self)
                 guard !self.isFinished else { return }
-                self.lastActivity = TaskMetrics.now()
+                self.lastActivity = self.eventLoop.now
                 if case .executing(let c) = self.state { c.resumeAfterPause() }
             }
             if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
@@ -311,7 +311,7 @@ extension RequestTask {
         self.bodyBytesSent = 0
         self.retriedThisExchange = false
         self.needsFreshConnection = false
-        self.lastActivity = TaskMetrics.now()
+        self.lastActivity = self.eventLoop.now
         self.state = .created
         self.pool.redispatch(self)
     }
