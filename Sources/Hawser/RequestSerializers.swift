@@ -16,8 +16,8 @@ import Glibc
 #endif
 import HawserCore
 
-/// The Hawser version the default `User-Agent` names.
-let hawserVersion = "0.1"
+/// The Hawser version the default `User-Agent` names (the package version, `HawserVersion`).
+let hawserVersion = HawserVersion.string
 
 /// A custom query-string encoder (AF's `setQueryStringSerializationWithBlock:`): receives the
 /// request being serialized and the parameters; throws to fail the request.

@@ -7,6 +7,12 @@
 #ifndef CHAWSER_H
 #define CHAWSER_H
 
+// Hawser is Linux-only. On any other platform this is the one error a build shows: nothing
+// below is even read, so no missing <sys/epoll.h> follows it.
+#if !defined(__linux__)
+#error "Hawser runs on Linux only: its engine is built on epoll, eventfd, timerfd and netlink, which this platform does not have. Build it on Linux, or cross-compile with a Linux Swift SDK."
+#else
+
 #include <stdint.h>
 #include <stddef.h>
 #include <errno.h>
@@ -133,5 +139,7 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
 #if __has_include("chawser_netlink.h")
 #include "chawser_netlink.h"
 #endif
+
+#endif /* __linux__ */
 
 #endif
