@@ -17,6 +17,11 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
     /// Whether the leaf must name the host (RFC 6125). On by default.
     public var validatesHost: Bool
 
+    /// Creates the evaluator that a session without a policy uses.
+    ///
+    /// - Parameters:
+    ///   - anchors: the certificates a chain must lead to; the system store by default.
+    ///   - validatesHost: whether the leaf must name the host; on by default.
     public init(anchors: TrustAnchors = .system, validatesHost: Bool = true) {
         self.anchors = anchors
         self.validatesHost = validatesHost
