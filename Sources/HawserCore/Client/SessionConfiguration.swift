@@ -64,6 +64,7 @@ public struct SessionConfiguration: Sendable {
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 
+    /// Creates the defaults documented on each property.
     public init() {}
 
     /// The defaults.
