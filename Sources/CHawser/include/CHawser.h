@@ -123,7 +123,11 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
     return deflateInit2(s, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
 }
 
+#endif /* __linux__ */
+
 // MARK: - Area headers (this file is the module's umbrella header: others are included here)
+// Included on every platform (each is empty but for Linux), so the umbrella stays complete and
+// a build elsewhere shows the one #error above and nothing else.
 #if __has_include("chawser_tls.h")
 #include "chawser_tls.h"
 #endif
@@ -139,7 +143,5 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
 #if __has_include("chawser_netlink.h")
 #include "chawser_netlink.h"
 #endif
-
-#endif /* __linux__ */
 
 #endif
