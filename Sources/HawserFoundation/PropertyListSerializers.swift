@@ -29,7 +29,7 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
         self.httpSerializer = httpSerializer
     }
 
-    /// The ``HTTPRequestSerializer`` settings.
+    /// The `HTTPRequestSerializer` settings.
     public subscript<T>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, T>) -> T {
         get { self.httpSerializer[keyPath: keyPath] }
         set { self.httpSerializer[keyPath: keyPath] = newValue }

@@ -8,7 +8,7 @@ import HawserHTTP1
 /// The one error type of the engine: what went wrong, where, and what was underneath.
 ///
 /// Match on ``code``; ``underlying`` carries the typed cause (an ``IOError``, an
-/// ``HTTP1ParseError``, a ``ResolutionError`` …) when there is one.
+/// `HTTP1ParseError`, a ``ResolutionError`` …) when there is one.
 public struct HawserError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public enum Code: Sendable, Hashable {
