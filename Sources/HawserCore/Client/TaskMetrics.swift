@@ -11,7 +11,7 @@ public struct TaskMetrics: Sendable, Hashable {
     public var domainLookupEnd: UInt64?
     /// When the first TCP connect began; nil on a reused connection.
     public var connectStart: UInt64?
-    /// When the connection was ready for the request: TCP, any proxy handshake and TLS done.
+    /// When the TCP connection was established, before any proxy handshake or TLS.
     public var connectEnd: UInt64?
     /// When the TLS handshake began; nil for plain HTTP and on a reused connection.
     public var secureConnectionStart: UInt64?

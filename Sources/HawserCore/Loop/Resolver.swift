@@ -12,7 +12,8 @@ import Glibc
 public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The name that could not be resolved, as it was asked for.
     public var host: String
-    /// `gai_strerror`'s text for getaddrinfo's error (for example "Name or service not known").
+    /// `gai_strerror`'s text for getaddrinfo's error (for example "Name or service not known"),
+    /// or "no addresses" when it answered with none.
     public var message: String
     public var description: String { "cannot resolve '\(self.host)': \(self.message)" }
 }

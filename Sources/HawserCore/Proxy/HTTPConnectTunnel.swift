@@ -18,7 +18,7 @@ public struct HTTPConnectError: Error, Sendable, CustomStringConvertible {
 
     /// What went wrong, the value to match on.
     public var kind: Kind
-    /// What went wrong in words, with the proxy's status line when it sent one.
+    /// What went wrong in words, with the proxy's status and reason phrase when it answered.
     public var message: String
     /// The proxy's response head, when there was one.
     public var head: HTTPResponseHead?
