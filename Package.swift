@@ -36,6 +36,11 @@ let package = Package(
         .library(name: "HawserTestServer", targets: ["HawserTestServer"]),
         .executable(name: "hawser", targets: ["HawserTool"]),
     ],
+    dependencies: [
+        // A command plugin only (`swift package generate-documentation`): it links nothing into
+        // any product, and a package that depends on Hawser never builds it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    ],
     targets: [
         // MARK: - Library targets
         .target(

@@ -3,7 +3,8 @@
 #ifndef _GNU_SOURCE
 #error "_GNU_SOURCE must be defined (Package.swift cSettings)"
 #endif
-#include "CHawser.h"
+#include "CHawser.h"  /* on any platform but Linux: the one error that says Hawser is Linux-only */
+#if defined(__linux__)
 #include <signal.h>
 #include <time.h>
 
@@ -40,3 +41,5 @@ void CHawser_set_thread_name(const char *name) {
     buf[i] = 0;
     pthread_setname_np(pthread_self(), buf);
 }
+
+#endif /* __linux__ */

@@ -29,7 +29,9 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
     /// The newest version this library reads and the one it writes.
     public static let currentVersion = 1
 
+    /// Always ``formatName``; readers refuse any other value.
     public var format: String = DownloadResumeData.formatName
+    /// The encoding's version; readers refuse a version above ``currentVersion``.
     public var version: Int = DownloadResumeData.currentVersion
     /// The URL being downloaded.
     public var url: URL
@@ -44,6 +46,8 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
     /// The response's `Last-Modified` (If-Range's fallback).
     public var lastModified: String?
 
+    /// Creates resume data; each parameter sets the property of the same name. Downloads make these
+    /// when they stop; ``init(data:)`` validates data read back.
     public init(url: URL, headers: [[String]], bytesWritten: Int64, temporaryFilePath: String,
                 entityTag: String?, lastModified: String?) {
         self.url = url

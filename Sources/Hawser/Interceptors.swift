@@ -29,7 +29,10 @@ public enum RetryDecision: Sendable, Hashable {
 
 /// Decides, after an attempt failed (an error, or a status ≥ 400), whether to send it again.
 public protocol RequestRetrier: Sendable {
+    /// Decides whether the failed attempt is sent again, and when.
+    ///
     /// - Parameters:
+    ///   - task: the task whose attempt failed.
     ///   - request: the request of the failed attempt (after adaptation).
     ///   - response: its response head, if one arrived.
     ///   - error: the engine's error, nil when a response arrived.
@@ -50,9 +53,13 @@ extension RequestInterceptor {
 /// Chains adapters (in order, each gets the previous one's output) and retriers (the first that
 /// does not answer ``RetryDecision/doNotRetry`` decides).
 public struct Interceptor: RequestInterceptor {
+    /// The adapters, run in order before each attempt, each on the previous one's output.
     public var adapters: [any RequestAdapter]
+    /// The retriers, asked in order after a failed attempt; the first that does not answer
+    /// ``RetryDecision/doNotRetry`` decides.
     public var retriers: [any RequestRetrier]
 
+    /// Creates an interceptor from adapters and retriers; none of either by default.
     public init(adapters: [any RequestAdapter] = [], retriers: [any RequestRetrier] = []) {
         self.adapters = adapters
         self.retriers = retriers
@@ -80,6 +87,7 @@ public struct Interceptor: RequestInterceptor {
 public struct RetryPolicy: RequestInterceptor {
     /// Retries per task at most. Default 2.
     public var retryLimit: Int
+    /// The factor each further delay grows by. Default 2 (0.5 s, 1 s, 2 s…); values below 1 count as 1.
     public var exponentialBackoffBase: Double
     /// Seconds of the first delay. Default 0.5.
     public var exponentialBackoffScale: Double
@@ -90,6 +98,8 @@ public struct RetryPolicy: RequestInterceptor {
     /// Engine errors with these codes are retried (lost or failed connections, timeouts, DNS).
     public var retryableErrorCodes: Set<HawserError.Code>
 
+    /// Creates a policy; each parameter sets the property of the same name, with the defaults
+    /// documented there. Negative counts and scales count as 0.
     public init(retryLimit: Int = 2, exponentialBackoffBase: Double = 2, exponentialBackoffScale: Double = 0.5,
                 retryableMethods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options, .trace],
                 retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
@@ -150,6 +160,15 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
     public let maximumReplays: Int
     private let isAuthenticationFailure: @Sendable (HTTPResponse) -> Bool
 
+    /// Creates an interceptor.
+    ///
+    /// - Parameters:
+    ///   - token: the current token; nil to have the first 401 fetch one.
+    ///   - headerName: the header the token goes in; `Authorization` by default.
+    ///   - prefix: put before the token; `Bearer ` by default.
+    ///   - maximumReplays: how many times one task may be replayed after refreshes; 1 by default.
+    ///   - isAuthenticationFailure: which responses mean the token was refused; status 401 by default.
+    ///   - refresh: produces a new token from the refused one; its error fails the waiting tasks.
     public init(token: String?, headerName: String = "Authorization", prefix: String = "Bearer ", maximumReplays: Int = 1,
                 isAuthenticationFailure: @escaping @Sendable (HTTPResponse) -> Bool = { $0.statusCode == 401 },
                 refresh: @escaping Refresh) {

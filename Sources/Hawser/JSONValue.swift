@@ -9,7 +9,9 @@ import Foundation
 /// A JSON number as it was written: an integer that fits `Int64` stays exact; anything with a
 /// fraction or exponent, or beyond `Int64`, is a `Double`.
 public enum JSONNumber: Sendable, Hashable, CustomStringConvertible {
+    /// A number written as an integer that fits `Int64` (`1`, `-7`, `1.0`, `1e2`), kept exact.
     case integer(Int64)
+    /// Any other number: with a fraction, or outside `Int64`'s range.
     case double(Double)
 
     /// The value as a `Double` (an integer beyond 2^53 rounds).
@@ -48,11 +50,17 @@ public enum JSONNumber: Sendable, Hashable, CustomStringConvertible {
 /// nesting to 512 levels. Use the subscripts and `…Value` accessors to walk it, or
 /// ``decode(_:decoder:)`` to turn it into a `Decodable` type.
 public enum JSONValue: Sendable, Hashable {
+    /// An object; member order is not kept, and of repeated names the first wins.
     case object([String: JSONValue])
+    /// An array, in order.
     case array([JSONValue])
+    /// A string, with its escapes decoded.
     case string(String)
+    /// A number, exact when it is an `Int64` integer.
     case number(JSONNumber)
+    /// `true` or `false`.
     case bool(Bool)
+    /// `null`.
     case null
 
     /// The member `key` of an object; nil for a missing key or a non-object.
@@ -67,21 +75,25 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    /// The members when this is an object; nil otherwise.
     public var objectValue: [String: JSONValue]? {
         if case .object(let o) = self { return o }
         return nil
     }
 
+    /// The elements when this is an array; nil otherwise.
     public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
+    /// The string when this is a string; nil otherwise (a number is not converted).
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
+    /// The number when this is a number; nil otherwise.
     public var numberValue: JSONNumber? {
         if case .number(let n) = self { return n }
         return nil
@@ -92,6 +104,7 @@ public enum JSONValue: Sendable, Hashable {
         self.numberValue?.int64Value.flatMap { Int(exactly: $0) }
     }
 
+    /// The number as an `Int64` when it is an integer that fits; nil for a fraction or a non-number.
     public var int64Value: Int64? { self.numberValue?.int64Value }
 
     /// Any number as a `Double`.
@@ -103,6 +116,7 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    /// Whether this is `null`.
     public var isNull: Bool { self == .null }
 
     /// The value with every `null` object member and array element removed, recursively

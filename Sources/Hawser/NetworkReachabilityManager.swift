@@ -85,8 +85,12 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
     /// One delivered change: the status, the interface of the route (nil unless reachable) and,
     /// when not reachable, the kernel-side reason.
     public struct Change: Sendable, Hashable {
+        /// The new status.
         public var status: NetworkReachabilityStatus
+        /// The interface the default route now leaves through; nil unless reachable.
         public var interface: NetworkInterface?
+        /// When not reachable, which check failed, in words (no route, a route that is not
+        /// unicast, a route without an output interface…); nil otherwise.
         public var reason: String?
     }
 

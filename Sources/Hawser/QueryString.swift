@@ -9,6 +9,7 @@ import Foundation
 /// The NSNull role in ``Parameters``: a key without a value. In a query string it is the bare
 /// key (`flag`, not `flag=`); in a multipart form an empty part; in JSON `null`.
 public struct ParameterNull: Sendable, Hashable, CustomStringConvertible {
+    /// Creates the null value (the same as ``null``).
     public init() {}
     /// The one null value.
     public static let null = ParameterNull()

@@ -16,8 +16,8 @@ import Glibc
 #endif
 import HawserCore
 
-/// The Hawser version the default `User-Agent` names.
-let hawserVersion = "0.1"
+/// The Hawser version the default `User-Agent` names (the package version, `HawserVersion`).
+let hawserVersion = HawserVersion.string
 
 /// A custom query-string encoder (AF's `setQueryStringSerializationWithBlock:`): receives the
 /// request being serialized and the parameters; throws to fail the request.
@@ -305,6 +305,12 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
     /// How the body is written (`.sortedKeys`, `.prettyPrinted`, `.withoutEscapingSlashes`).
     public var writingOptions: WritingOptions
 
+    /// Creates a serializer that writes parameters as a JSON body.
+    ///
+    /// - Parameters:
+    ///   - writingOptions: how the body is written; none by default (compact, keys unordered).
+    ///   - httpSerializer: the settings shared with the HTTP serializer (headers, timeouts, the
+    ///     methods whose parameters go in the query); a default ``HTTPRequestSerializer`` by default.
     public init(writingOptions: WritingOptions = [], httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
         self.writingOptions = writingOptions
         self.httpSerializer = httpSerializer

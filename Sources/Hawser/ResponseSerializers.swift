@@ -68,6 +68,7 @@ public struct HTTPResponseSerializer: HTTPResponseValidating {
     public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>?
 
+    /// Creates a serializer that accepts a 2xx status and the given content types (any by default).
     public init(acceptableContentTypes: Set<String>? = nil) {
         self.acceptableContentTypes = acceptableContentTypes
     }
@@ -97,10 +98,16 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
 
     public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
+    /// How the body is read: ``ReadingOptions/fragmentsAllowed``, ``ReadingOptions/json5Allowed``; none by default.
     public var readingOptions: ReadingOptions
     /// Remove `null` object members and array elements, recursively.
     public var removesKeysWithNullValues: Bool
 
+    /// Creates a serializer that accepts a 2xx status and a JSON content type.
+    ///
+    /// - Parameters:
+    ///   - readingOptions: how the body is read; none by default (strict RFC 8259, an object or array at the top).
+    ///   - removesKeysWithNullValues: whether nulls are removed; off by default.
     public init(readingOptions: ReadingOptions = [], removesKeysWithNullValues: Bool = false) {
         self.readingOptions = readingOptions
         self.removesKeysWithNullValues = removesKeysWithNullValues
@@ -180,10 +187,12 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
 /// returned an object, the compound validates on its own and returns the body bytes, as
 /// ``HTTPResponseSerializer`` does.
 public struct CompoundResponseSerializer: HTTPResponseValidating {
+    /// The serializers asked, in order.
     public var responseSerializers: [any ResponseSerialization]
     public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
     public var acceptableContentTypes: Set<String>?
 
+    /// Creates a compound of `responseSerializers`, asked in order; it accepts a 2xx status and any content type.
     public init(_ responseSerializers: [any ResponseSerialization]) {
         self.responseSerializers = responseSerializers
     }

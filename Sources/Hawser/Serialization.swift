@@ -16,11 +16,14 @@ public typealias Parameters = [String: any Sendable]
 public struct HTTPResponse: Sendable {
     /// The URL the response came from (after redirects).
     public var url: URL
+    /// The status code of the final response (100–999).
     public var statusCode: Int
+    /// The header fields of the final response, in the order they arrived.
     public var headers: HTTPHeaders
     /// The HTTP version the server answered with.
     public var version: HTTPVersion
 
+    /// Creates a response; each parameter sets the property of the same name (HTTP/1.1 by default).
     public init(url: URL, statusCode: Int, headers: HTTPHeaders, version: HTTPVersion = .http1_1) {
         self.url = url
         self.statusCode = statusCode

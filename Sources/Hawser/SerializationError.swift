@@ -66,6 +66,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         case cannotWriteFile
     }
 
+    /// What went wrong, the value to match on; ``domain`` and ``errorCode`` give AFNetworking's domain and number.
     public var code: Code
     /// What exactly was wrong, in words (AF's `NSLocalizedDescriptionKey`).
     public var message: String
@@ -82,6 +83,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
     /// `DecodingError`, a file-system errno, the custom query closure's error).
     public var cause: (any Error & Sendable)?
 
+    /// Creates an error; each parameter sets the property of the same name.
     public init(_ code: Code, _ message: String, url: URL? = nil, response: HTTPResponse? = nil,
                 data: [UInt8]? = nil, underlying: (any Error & Sendable)? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code

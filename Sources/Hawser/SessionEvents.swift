@@ -94,9 +94,13 @@ final class EventHub: Sendable {
 /// synchronously on the thread where the step happened — often the event loop — so they must be
 /// quick and must not block. Every method has an empty default.
 public protocol EventMonitor: Sendable {
+    /// A task was created (suspended, not yet resumed).
     func taskDidCreate(_ task: SessionTask)
+    /// A task was resumed: it starts, or continues reading after ``taskDidSuspend(_:)``.
     func taskDidResume(_ task: SessionTask)
+    /// A task was suspended: it stops reading from the socket until resumed.
     func taskDidSuspend(_ task: SessionTask)
+    /// A task was cancelled; it completes with `.cancelled` next.
     func taskDidCancel(_ task: SessionTask)
     /// A resumed task waits for the network (``SessionManager/waitsForConnectivity``).
     func taskIsWaitingForConnectivity(_ task: SessionTask)
@@ -104,13 +108,19 @@ public protocol EventMonitor: Sendable {
     func task(_ task: SessionTask, didAdapt request: HTTPClientRequest, to adapted: HTTPClientRequest)
     /// The retrier decided to send the task again after `delay` seconds.
     func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?)
+    /// The final response head of an attempt arrived (interim 1xx heads are not reported).
     func task(_ task: SessionTask, didReceive response: HTTPResponse)
+    /// `count` body bytes arrived (decoded when the session decodes content).
     func task(_ task: SessionTask, didReceiveBytes count: Int)
+    /// Request body bytes reached the socket: `totalSent` so far of `expected` (-1 when unknown).
     func task(_ task: SessionTask, didSendBodyBytes totalSent: Int64, expected: Int64)
+    /// A download wrote `count` bytes to its file: `totalWritten` so far of `expected` (-1 when unknown).
     func downloadTask(_ task: DownloadTask, didWriteBytes count: Int64, totalWritten: Int64, expected: Int64)
+    /// The metrics of the task's last attempt are final.
     func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics)
     /// The task completed (before its completion handler runs on the completion queue).
     func task(_ task: SessionTask, didCompleteWith error: (any Error)?)
+    /// The manager's session was invalidated (``SessionManager/invalidateSession(cancelingPendingTasks:resetSession:)``) and its tasks have completed.
     func sessionDidInvalidate(error: (any Error)?)
 }
 

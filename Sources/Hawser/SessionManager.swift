@@ -53,7 +53,7 @@ struct ManagerSettings {
 }
 
 /// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
-/// ``Session``, keeps a ``TaskDelegate`` per task (accumulated body, progress, completion),
+/// `Session`, keeps a `TaskDelegate` per task (accumulated body, progress, completion),
 /// serializes responses, and reports every step through blocks, events and event monitors.
 ///
 /// Completion handlers run on ``completionQueue`` inside ``completionGroup``. Block properties are
@@ -92,7 +92,7 @@ public class SessionManager: @unchecked Sendable {
     /// (`dispatchMain()` / a RunLoop), and completions would never arrive.
     let defaultCompletionQueue: DispatchQueue
 
-    /// Creates a manager with its own ``Session`` (AFURLSessionManager `initWithSessionConfiguration:`).
+    /// Creates a manager with its own `Session` (AFURLSessionManager `initWithSessionConfiguration:`).
     /// - Parameters:
     ///   - configuration: the engine settings (timeouts, limits, additional headers).
     ///   - eventLoop: the loop the session runs on (default: the next loop of the shared group).
@@ -150,11 +150,11 @@ public class SessionManager: @unchecked Sendable {
     }
 
     /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
-    /// ``SecurityPolicy/default`` (the chain must verify against the system store and name the
+    /// `SecurityPolicy.default` (the chain must verify against the system store and name the
     /// host). Used for every server-trust challenge that no challenge block answers, as
     /// AFURLSessionManager does: an accepted chain is trusted (`.useServerTrust`), a refused one
-    /// fails the task with ``HawserError`` `.serverCertificateUntrusted` (-1202) carrying the URL,
-    /// the chain (`peerCertificates`) and the ``TrustFailure`` saying why. Read at each TLS
+    /// fails the task with `HawserError` `.serverCertificateUntrusted` (-1202) carrying the URL,
+    /// the chain (`peerCertificates`) and the `TrustFailure` saying why. Read at each TLS
     /// handshake; a pooled connection that was already accepted is reused without a new check.
     /// It replaces the configuration's `serverTrustEvaluator` for this manager's tasks.
     public var securityPolicy: SecurityPolicy {

@@ -68,9 +68,12 @@ public struct HTTPAuthChallenge: Sendable, Hashable, CustomStringConvertible {
     /// One `name=value` auth-param. The name is lower-cased (names are case-insensitive);
     /// the value is unquoted and unescaped.
     public struct Parameter: Sendable, Hashable {
+        /// The parameter's name, lower-cased (`realm`, `nonce`, `qop`…).
         public var name: String
+        /// The parameter's value, unquoted and unescaped.
         public var value: String
 
+        /// Creates a parameter; `name` is lower-cased.
         public init(name: String, value: String) {
             self.name = name.lowercased()
             self.value = value
@@ -87,7 +90,9 @@ public struct HTTPAuthChallenge: Sendable, Hashable, CustomStringConvertible {
     /// Bounds of the parser: a longer field, or more challenges or parameters, is refused
     /// with ``AuthenticationError/Kind/limitExceeded``.
     public static let maximumFieldLength = 16 * 1024
+    /// The most challenges one set of fields may hold.
     public static let maximumChallenges = 32
+    /// The most auth-params one challenge may hold.
     public static let maximumParameters = 64
 
     /// A challenge with the given parts.
@@ -337,13 +342,17 @@ private func isToken68Char(_ c: UInt8) -> Bool {
 public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
     /// The URL scheme of the protected server (for a proxy: how the proxy is reached).
     public enum URLScheme: String, Sendable, Hashable {
+        /// Plain `http`: the default port is 80.
         case http
+        /// `https`: the default port is 443.
         case https
     }
 
     /// The authentication scheme, lower-cased for schemes without a case of their own.
     public enum AuthenticationMethod: Sendable, Hashable {
+        /// `Basic` (RFC 7617): the user name and password, base64-encoded, on every request.
         case basic
+        /// `Digest` (RFC 7616): a hash of the credentials and the server's nonce; the password is never sent.
         case digest
         /// Any other scheme, lower-cased (`bearer`, `negotiate`…).
         case other(String)
@@ -364,10 +373,13 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
 
     /// The host, lower-cased.
     public var host: String
+    /// The port of the protected server (or proxy): the URL's, or 80 / 443 by scheme.
     public var port: Int
+    /// How the protected server (or the proxy) is reached: http or https.
     public var urlScheme: URLScheme
     /// The realm the server named; nil when it named none.
     public var realm: String?
+    /// The authentication scheme the challenge asked for.
     public var authenticationMethod: AuthenticationMethod
     /// Whether this is a proxy's protection space (407 / Proxy-Authenticate).
     public var isProxy: Bool
@@ -415,10 +427,14 @@ public struct Credential: Sendable, Hashable, CustomStringConvertible {
         case permanent
     }
 
+    /// The user name.
     public var user: String
+    /// The password. Never printed: ``description`` leaves it out.
     public var password: String
+    /// How long a ``CredentialStore`` keeps this credential.
     public var persistence: Persistence
 
+    /// Creates a credential, kept for the session's life by default.
     public init(user: String, password: String, persistence: Persistence = .forSession) {
         self.user = user
         self.password = password
@@ -539,11 +555,17 @@ private func isControl(_ c: UInt8) -> Bool { c < 0x20 || c == 0x7F }
 
 /// A Digest algorithm (RFC 7616 §3.3 and the IANA registry).
 public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
+    /// `MD5`: the default when a challenge names none; weak, kept for old servers.
     case md5 = "MD5"
+    /// `MD5-sess`: MD5 with the client nonce folded into the first hash.
     case md5Session = "MD5-sess"
+    /// `SHA-256` (RFC 7616): chosen over an MD5 challenge when a server offers both.
     case sha256 = "SHA-256"
+    /// `SHA-256-sess`: SHA-256 with the client nonce folded into the first hash.
     case sha256Session = "SHA-256-sess"
+    /// `SHA-512-256` (RFC 7616): SHA-512 truncated to 256 bits; the strongest, chosen over the others.
     case sha512_256 = "SHA-512-256"
+    /// `SHA-512-256-sess`: SHA-512-256 with the client nonce folded into the first hash.
     case sha512_256Session = "SHA-512-256-sess"
 
     /// The algorithm named by `token`, ASCII case-insensitively; nil for an unknown one.
@@ -622,8 +644,11 @@ public enum DigestQualityOfProtection: String, Sendable, Hashable {
 
 /// A Digest challenge, validated (RFC 7616 §3.3).
 public struct DigestChallenge: Sendable, Hashable {
+    /// The realm the server named; it goes into the hash and names the protection space.
     public var realm: String
+    /// The server's nonce, echoed in the answer and hashed with the credentials.
     public var nonce: String
+    /// The server's opaque value, echoed unchanged when present.
     public var opaque: String?
     /// `MD5` when the challenge names none.
     public var algorithm: DigestAlgorithm
@@ -868,6 +893,11 @@ public struct AuthenticationAttempts: Sendable, Hashable {
     /// Challenge responses recorded so far.
     public private(set) var rounds = 0
 
+    /// Creates a counter for one request's authentication rounds; negative limits count as 0.
+    ///
+    /// - Parameters:
+    ///   - maximumFailures: the rejection that ends the exchange (default 3).
+    ///   - maximumStaleRetries: how many `stale=true` rounds are answered (default 3).
     public init(maximumFailures: Int = 3, maximumStaleRetries: Int = 3) {
         self.maximumFailures = max(0, maximumFailures)
         self.maximumStaleRetries = max(0, maximumStaleRetries)

@@ -8,9 +8,17 @@ import HawserTLS
 
 /// A request for the engine: method, absolute URL, header fields and body.
 public struct HTTPClientRequest: Sendable {
+    /// The request method; `GET` by default.
     public var method: HTTPMethod
+    /// The absolute `http` or `https` URL. Anything else (no scheme, another scheme, no host) fails
+    /// the task with `invalidRequest` before a connection is made. User info in it answers a 401.
     public var url: URL
+    /// Header fields, sent in this order after `Host` (the URL's, unless set here). The session
+    /// adds its `httpAdditionalHeaders`, cookies and `Accept-Encoding` where these do not set
+    /// them; with a body, `Content-Length` and `Transfer-Encoding` set here are replaced by the
+    /// session's own framing. A CR, LF or NUL in a name or value fails with `invalidRequest`.
     public var headers: HTTPHeaders
+    /// The body, or nil for none.
     public var body: RequestBody?
     /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds.
     public var timeoutInterval: Double?
@@ -27,6 +35,13 @@ public struct HTTPClientRequest: Sendable {
     /// is an `invalidRequest` error (compress it in its producer with `GzipEncoder`).
     public var compressesBody = false
 
+    /// Creates a request; every other setting starts at nil (the session's configuration decides).
+    ///
+    /// - Parameters:
+    ///   - method: the method; `GET` by default.
+    ///   - url: the absolute `http` or `https` URL.
+    ///   - headers: header fields; none by default.
+    ///   - body: the body; none by default.
     public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = [:], body: RequestBody? = nil) {
         self.method = method
         self.url = url
@@ -35,7 +50,6 @@ public struct HTTPClientRequest: Sendable {
     }
 }
 
-/// A request body: bytes in memory, or a stream produced on demand with back-pressure.
 /// How a request uses the HTTP cache (NSURLRequest.CachePolicy's cases that mean something here).
 public enum CachePolicy: Sendable, Hashable {
     /// RFC 9111: use a fresh stored response, revalidate a stale one, store what may be stored.
@@ -48,6 +62,7 @@ public enum CachePolicy: Sendable, Hashable {
     case returnCacheDataDontLoad
 }
 
+/// A request body: bytes in memory, or a stream produced on demand with back-pressure.
 public enum RequestBody: Sendable {
     /// The whole body in memory; sent with Content-Length.
     case bytes([UInt8])
@@ -67,8 +82,12 @@ public enum RequestBody: Sendable {
 
 /// A buffered response: the final head, the whole body, and the task's metrics.
 public struct HTTPClientResponse: Sendable {
+    /// The final response head (interim 1xx heads are not kept).
     public var head: HTTPResponseHead
+    /// The whole body, decoded when the session decodes content (gzip, deflate). At most the
+    /// configuration's `maximumBufferedBodySize` bytes: a longer one fails with `limitExceeded`.
     public var body: [UInt8]
+    /// Timings and byte counts of the task (of its last request, after redirects).
     public var metrics: TaskMetrics
 
     /// A response made of its parts.
@@ -78,7 +97,9 @@ public struct HTTPClientResponse: Sendable {
         self.metrics = metrics
     }
 
+    /// The status code of the final head.
     public var status: Int { self.head.status }
+    /// The header fields of the final head.
     public var headers: HTTPHeaders { self.head.headers }
 }
 

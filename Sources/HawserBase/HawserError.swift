@@ -10,7 +10,7 @@ import HawserTLS
 /// The one error type of the engine: what went wrong, where, and what was underneath.
 ///
 /// Match on ``code``; ``underlying`` carries the typed cause (an ``IOError``, an
-/// ``HTTP1ParseError``, a ``ResolutionError`` …) when there is one.
+/// `HTTP1ParseError`, a ``ResolutionError`` …) when there is one.
 public struct HawserError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public enum Code: Sendable, Hashable {
@@ -41,6 +41,8 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         /// A redirect chain went past the configured maximum, or a redirect was refused
         /// (an HTTPS → HTTP downgrade, a loop, an unusable `Location`).
         case tooManyRedirects
+        /// A redirect was refused: its `Location` is not a valid URL, is not http or https with a host,
+        /// or leads from https to http while ``RedirectConfiguration/allowsInsecureDowngrade`` is off.
         case redirectRefused
         /// The TLS handshake failed (protocol version, alert, garbage instead of a ServerHello).
         case secureConnectionFailed
@@ -61,6 +63,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         case resourceUnavailable
     }
 
+    /// What went wrong, the value to match on (see ``urlErrorCode`` for URLSession's number).
     public var code: Code
     /// Human-readable detail: what exactly was wrong.
     public var message: String
@@ -72,6 +75,13 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     /// presented, leaf first.
     public var peerCertificates: [Certificate]?
 
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: what went wrong.
+    ///   - message: what exactly was wrong, in words.
+    ///   - url: the URL of the request that failed, when there is one.
+    ///   - underlying: the lower-level error that caused it, when there is one.
     public init(_ code: Code, _ message: String, url: URL? = nil, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
@@ -113,6 +123,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the error is one of the three timeouts: connect, idle (between two bytes) or resource (the whole task).
     public var isTimeout: Bool {
         self.code == .connectTimeout || self.code == .idleTimeout || self.code == .resourceTimeout
     }

@@ -4,21 +4,33 @@ import HawserTLS
 /// Timings of one task, in nanoseconds of the monotonic clock (`nil` when a phase did not happen,
 /// e.g. no DNS or connect on a reused connection). Like URLSessionTaskTransactionMetrics.
 public struct TaskMetrics: Sendable, Hashable {
+    /// When the task was handed to the session's pool (resumed).
     public var fetchStart: UInt64 = 0
+    /// When name resolution began; nil for an IP literal or a reused connection.
     public var domainLookupStart: UInt64?
+    /// When name resolution ended.
     public var domainLookupEnd: UInt64?
+    /// When the first TCP connect began; nil on a reused connection.
     public var connectStart: UInt64?
+    /// When the TCP connection was established, before any proxy handshake or TLS.
     public var connectEnd: UInt64?
+    /// When the TLS handshake began; nil for plain HTTP and on a reused connection.
     public var secureConnectionStart: UInt64?
+    /// When the TLS handshake ended, the server's chain accepted.
     public var secureConnectionEnd: UInt64?
     /// For a new TLS connection: whether the handshake resumed an earlier session.
     public var isResumedTLSSession: Bool?
     /// The TLS protocol version ("TLSv1.3") and cipher suite of the connection, if TLS.
     public var tlsProtocolVersion: String?
+    /// The TLS cipher suite in OpenSSL's naming (`TLS_AES_128_GCM_SHA256`), if TLS.
     public var tlsCipherSuite: String?
+    /// When the request head was handed to the connection.
     public var requestStart: UInt64?
+    /// When the last byte of the request (head and body) was written to the socket.
     public var requestEnd: UInt64?
+    /// When the first byte of the response arrived.
     public var responseStart: UInt64?
+    /// When the response ended (or the task failed).
     public var responseEnd: UInt64?
     /// The request went out on a kept-alive connection that served earlier requests.
     public var isReusedConnection = false
@@ -27,7 +39,13 @@ public struct TaskMetrics: Sendable, Hashable {
     /// The response came from the session's HTTP cache without a request (`.fresh`), or after a
     /// 304 revalidated the stored one (`.validated`); nil when it came from the network.
     public var cacheUse: CacheUse?
-    public enum CacheUse: Sendable, Hashable { case fresh, validated }
+    /// How the session's HTTP cache answered a task.
+    public enum CacheUse: Sendable, Hashable {
+        /// A stored response was fresh and served without a request.
+        case fresh
+        /// A stored response was revalidated: the server answered 304 Not Modified.
+        case validated
+    }
     /// How many redirects the task followed (the timings above are those of the last request).
     public var redirectCount = 0
     /// The peer's address.
@@ -37,6 +55,7 @@ public struct TaskMetrics: Sendable, Hashable {
     /// Bytes of response (head and body, on the wire) read from the socket.
     public var bytesReceived: Int64 = 0
 
+    /// Creates empty metrics: every mark nil, every count zero.
     public init() {}
 
     /// Nanoseconds between two marks, or nil if either is missing.

@@ -17,9 +17,12 @@ import HawserPosix
 public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     /// One directive: a lower-cased name and its value, if it had one.
     public struct Directive: Sendable, Hashable {
+        /// The directive's name, lower-cased (`max-age`, `no-cache`…).
         public var name: String
+        /// The directive's value, unquoted, or nil when it had none.
         public var value: String?
 
+        /// Creates a directive; `name` is lower-cased.
         public init(name: String, value: String? = nil) {
             self.name = name.lowercased()
             self.value = value
@@ -100,15 +103,23 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     public var noCache: Bool { self.contains("no-cache") }
     /// The field names of a qualified `no-cache="a, b"`, lower-cased; empty when unqualified or absent.
     public var noCacheFieldNames: [String] { Self.fieldNames(self.value(of: "no-cache")) }
+    /// `no-store`: the response (or, on a request, its answer) must not be stored.
     public var noStore: Bool { self.contains("no-store") }
     /// `private` in any form (a private cache may store the response either way).
     public var isPrivate: Bool { self.contains("private") }
+    /// `public`: a cache may store the response even when it would not otherwise (an authorized request).
     public var isPublic: Bool { self.contains("public") }
+    /// `must-revalidate`: once stale, the response must not be used without revalidating it.
     public var mustRevalidate: Bool { self.contains("must-revalidate") }
+    /// `proxy-revalidate`: as `must-revalidate`, for shared caches only (Hawser's cache is private).
     public var proxyRevalidate: Bool { self.contains("proxy-revalidate") }
+    /// `must-understand`: store only if the cache understands the status code's caching rules.
     public var mustUnderstand: Bool { self.contains("must-understand") }
+    /// `no-transform`: intermediaries must not change the content.
     public var noTransform: Bool { self.contains("no-transform") }
+    /// `only-if-cached` (request): answer from the cache or with 504, never from the network.
     public var onlyIfCached: Bool { self.contains("only-if-cached") }
+    /// `immutable` (RFC 8246): the response will not change while fresh, so no revalidation then.
     public var immutable: Bool { self.contains("immutable") }
 
     public var description: String {

@@ -47,8 +47,18 @@ public struct CachedResponse: Sendable {
     public var responseTime: Date
     /// Caller data stored with the response (on disk too).
     public var userInfo: [String: String]
+    /// Where the cache may keep the response: memory and disk, memory only, or nowhere.
     public var storagePolicy: StoragePolicy
 
+    /// Creates a response to store in an ``HTTPCache``.
+    ///
+    /// - Parameters:
+    ///   - head: the response head.
+    ///   - body: the body as delivered to the caller (decoded).
+    ///   - requestTime: when the request was sent.
+    ///   - responseTime: when the response was received.
+    ///   - userInfo: caller data kept with the response; none by default.
+    ///   - storagePolicy: where it may be kept; memory and disk by default.
     public init(
         head: HTTPResponseHead, body: [UInt8], requestTime: Date, responseTime: Date,
         userInfo: [String: String] = [:], storagePolicy: StoragePolicy = .allowed

@@ -14,18 +14,25 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     /// The `SameSite` attribute (RFC 6265bis §4.1.2.7), stored as sent. Hawser has no
     /// notion of a "site for cookies" (it is not a browser), so it does not enforce it.
     public enum SameSite: String, Sendable, Hashable {
+        /// `SameSite=Strict`.
         case strict = "Strict"
+        /// `SameSite=Lax`.
         case lax = "Lax"
+        /// `SameSite=None`.
         case none = "None"
         /// No attribute, or a value that is none of the three.
         case unspecified
     }
 
+    /// The cookie's name, as sent (case-sensitive).
     public var name: String
+    /// The cookie's value, as sent (no decoding).
     public var value: String
     /// Lower-case, without a leading dot: the request host for a host-only cookie, the
     /// `Domain` attribute otherwise.
     public var domain: String
+    /// The path the cookie is sent for (and below it): the `Path` attribute, or the request
+    /// path's default-path (RFC 6265 §5.1.4).
     public var path: String
     /// When the cookie expires; nil for a session cookie (kept until the jar is thrown away
     /// or ``CookieJar/removeSessionCookies()``).
@@ -36,8 +43,11 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     public var isHTTPOnly: Bool
     /// Sent only to exactly ``domain``, not to its subdomains (no `Domain` attribute was given).
     public var isHostOnly: Bool
+    /// The `SameSite` attribute as sent; stored and written to files, not enforced.
     public var sameSite: SameSite
+    /// When the cookie was first stored; a replacement keeps its predecessor's (RFC 6265 §5.3).
     public var creationTime: Date
+    /// When the cookie was last sent with a request (or stored).
     public var lastAccessTime: Date
     /// Creation order inside one jar (ties in `creationTime` are common): earlier is smaller.
     var creationIndex: UInt64 = 0
@@ -108,7 +118,9 @@ struct CookieKey: Hashable, Sendable {
 /// A `Set-Cookie` field value as parsed by RFC 6265 §5.2, before the storage model
 /// (§5.3) turns it into a ``Cookie`` for a request URL.
 public struct SetCookie: Sendable, Hashable {
+    /// The name, as sent: the bytes before the first `=`, blanks trimmed.
     public var name: String
+    /// The value, as sent: the bytes after the first `=`, blanks trimmed.
     public var value: String
     /// The last valid `Expires` attribute.
     public var expires: Date?
@@ -118,12 +130,16 @@ public struct SetCookie: Sendable, Hashable {
     public var domain: String?
     /// The last `Path` attribute that starts with `/`.
     public var path: String?
+    /// A `Secure` attribute was present.
     public var isSecure = false
+    /// An `HttpOnly` attribute was present.
     public var isHTTPOnly = false
+    /// The last `SameSite` attribute; `.unspecified` when there was none or its value was unknown.
     public var sameSite = Cookie.SameSite.unspecified
 
-    /// The most bytes of name plus value (RFC 6265bis §5.6: 4096), and of one attribute value (1024).
+    /// The most bytes of name plus value (RFC 6265bis §5.6: 4096); a longer pair makes the field ignored.
     public static let maxNameValueBytes = 4096
+    /// The most bytes of one attribute value (RFC 6265bis §5.6: 1024); a longer attribute is ignored.
     public static let maxAttributeValueBytes = 1024
 
     /// Parses one `Set-Cookie` field value; nil when RFC 6265 says to ignore it: no `=` in

@@ -65,12 +65,12 @@ struct InputStreamReader: MultipartByteReader {
 
 extension Notification.Name {
     /// Posted on `NotificationCenter.default` (object: the manager) when a monitoring
-    /// ``NetworkReachabilityManager``'s status changes; the status is in `userInfo` under
-    /// ``NetworkReachabilityManager/statusUserInfoKey`` (a ``NetworkReachabilityManager/NetworkReachabilityStatus``).
+    /// `NetworkReachabilityManager`'s status changes; the status is in `userInfo` under
+    /// `NetworkReachabilityManager.statusUserInfoKey` (a `NetworkReachabilityManager.NetworkReachabilityStatus`).
     /// AFNetworking's `AFNetworkingReachabilityDidChangeNotification`.
     ///
     /// Posting starts the first time this name is used (observing it does), through a
-    /// ``NetworkReachabilityManager/addProcessObserver(_:)`` observer that runs where AF posts.
+    /// `NetworkReachabilityManager.addProcessObserver(_:)` observer that runs where AF posts.
     public static let reachabilityDidChange: Notification.Name = {
         let name = Notification.Name("HawserNetworkingReachabilityDidChangeNotification")
         NetworkReachabilityManager.addProcessObserver { manager, change in

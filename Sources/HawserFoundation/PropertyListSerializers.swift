@@ -15,6 +15,13 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     /// PropertyListSerialization's write options (none are defined; kept for parity).
     public var writeOptions: PropertyListSerialization.WriteOptions
 
+    /// Creates a serializer that writes parameters as a property list.
+    ///
+    /// - Parameters:
+    ///   - format: `.xml` (the default) or `.binary`.
+    ///   - writeOptions: PropertyListSerialization's write options; none by default.
+    ///   - httpSerializer: the settings shared with the HTTP serializer (headers, query rules,
+    ///     timeouts); a default `HTTPRequestSerializer` by default.
     public init(format: PropertyListSerialization.PropertyListFormat = .xml, writeOptions: PropertyListSerialization.WriteOptions = 0,
                 httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
         self.format = format
@@ -22,7 +29,7 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
         self.httpSerializer = httpSerializer
     }
 
-    /// The ``HTTPRequestSerializer`` settings.
+    /// The `HTTPRequestSerializer` settings.
     public subscript<T>(dynamicMember keyPath: WritableKeyPath<HTTPRequestSerializer, T>) -> T {
         get { self.httpSerializer[keyPath: keyPath] }
         set { self.httpSerializer[keyPath: keyPath] = newValue }
@@ -59,8 +66,15 @@ public struct PropertyListResponseSerializer: HTTPResponseValidating {
     public var acceptableContentTypes: Set<String>? = ["application/x-plist"]
     /// Kept for parity with AF (reading detects the format).
     public var format: PropertyListSerialization.PropertyListFormat
+    /// PropertyListSerialization's read options; none by default (the mutability options mean
+    /// nothing for the Sendable values returned).
     public var readOptions: PropertyListSerialization.ReadOptions
 
+    /// Creates a serializer that accepts `application/x-plist` bodies with a 2xx status.
+    ///
+    /// - Parameters:
+    ///   - format: kept for parity with AFNetworking; reading detects the format.
+    ///   - readOptions: PropertyListSerialization's read options; none by default.
     public init(format: PropertyListSerialization.PropertyListFormat = .xml, readOptions: PropertyListSerialization.ReadOptions = []) {
         self.format = format
         self.readOptions = readOptions

@@ -6,6 +6,7 @@
 
 /// Something in a head cannot be written as HTTP/1.1.
 public struct HTTP1EncodeError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What could not be written.
     public enum Kind: Sendable, Hashable {
         /// The method is empty or not a token.
         case invalidMethod
@@ -24,8 +25,10 @@ public struct HTTP1EncodeError: Error, Sendable, Hashable, CustomStringConvertib
         case invalidStatus
     }
 
+    /// What could not be written, and for a field, the field's name.
     public var kind: Kind
 
+    /// Creates an error of the given kind (the encoder throws these; tests build them to compare).
     public init(_ kind: Kind) { self.kind = kind }
 
     public var description: String {

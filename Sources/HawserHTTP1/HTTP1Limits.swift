@@ -15,6 +15,7 @@ public struct HTTP1Limits: Sendable, Hashable {
     /// Bytes of a trailer section, blank line included (16 KiB).
     public var maxTrailerBytes: Int
 
+    /// Creates limits; each argument defaults to the value documented on its property.
     public init(
         maxHeadBytes: Int = 64 * 1024,
         maxHeaderCount: Int = 256,
@@ -29,5 +30,6 @@ public struct HTTP1Limits: Sendable, Hashable {
         self.maxTrailerBytes = maxTrailerBytes
     }
 
+    /// The defaults: 64 KiB heads, 256 fields, 16 KiB lines, 1 KiB chunk extensions, 16 KiB trailers.
     public static let `default` = HTTP1Limits()
 }

@@ -62,10 +62,12 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case truncatedBody
     }
 
+    /// What was wrong with the message.
     public var kind: Kind
     /// Byte offset in the connection's stream where the problem was detected.
     public var offset: Int
 
+    /// Creates an error of `kind` found at byte `offset` of the connection's stream.
     @inlinable
     public init(_ kind: Kind, offset: Int) {
         self.kind = kind

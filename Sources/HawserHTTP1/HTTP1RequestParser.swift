@@ -2,9 +2,11 @@
 
 /// What the request parser hands up.
 public enum HTTP1RequestEvent: Sendable {
+    /// The request line and header fields, once the blank line after them has arrived.
     case head(HTTPRequestHead)
     /// Body bytes: a range of the `input` given to THIS call of `next(_:)`. Zero-copy.
     case body(Range<Int>)
+    /// The trailer section of a chunked body, when it has fields.
     case trailers(HTTPHeaders)
     /// The request is complete; `keepAlive == false`: close after responding.
     case end(keepAlive: Bool)
@@ -31,6 +33,9 @@ public struct HTTP1RequestParser: Sendable {
     @usableFromInline var streamOffset = 0
     @usableFromInline var failure: HTTP1ParseError?
 
+    /// Creates a parser that reads requests one after another from one connection.
+    ///
+    /// - Parameter limits: the bounds a request may not exceed; ``HTTP1Limits/default`` by default.
     public init(limits: HTTP1Limits = .default) {
         self.limits = limits
     }

@@ -50,6 +50,10 @@ public struct HTTP1ResponseParser: Sendable {
     @usableFromInline var streamOffset = 0
     @usableFromInline var failure: HTTP1ParseError?
 
+    /// Creates a parser for the responses of one connection, in order; call
+    /// ``expectResponse(to:)`` before each.
+    ///
+    /// - Parameter limits: the bounds a response may not exceed; ``HTTP1Limits/default`` by default.
     public init(limits: HTTP1Limits = .default) {
         self.limits = limits
     }

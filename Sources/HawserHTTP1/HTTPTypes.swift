@@ -2,16 +2,21 @@
 
 /// An HTTP protocol version (RFC 9110 §2.5). The parser accepts only 1.0 and 1.1.
 public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
+    /// The major version number: 1 for every version the parser accepts.
     public var major: Int
+    /// The minor version number: 0 or 1 for every version the parser accepts.
     public var minor: Int
 
+    /// Creates a version from its two numbers; the encoder refuses anything but 1.0 and 1.1.
     @inlinable
     public init(major: Int, minor: Int) {
         self.major = major
         self.minor = minor
     }
 
+    /// HTTP/1.0: no persistent connections unless `Connection: keep-alive`, no chunked coding.
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    /// HTTP/1.1 (RFC 9112): the version Hawser sends and the default of every head.
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
 
     public var description: String { "HTTP/\(self.major).\(self.minor)" }
@@ -27,14 +32,23 @@ public struct HTTPMethod: Sendable, Hashable, RawRepresentable, CustomStringConv
     @inlinable
     public init(stringLiteral value: String) { self.rawValue = value }
 
+    /// `GET`: safe and idempotent (RFC 9110 §9.3.1).
     public static let get = HTTPMethod(rawValue: "GET")
+    /// `HEAD`: as `GET` without a response body; the parser expects none whatever the fields say.
     public static let head = HTTPMethod(rawValue: "HEAD")
+    /// `POST`: neither safe nor idempotent, so never retried on a stale connection.
     public static let post = HTTPMethod(rawValue: "POST")
+    /// `PUT`: idempotent; may be retried once on a stale keep-alive connection.
     public static let put = HTTPMethod(rawValue: "PUT")
+    /// `PATCH` (RFC 5789): not idempotent.
     public static let patch = HTTPMethod(rawValue: "PATCH")
+    /// `DELETE`: idempotent.
     public static let delete = HTTPMethod(rawValue: "DELETE")
+    /// `OPTIONS`: safe and idempotent.
     public static let options = HTTPMethod(rawValue: "OPTIONS")
+    /// `TRACE`: safe and idempotent.
     public static let trace = HTTPMethod(rawValue: "TRACE")
+    /// `CONNECT`: asks a proxy for a tunnel; a 2xx answer has no body and the connection becomes the tunnel.
     public static let connect = HTTPMethod(rawValue: "CONNECT")
 
     /// RFC 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent.
@@ -50,14 +64,25 @@ public struct HTTPMethod: Sendable, Hashable, RawRepresentable, CustomStringConv
 
 /// The head of a response: status line and header fields.
 public struct HTTPResponseHead: Sendable {
+    /// The version of the status line (HTTP/1.0 or HTTP/1.1).
     public var version: HTTPVersion
+    /// The status code, 100 through 999 (the parser takes exactly three digits).
     public var status: Int
+    /// The reason phrase after the status code, possibly empty; informative only, never interpreted.
     public var reasonPhrase: String
+    /// The header fields, in the order and with the name case they arrived in.
     public var headers: HTTPHeaders
 
     /// A 1xx (informational) response: 100 Continue, 101 Switching Protocols, 103 Early Hints…
     public var isInterim: Bool { self.status >= 100 && self.status < 200 }
 
+    /// Creates a response head (for the test server and for cached responses).
+    ///
+    /// - Parameters:
+    ///   - version: the status line's version; HTTP/1.1 by default.
+    ///   - status: the status code.
+    ///   - reasonPhrase: the text after the code; empty by default.
+    ///   - headers: the header fields; none by default.
     @inlinable
     public init(version: HTTPVersion = .http1_1, status: Int, reasonPhrase: String = "", headers: HTTPHeaders = [:]) {
         self.version = version
@@ -69,11 +94,23 @@ public struct HTTPResponseHead: Sendable {
 
 /// The head of a request: request line and header fields.
 public struct HTTPRequestHead: Sendable {
+    /// The request method.
     public var method: HTTPMethod
+    /// The request target as written on the request line: origin form (`/path?query`), absolute
+    /// form (through a proxy), authority form (`CONNECT host:port`) or `*`.
     public var target: String
+    /// The version of the request line; HTTP/1.1 unless set otherwise.
     public var version: HTTPVersion
+    /// The header fields, in the order they are written or arrived in.
     public var headers: HTTPHeaders
 
+    /// Creates a request head; the encoder validates every part when it writes it.
+    ///
+    /// - Parameters:
+    ///   - method: the request method.
+    ///   - target: the request target (see ``target``).
+    ///   - version: the request line's version; HTTP/1.1 by default.
+    ///   - headers: the header fields, written in this order; none by default.
     @inlinable
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:]) {
         self.method = method

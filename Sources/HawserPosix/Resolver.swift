@@ -10,7 +10,10 @@ import CHawser
 
 /// Why a name could not be resolved.
 public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The name that could not be resolved, as it was asked for.
     public var host: String
+    /// `gai_strerror`'s text for getaddrinfo's error (for example "Name or service not known"),
+    /// or "no addresses" when it answered with none.
     public var message: String
     public var description: String { "cannot resolve '\(self.host)': \(self.message)" }
 }
@@ -35,6 +38,8 @@ public final class Resolver: Sendable {
     /// The process-wide resolver (up to 4 threads, started on demand, parked when idle).
     public static let shared = Resolver(maxThreads: 4)
 
+    /// Creates a resolver that runs at most `maxThreads` getaddrinfo calls at once, on threads it
+    /// starts when lookups are waiting and parks when idle. Most programs use ``shared`` instead.
     public init(maxThreads: Int) {
         self.maxThreads = maxThreads
     }

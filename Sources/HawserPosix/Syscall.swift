@@ -19,6 +19,8 @@ public struct IOError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The system call that failed.
     public var function: String
 
+    /// Creates the error of a failed system call: `errnoCode` is the `errno` it left, `function`
+    /// the call's name (for example `"connect"`).
     public init(errnoCode: Int32, function: String) {
         self.errnoCode = errnoCode
         self.function = function

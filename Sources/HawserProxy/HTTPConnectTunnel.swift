@@ -19,7 +19,9 @@ public struct HTTPConnectError: Error, Sendable, CustomStringConvertible {
         case closed
     }
 
+    /// What went wrong, the value to match on.
     public var kind: Kind
+    /// What went wrong in words, with the proxy's status and reason phrase when it answered.
     public var message: String
     /// The proxy's response head, when there was one.
     public var head: HTTPResponseHead?

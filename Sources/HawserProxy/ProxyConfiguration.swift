@@ -16,6 +16,7 @@ import HawserPosix
 public struct ProxyConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What was wrong, naming the setting.
     public var message: String
+    /// Creates an error whose message names the setting and says what was wrong with it.
     public init(_ message: String) { self.message = message }
     public var description: String { self.message }
 }
@@ -23,9 +24,13 @@ public struct ProxyConfigurationError: Error, Sendable, Hashable, CustomStringCo
 /// A user name and password for a proxy (HTTP Basic `Proxy-Authorization`, or SOCKS5
 /// username/password authentication, RFC 1929).
 public struct ProxyCredentials: Sendable, Hashable {
+    /// The user name. For SOCKS5 it must be 1 to 255 bytes of UTF-8 (RFC 1929).
     public var user: String
+    /// The password, sent in clear to the proxy (Basic, or RFC 1929): use it over a trusted network
+    /// or a proxy reached through TLS. For SOCKS5 at most 255 bytes.
     public var password: String
 
+    /// Creates credentials from a user name and a password.
     public init(user: String, password: String) {
         self.user = user
         self.password = password
@@ -50,13 +55,17 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         case socks5(remoteDNS: Bool)
     }
 
+    /// How to talk to the proxy: HTTP, HTTPS or SOCKS5.
     public var kind: Kind
     /// The proxy's host name or address (IPv6 without brackets).
     public var host: String
+    /// The proxy's TCP port, 1 through 65535. A proxy URL without one gets curl's default: 443
+    /// for `https`, 1080 for every other scheme.
     public var port: Int
     /// Credentials for the proxy, if any.
     public var credentials: ProxyCredentials?
 
+    /// Creates a proxy: how to talk to it, where it is, and the credentials it wants, if any.
     public init(kind: Kind, host: String, port: Int, credentials: ProxyCredentials? = nil) {
         self.kind = kind
         self.host = host
@@ -179,6 +188,8 @@ public struct NoProxyList: Sendable, Hashable {
     /// The list as given.
     public let rawValue: String
 
+    /// Creates a list from text as in `no_proxy` (comma-separated entries); parsing happens as
+    /// hosts are matched, so any text is accepted.
     public init(_ rawValue: String) {
         self.rawValue = rawValue
     }
@@ -304,10 +315,13 @@ public struct ProxyTarget: Sendable, Hashable {
         case socks5(remoteDNS: Bool)
     }
 
+    /// The proxy the request goes through.
     public var server: ProxyServer
+    /// How the request travels through that proxy.
     public var mode: Mode
     /// The origin the request is for.
     public var host: String
+    /// The origin's port (the URL's, or its scheme's default).
     public var port: Int
 }
 
@@ -332,6 +346,8 @@ public struct ProxyConfiguration: Sendable, Hashable {
         (try? ProxyConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)) ?? .none
     }()
 
+    /// Creates settings from the proxies for each scheme and the hosts that bypass them; with no
+    /// argument, no proxy at all (``none``).
     public init(httpProxy: ProxyServer? = nil, httpsProxy: ProxyServer? = nil, allProxy: ProxyServer? = nil,
                 bypass: NoProxyList = NoProxyList("")) {
         self.httpProxy = httpProxy

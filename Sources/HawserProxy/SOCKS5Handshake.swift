@@ -36,9 +36,12 @@ public struct SOCKS5Error: Error, Sendable, Hashable, CustomStringConvertible {
         case connectFailed(replyCode: UInt8)
     }
 
+    /// What went wrong, the value to match on.
     public var kind: Kind
+    /// What went wrong in words, with the proxy's reply code explained when it sent one.
     public var message: String
 
+    /// Creates an error of `kind` with a message that says what went wrong.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
@@ -90,8 +93,11 @@ public struct SOCKS5Handshake: Sendable {
 
     /// The address the proxy reports it bound for the connection (`BND.ADDR`), any type.
     public enum BoundAddress: Sendable, Hashable {
+        /// An IPv4 address (4 bytes) and a port.
         case ipv4([UInt8], port: Int)
+        /// An IPv6 address (16 bytes) and a port.
         case ipv6([UInt8], port: Int)
+        /// A host name (as the proxy sent it, up to 255 bytes) and a port.
         case hostname(String, port: Int)
     }
 
@@ -114,8 +120,11 @@ public struct SOCKS5Handshake: Sendable {
         case failed(SOCKS5Error)
     }
 
+    /// The host the tunnel is for: a name (resolved by the proxy) or an address.
     public let destination: Destination
+    /// The destination's port, 1 through 65535.
     public let port: Int
+    /// The user name and password offered (method 02, RFC 1929), or nil to offer no authentication only.
     public let credentials: ProxyCredentials?
     private var state = State.initial
     private var buffer: [UInt8] = []

@@ -23,6 +23,7 @@ public enum Netlink {
         /// The payload bytes, without the header and without trailing alignment padding.
         public var payload: [UInt8]
 
+        /// Creates a message from its header fields and payload (tests build these to feed the parser).
         public init(type: UInt16, flags: UInt16, sequence: UInt32, portID: UInt32, payload: [UInt8]) {
             self.type = type
             self.flags = flags
@@ -56,6 +57,7 @@ public enum Netlink {
     public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
         /// What was wrong, with the offending lengths.
         public var message: String
+        /// Creates an error whose message names the malformed field and its lengths.
         public init(_ message: String) { self.message = message }
         public var description: String { "malformed netlink message: \(self.message)" }
     }
@@ -122,6 +124,7 @@ public enum Netlink {
 
     /// The parts of an `rtmsg` (route) message the monitor uses.
     public struct Route: Sendable, Hashable {
+        /// `rtm_family`: `AF_INET` (2) or `AF_INET6` (10).
         public var family: UInt8
         /// `rtm_type`: `RTN_UNICAST`, `RTN_LOCAL`, `RTN_UNREACHABLE`, …
         public var type: UInt8
@@ -143,6 +146,7 @@ public enum Netlink {
 
     /// The parts of an `ifinfomsg` (link) message the monitor uses.
     public struct Link: Sendable, Hashable {
+        /// `ifi_index`: the kernel's index of the interface.
         public var index: Int32
         /// `ifi_type`, an `ARPHRD_*` value (1 is Ethernet, 772 loopback).
         public var hardwareType: UInt16
@@ -165,8 +169,11 @@ public enum Netlink {
 
     /// The parts of an `ifaddrmsg` (address) message the monitor uses.
     public struct Address: Sendable, Hashable {
+        /// `ifa_family`: `AF_INET` (2) or `AF_INET6` (10).
         public var family: UInt8
+        /// `ifa_flags` (`IFA_F_TENTATIVE`, `IFA_F_DADFAILED`, …).
         public var flags: UInt8
+        /// `ifa_index`: the index of the interface the address is on.
         public var index: Int32
 
         /// Parses the payload of an `RTM_NEWADDR` message.

@@ -63,6 +63,7 @@ public struct NetworkInterface: Sendable, Hashable, CustomStringConvertible {
     /// Wired, Wi-Fi, loopback or other.
     public var kind: InterfaceKind
 
+    /// Creates a description of an interface from its index, name and kind.
     public init(index: Int32, name: String, kind: InterfaceKind) {
         self.index = index
         self.name = name
@@ -121,6 +122,7 @@ public struct RouteMonitorError: Error, Sendable, Hashable, CustomStringConverti
     /// The errno of the failing system call, if one failed.
     public var errnoCode: Int32?
 
+    /// Creates an error that says what failed, with the errno of the failing call when there was one.
     public init(_ message: String, errnoCode: Int32? = nil) {
         self.message = message
         self.errnoCode = errnoCode

@@ -39,6 +39,7 @@ public struct CertificateError: Error, Sendable, Hashable, CustomStringConvertib
     /// The file the data came from, when it came from one.
     public var path: String?
 
+    /// Creates an error of `kind` with a message that names the input, and the file it came from.
     public init(_ kind: Kind, _ message: String, path: String? = nil) {
         self.kind = kind
         self.message = message

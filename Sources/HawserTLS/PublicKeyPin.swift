@@ -6,6 +6,7 @@ public struct PinError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What exactly was wrong, quoting the pin.
     public var message: String
 
+    /// Creates an error whose message says what was wrong with the pin.
     public init(_ message: String) { self.message = message }
 
     public var description: String { self.message }

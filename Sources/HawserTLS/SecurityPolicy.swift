@@ -22,7 +22,13 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
     /// Python; an opt-in for private CAs that still issue such certificates.
     public var allowsCommonNameFallback: Bool
 
-    /// An evaluator checking chains against `anchors` and, with `validatesHost`, the host name.
+    /// Creates the evaluator that a session without a policy uses.
+    ///
+    /// - Parameters:
+    ///   - anchors: the certificates a chain must lead to; the system store by default.
+    ///   - validatesHost: whether the leaf must name the host; on by default.
+    ///   - allowsCommonNameFallback: accept a leaf naming the host only in its common name
+    ///     (no DNS subjectAltName); off by default.
     public init(anchors: TrustAnchors = .system, validatesHost: Bool = true, allowsCommonNameFallback: Bool = false) {
         self.anchors = anchors
         self.validatesHost = validatesHost

@@ -68,6 +68,14 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible {
     /// OpenSSL's `X509_V_ERR_*` code, when the failure came from chain verification.
     public var verifyErrorCode: Int32?
 
+    /// Creates a failure; evaluators throw these to refuse a chain.
+    ///
+    /// - Parameters:
+    ///   - reason: the kind of failure, the value to match on.
+    ///   - message: what was wrong, naming the certificate.
+    ///   - certificate: the certificate at fault, when one is.
+    ///   - depth: its position on the chain, 0 for the leaf.
+    ///   - verifyErrorCode: OpenSSL's `X509_V_ERR_*` code, when verification found the failure.
     public init(_ reason: Reason, _ message: String, certificate: Certificate? = nil, depth: Int? = nil,
                 verifyErrorCode: Int32? = nil) {
         self.reason = reason
@@ -90,6 +98,8 @@ public struct TrustResult: Sendable {
     /// path, and it may hold an anchor the server did not send.
     public let chain: [Certificate]
 
+    /// Creates a result: `failure` nil means the chain is trusted; `chain` is the path built, leaf
+    /// first (on a failure, the part built so far).
     public init(failure: TrustFailure?, chain: [Certificate]) {
         self.failure = failure
         self.chain = chain
@@ -117,6 +127,8 @@ public struct ServerTrust: Sendable {
     /// certificates that belong to no path, so pinning looks at ``TrustResult/chain`` instead.
     public let certificates: [Certificate]
 
+    /// Creates the trust to evaluate for a connection to `host` that presented `certificates`,
+    /// leaf first. Tests and custom evaluators build these; a handshake builds one for the delegates.
     public init(host: String, certificates: [Certificate]) {
         self.host = host
         self.certificates = certificates

@@ -4,9 +4,14 @@
 
 /// A TLS protocol version.
 public enum TLSVersion: Int, Sendable, Comparable, CustomStringConvertible {
+    /// TLS 1.0 (RFC 2246). Offered only when ``TLSConfiguration/minimumVersion`` asks for it, which
+    /// also lowers that session's OpenSSL security level to 0; deprecated by RFC 8996.
     case tls1_0 = 0x0301
+    /// TLS 1.1 (RFC 4346). As ``tls1_0``: only on request, and deprecated by RFC 8996.
     case tls1_1 = 0x0302
+    /// TLS 1.2 (RFC 5246): the lowest version offered by default.
     case tls1_2 = 0x0303
+    /// TLS 1.3 (RFC 8446): the highest version OpenSSL 3 supports, offered by default.
     case tls1_3 = 0x0304
 
     public static func < (a: TLSVersion, b: TLSVersion) -> Bool { a.rawValue < b.rawValue }
@@ -44,5 +49,7 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// OpenSSL cipher list for TLS 1.2 and below (nil: OpenSSL's default).
     public var cipherList: String? = nil
 
+    /// Creates the defaults: TLS 1.2 to 1.3, no client certificate, session resumption on,
+    /// OpenSSL's default cipher list.
     public init() {}
 }

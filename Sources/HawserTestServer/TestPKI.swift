@@ -10,7 +10,9 @@ import Glibc
 
 /// Why the test PKI could not be built.
 public struct TestPKIError: Error, Sendable, CustomStringConvertible {
+    /// What failed (an OpenSSL call, a file write), in words.
     public var message: String
+    /// Creates an error that says what failed.
     public init(_ message: String) { self.message = message }
     public var description: String { "test PKI: \(self.message)" }
 }
@@ -60,13 +62,17 @@ public final class TestPKI: Sendable {
     /// The CAs are valid from 60 days ago for ten years, so every leaf's period lies inside theirs.
     /// The trusted root (self-signed, RSA-2048). PEM at ``rootPath``, DER at ``rootDERPath``.
     public let root: Certificate
+    /// The PEM file of ``root``, to use as a trust anchor (`--cacert`, `TrustAnchors.custom`).
     public let rootPath: String
+    /// The DER file of ``root``.
     public let rootDERPath: String
     /// The intermediate CA under ``root`` that issues the server leaves.
     public let intermediate: Certificate
+    /// The PEM file of ``intermediate``.
     public let intermediatePath: String
     /// A second root nobody trusts.
     public let untrustedRoot: Certificate
+    /// The PEM file of ``untrustedRoot``.
     public let untrustedRootPath: String
 
     /// Valid for localhost, 127.0.0.1, ::1 (issued by the intermediate).

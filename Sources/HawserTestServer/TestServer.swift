@@ -50,12 +50,16 @@ public final class TestServer: @unchecked Sendable {
     public struct TLS: Sendable {
         /// PEM: the certificate chain to present (leaf first) and its private key.
         public var certificateChainPath: String
+        /// The PEM file of the leaf's private key (unencrypted).
         public var privateKeyPath: String
+        /// The lowest TLS version the server accepts; TLS 1.2 by default.
         public var minimumVersion: TLSVersion = .tls1_2
+        /// The highest TLS version the server accepts; nil (the default) for OpenSSL's highest, TLS 1.3.
         public var maximumVersion: TLSVersion? = nil
         /// PEM CA certificates; when set, the server requires a client certificate they issued.
         public var clientCAPath: String? = nil
 
+        /// Creates TLS settings for the test server; each parameter sets the property of the same name.
         public init(certificateChainPath: String, privateKeyPath: String, minimumVersion: TLSVersion = .tls1_2,
                     maximumVersion: TLSVersion? = nil, clientCAPath: String? = nil) {
             self.certificateChainPath = certificateChainPath

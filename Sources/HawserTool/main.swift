@@ -1,11 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HawserCore
 
 // hawser: the command-line face of the Hawser engine.
 //   hawser demo            a tour of real requests against the embedded loopback test server
 //   hawser get URL [opts]  fetch a URL with curl's common flags
 //   hawser serve [PORT]    run the test server in the foreground
+//   hawser --version       the package version (HawserVersion)
 let args = Array(CommandLine.arguments.dropFirst())
 let status: Int32
 switch args.first {
@@ -15,6 +17,9 @@ case "get":
     status = await GetCommand.run(Array(args.dropFirst()))
 case "serve":
     status = ServeCommand.run(Array(args.dropFirst()))
+case "--version", "-V", "version":
+    OutputFile.stdout.write("hawser \(HawserVersion.string)\n")
+    status = 0
 case "help", "--help", "-h", nil:
     OutputFile.stdout.write("""
     hawser: an HTTP/1.1 client on its own epoll engine (AFNetworking's architecture, for Linux)
@@ -22,6 +27,7 @@ case "help", "--help", "-h", nil:
       hawser demo              a tour of real requests against the embedded loopback test server
       hawser get URL [opts]    fetch URL; curl's common flags (hawser get --help)
       hawser serve [PORT]      run the test server on 127.0.0.1 in the foreground
+      hawser --version         print the version
 
     """)
     if args.first == "get" { OutputFile.stdout.write(CurlOptions.help + "\n") }

@@ -15,6 +15,8 @@ public struct XMLElementNode: Sendable, Hashable {
     /// The character data directly inside this element (CDATA included), concatenated.
     public var text: String
 
+    /// Creates an element (tests build expected trees with it); each parameter sets the property of
+    /// the same name.
     public init(name: String, attributes: [String: String] = [:], children: [XMLElementNode] = [], text: String = "") {
         self.name = name
         self.attributes = attributes
@@ -48,6 +50,8 @@ public struct XMLParserResponseSerializer: HTTPResponseValidating {
     /// Whether whitespace-only text between elements is kept in ``XMLElementNode/text``.
     public var keepsWhitespaceText = false
 
+    /// Creates a serializer that accepts `application/xml` and `text/xml` bodies with a 2xx status,
+    /// without namespace processing, dropping whitespace-only text.
     public init() {}
 
     public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {

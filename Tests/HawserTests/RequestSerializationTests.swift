@@ -113,7 +113,7 @@ private func bodyBytes(_ request: HTTPClientRequest) -> [UInt8]? {
     @Test("User-Agent names Hawser and Linux")
     func userAgent() {
         let ua = HTTPRequestSerializer().value(forHTTPHeaderField: "User-Agent") ?? ""
-        #expect(ua.hasPrefix("Hawser/0.1 (Linux; "))
+        #expect(ua.hasPrefix("Hawser/\(HawserVersion.string) (Linux; "))
         #expect(ua.allSatisfy { $0.isASCII })
     }
 

@@ -7,6 +7,12 @@
 #ifndef CHAWSER_H
 #define CHAWSER_H
 
+// Hawser is Linux-only. On any other platform this is the one error a build shows: nothing
+// below is even read, so no missing <sys/epoll.h> follows it.
+#if !defined(__linux__)
+#error "Hawser runs on Linux only: its engine is built on epoll, eventfd, timerfd and netlink, which this platform does not have. Build it on Linux, or cross-compile with a Linux Swift SDK."
+#else
+
 #include <stdint.h>
 #include <stddef.h>
 #include <errno.h>
@@ -117,7 +123,11 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
     return deflateInit2(s, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
 }
 
+#endif /* __linux__ */
+
 // MARK: - Area headers (this file is the module's umbrella header: others are included here)
+// Included on every platform (each is empty but for Linux), so the umbrella stays complete and
+// a build elsewhere shows the one #error above and nothing else.
 #if __has_include("chawser_tls.h")
 #include "chawser_tls.h"
 #endif

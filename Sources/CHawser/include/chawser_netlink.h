@@ -7,6 +7,7 @@
 // only do the alignment arithmetic and expose sizes.
 #ifndef CHAWSER_NETLINK_H
 #define CHAWSER_NETLINK_H
+#if defined(__linux__) /* CHawser.h reports every other platform */
 
 #include <stdint.h>
 #include <stddef.h>
@@ -132,4 +133,5 @@ static inline ssize_t CHawser_netlink_recv(int fd, void *buf, size_t len) {
 extern int setns(int fd, int nstype);
 static inline int CHawser_setns_net(int fd) { return setns(fd, CHAWSER_CLONE_NEWNET); }
 
+#endif /* __linux__ */
 #endif

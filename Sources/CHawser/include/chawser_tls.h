@@ -2,6 +2,7 @@
 // import. Static inline only; no state.
 #ifndef CHAWSER_TLS_H
 #define CHAWSER_TLS_H
+#if defined(__linux__) /* CHawser.h reports every other platform */
 
 #include <openssl/ssl.h>
 #include <openssl/err.h>
@@ -26,4 +27,5 @@ static inline unsigned long CHawser_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TI
 static inline int CHawser_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e); }
 static inline int CHawser_SSL_R_UNEXPECTED_EOF_WHILE_READING(void) { return SSL_R_UNEXPECTED_EOF_WHILE_READING; }
 
+#endif /* __linux__ */
 #endif

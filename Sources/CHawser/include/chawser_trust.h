@@ -3,6 +3,7 @@
 // state. Prefixed CHawserTrust_ so they never collide with the TLS transport's shims.
 #ifndef CHAWSER_TRUST_H
 #define CHAWSER_TRUST_H
+#if defined(__linux__) /* CHawser.h reports every other platform */
 
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -47,4 +48,5 @@ static const unsigned long CHAWSER_TRUST_XN_FLAG_RFC2253_UTF8 = XN_FLAG_RFC2253 
 static inline EVP_PKEY *CHawserTrust_RSA_generate(unsigned int bits) { return EVP_RSA_gen(bits); }
 static inline EVP_PKEY *CHawserTrust_EC_generate_P256(void) { return EVP_EC_gen("P-256"); }
 
+#endif /* __linux__ */
 #endif

@@ -23,6 +23,8 @@ public struct AuthenticationChallenge: Sendable {
     /// A credential the engine would use by default (from the credential store), if any.
     public var proposedCredential: Credential?
 
+    /// Creates a challenge; the engine makes these, and tests make them to drive a delegate.
+    /// Each parameter sets the property of the same name.
     public init(protectionSpace: ProtectionSpace, serverTrust: ServerTrust? = nil, httpChallenges: [HTTPAuthChallenge] = [],
                 previousFailureCount: Int = 0, failureResponse: HTTPResponseHead? = nil, proposedCredential: Credential? = nil) {
         self.protectionSpace = protectionSpace

@@ -9,8 +9,11 @@ import HawserProxy
 
 /// Where a request goes on the wire: what the pool keys connections by.
 public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String   // "http" or "https"
+    /// `"http"` or `"https"`, lower-cased.
+    public var scheme: String
+    /// The origin's host, lower-cased; an IPv6 address without brackets.
     public var host: String
+    /// The origin's port: the URL's, or 80 / 443 by scheme.
     public var port: Int
     /// The proxy connections to this origin go through, if any (they are pooled apart).
     public var proxy: ProxyTarget? = nil

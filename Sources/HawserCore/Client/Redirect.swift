@@ -22,6 +22,7 @@ public struct RedirectConfiguration: Sendable, Hashable {
     /// `redirectRefused`, since it would send the request, and its cookies, in the clear).
     public var allowsInsecureDowngrade = false
 
+    /// Creates the defaults: redirects followed, at most ``maximumRedirects`` of them, never from https to http.
     public init() {}
 }
 

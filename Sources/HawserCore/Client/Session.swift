@@ -248,10 +248,15 @@ public final class Session: Sendable {
 
 /// Counts of a session's pool.
 public struct PoolStatistics: Sendable, Hashable {
+    /// Connections open, in use or idle (connects in progress not included).
     public var openConnections = 0
+    /// Open connections kept alive with no task, ready for reuse.
     public var idleConnections = 0
+    /// Tasks queued for a connection (every connection of their origin busy, the per-host limit reached).
     public var waitingTasks = 0
+    /// Tasks the pool holds that have not completed, waiting ones included.
     public var runningTasks = 0
+    /// Connections being set up: resolving, connecting, or in a proxy or TLS handshake.
     public var connecting = 0
 }
 

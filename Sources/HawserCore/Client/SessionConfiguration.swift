@@ -20,8 +20,9 @@ public struct SessionConfiguration: Sendable {
     public var maximumConnectionsPerHost: Int = 6
     /// Seconds an idle keep-alive connection stays in the pool. Default 60.
     public var idleConnectionTimeout: Double = 60
-    /// Header fields added to every request that does not set them itself.
-    public var httpAdditionalHeaders: HTTPHeaders = ["User-Agent": "Hawser/0.1"]
+    /// Header fields added to every request that does not set them itself. Default: one field,
+    /// `User-Agent: Hawser/<version>` (``HawserVersion/userAgentProduct``).
+    public var httpAdditionalHeaders: HTTPHeaders = ["User-Agent": HawserVersion.userAgentProduct]
     /// Parser limits for response heads and chunked framing.
     public var parserLimits: HTTP1Limits = .default
     /// The largest body the buffered APIs collect in memory before failing with `limitExceeded`.
@@ -71,6 +72,7 @@ public struct SessionConfiguration: Sendable {
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 
+    /// Creates the defaults documented on each property.
     public init() {}
 
     /// The defaults.
