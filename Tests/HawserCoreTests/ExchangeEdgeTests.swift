@@ -26,7 +26,7 @@ extension NetworkTests {
                 #expect(e.code == .protocolError)
                 #expect(e.message.contains("101"), "\(e.message)")
                 #expect(e.message.contains("websocket"), "\(e.message)")
-                let second = HTTPClientRequest(url: try url(server.baseURL + "/"))
+                let second = HTTPClientRequest(url: url(server.baseURL + "/"))
                 do throws(HawserError) {
                     _ = try await session.response(for: second)
                     Issue.record("a 101 completed as a response")
