@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
-            dependencies: ["HawserCore", "HawserPosix", "HawserTestServer", "CHawser"],
+            dependencies: ["HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "CHawser"],
             swiftSettings: strict
         ),
     ]

@@ -11,6 +11,8 @@
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
 //   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
+//   psl-bench         `psl-bench [ROUNDS] [ITERATIONS]`: ns per public-suffix lookup, PublicSuffixes
+//                     vs libpsl (dlopen), interleaved; `psl-bench --check FILE|-` compares the two
 //   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)
 //   peer-urlsession   the same load through Foundation's URLSession (FoundationNetworking, libcurl)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
@@ -27,6 +29,7 @@ let package = Package(
         .executable(name: "hawser-load", targets: ["HawserLoad"]),
         .executable(name: "decode-bench", targets: ["DecodeBench"]),
         .executable(name: "hawser-manager-load", targets: ["HawserManagerLoad"]),
+        .executable(name: "psl-bench", targets: ["PSLBench"]),
         .executable(name: "peer-ahc", targets: ["PeerAHC"]),
         .executable(name: "peer-urlsession", targets: ["PeerURLSession"]),
     ],
@@ -62,6 +65,12 @@ let package = Package(
             name: "DecodeBench",
             dependencies: [.product(name: "HawserCore", package: "Hawser")],
             path: "Sources/DecodeBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PSLBench",
+            dependencies: [.product(name: "HawserCore", package: "Hawser")],
+            path: "Sources/PSLBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

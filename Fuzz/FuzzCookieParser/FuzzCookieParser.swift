@@ -9,7 +9,9 @@
 //   path starting with '/', expires no later than 400 days from now, is not Secure from an
 //   insecure origin, and is sent back to a URL on its own path when not expired;
 // - every stored cookie survives a Netscape file round trip unchanged, and parsing a
-//   file, writing it and parsing it again gives the same cookies.
+//   file, writing it and parsing it again gives the same cookies;
+// - the input as a host name: its public suffix, if any, ends it at a label boundary, and
+//   agrees with isPublicSuffix and registrableDomain.
 
 import FoundationEssentials
 import FuzzSupport
@@ -66,11 +68,31 @@ func checkNetscape(_ text: String) {
     precondition(first.map(fileKey) == second.map(fileKey), "render/parse is not stable:\n\(first.map(fileKey))\n\(second.map(fileKey))")
 }
 
+/// The public-suffix lookup on any bytes: no suffix (not a domain name), or a suffix of the
+/// name that starts at a label; the name is a public suffix exactly when it is its own; the
+/// registrable domain is the suffix and one more label.
+func checkPublicSuffix(_ name: String) {
+    let n = Array(name.utf8)
+    guard let suffix = PublicSuffixes.publicSuffix(of: name) else { return }
+    let s = Array(suffix.utf8)
+    precondition(!s.isEmpty && s.count <= n.count && n.reversed().starts(with: s.reversed())
+                 && (s.count == n.count || n[n.count - s.count - 1] == UInt8(ascii: ".")), "suffix \(suffix) of \(name)")
+    precondition(PublicSuffixes.isPublicSuffix(name) == (s.count == n.count), "isPublicSuffix(\(name))")
+    if let registrable = PublicSuffixes.registrableDomain(of: name) {
+        let r = Array(registrable.utf8)
+        precondition(r.count > s.count + 1 && r.reversed().starts(with: s.reversed()) && r[r.count - s.count - 1] == UInt8(ascii: ".")
+                     && !r[..<(r.count - s.count - 1)].contains(UInt8(ascii: ".")), "registrable \(registrable) of \(name)")
+    } else {
+        precondition(s.count == n.count, "no registrable domain for \(name), suffix \(suffix)")
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCookieParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
+    checkPublicSuffix(text)
     if bytes[0] & 1 == 0 {
         checkSetCookie(text, seed: fnv1a(bytes))
     } else {

@@ -219,6 +219,47 @@ struct CookieTests {
         #expect(!PublicSuffixes.isPublicSuffix("127.0.0.1"))
     }
 
+    @Test("RFC 6265 §5.3 step 5: a Domain that is a public suffix is refused, by every kind of rule", arguments: [
+        ("a=1; Domain=nom.es", "http://a.nom.es/", "nom.es"),                    // multi-label, under es
+        ("a=1; Domain=.NOM.ES", "http://b.a.nom.es/", "nom.es"),
+        ("a=1; Domain=foo.ck", "http://a.foo.ck/", "foo.ck"),                    // *.ck
+        ("a=1; Domain=x.kawasaki.jp", "http://a.x.kawasaki.jp/", "x.kawasaki.jp"), // *.kawasaki.jp
+        ("a=1; Domain=kawasaki.jp", "http://www.city.kawasaki.jp/", "kawasaki.jp"), // ... and its parent
+        ("a=1; Domain=ck", "http://www.ck/", "ck"),                              // !www.ck: its parent
+        ("a=1; Domain=blogspot.com", "http://alice.blogspot.com/", "blogspot.com"), // PRIVATE
+        ("a=1; Domain=us-east-1.compute.amazonaws.com", "http://ec2-1-2-3-4.us-east-1.compute.amazonaws.com/",
+         "us-east-1.compute.amazonaws.com"),                                     // PRIVATE wildcard
+        ("a=1; Domain=zzzunlisted", "http://www.example.zzzunlisted/", "zzzunlisted"), // implicit "*"
+        ("a=1; Domain=公司.cn", "http://食狮.公司.cn/", "公司.cn"),                 // IDN, Unicode
+        ("a=1; Domain=xn--55qx5d.cn", "http://xn--85x722f.xn--55qx5d.cn/", "xn--55qx5d.cn"), // IDN, A-labels
+    ])
+    func publicSuffixEveryRuleKind(_ header: String, _ from: String, _ suffix: String) {
+        #expect(make(header, from) == .failure(.publicSuffix(suffix)))
+    }
+
+    @Test("RFC 6265 §5.3 step 5: a site under nom.es cannot set a cookie for every site under it")
+    func publicSuffixNomEs() throws {
+        let jar = CookieJar()
+        #expect(jar.setCookie(fromSetCookie: "id=evil; Domain=nom.es", for: url("http://a.nom.es/"), now: now)
+            == .failure(.publicSuffix("nom.es")))
+        // Its own registrable domain is fine, and reaches only its own subdomains.
+        let own = try jar.setCookie(fromSetCookie: "id=own; Domain=a.nom.es", for: url("http://www.a.nom.es/"), now: now).get()
+        #expect(own.domain == "a.nom.es" && !own.isHostOnly)
+        #expect(jar.cookieHeaderValue(for: url("http://b.nom.es/"), now: now) == nil)
+        #expect(jar.cookieHeaderValue(for: url("http://x.a.nom.es/"), now: now) == "id=own")
+        // The suffix itself may set a cookie on itself: host-only, so never sent below it.
+        let itself = try jar.setCookie(fromSetCookie: "s=1; Domain=nom.es", for: url("http://nom.es/"), now: now).get()
+        #expect(itself.isHostOnly && itself.domain == "nom.es")
+        #expect(jar.cookieHeaderValue(for: url("http://nom.es/"), now: now) == "s=1")
+        #expect(jar.cookieHeaderValue(for: url("http://b.nom.es/"), now: now) == nil)
+        // An exception rule's name is registrable: www.ck may share cookies with its subdomains.
+        #expect(try make("a=1; Domain=www.ck", "http://a.www.ck/").get().isHostOnly == false)
+        // A cookie file's domain line for a public suffix is skipped, as curl skips it.
+        let loaded = CookieJar()
+        loaded.load(netscapeText: ".nom.es\tTRUE\t/\tFALSE\t0\tn\tv\n.a.nom.es\tTRUE\t/\tFALSE\t0\tm\tw\n", now: now)
+        #expect(loaded.allCookies.map(\.domain) == ["a.nom.es"])
+    }
+
     @Test("Secure: only from a secure origin, only sent to one")
     func secure() throws {
         #expect(make("s=1; Secure", "http://example.com/") == .failure(.secureFromInsecureOrigin))
