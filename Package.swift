@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "HawserFoundation", dependencies: ["Hawser", "HawserCore"], swiftSettings: strict),
 
         // MARK: - Test server, tool (never used by the library)
-        .target(name: "HawserTestServer", dependencies: ["HawserCore", "CHawser"], swiftSettings: strict),
+        .target(name: "HawserTestServer", dependencies: ["HawserCore", "HawserPosix", "CHawser"], swiftSettings: strict),
         .executableTarget(
             name: "HawserTool",
             dependencies: ["Hawser", "HawserCore", "HawserTestServer"],

@@ -50,6 +50,10 @@ public struct TaskMetrics: Sendable, Hashable {
     public var redirectCount = 0
     /// The peer's address.
     public var remoteAddress: SocketAddress?
+    /// For a new connection: every connect attempt, in the order they started (Happy Eyeballs
+    /// races the addresses of a name); empty on a reused connection. The one that won has the
+    /// outcome ``ConnectAttempt/Outcome/won`` and is ``remoteAddress``.
+    public var connectAttempts: [ConnectAttempt] = []
     /// Bytes of request head and body written to the socket.
     public var bytesSent: Int64 = 0
     /// Bytes of response (head and body, on the wire) read from the socket.
@@ -66,4 +70,35 @@ public struct TaskMetrics: Sendable, Hashable {
 
     /// The current monotonic time in nanoseconds, the clock these metrics use.
     public static func now() -> UInt64 { Posix.monotonicNanoseconds() }
+}
+
+/// One connect attempt of a new connection: to which address, when it started and ended (the
+/// loop's clock, nanoseconds), and how it ended.
+public struct ConnectAttempt: Sendable, Hashable {
+    /// How an attempt ended.
+    public enum Outcome: Sendable, Hashable {
+        /// It connected first: the connection uses it.
+        case won
+        /// The connect failed; the reason as the system gave it.
+        case failed(String)
+        /// Another attempt won, or the connect timed out, while it was still connecting.
+        case abandoned
+    }
+
+    /// Where the attempt connected to.
+    public var address: SocketAddress
+    /// When the attempt started.
+    public var start: UInt64
+    /// When it ended; nil while it runs.
+    public var end: UInt64?
+    /// How it ended; nil while it runs.
+    public var outcome: Outcome?
+
+    /// An attempt record.
+    public init(address: SocketAddress, start: UInt64, end: UInt64? = nil, outcome: Outcome? = nil) {
+        self.address = address
+        self.start = start
+        self.end = end
+        self.outcome = outcome
+    }
 }

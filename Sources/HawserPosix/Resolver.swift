@@ -16,6 +16,12 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     /// or "no addresses" when it answered with none.
     public var message: String
     public var description: String { "cannot resolve '\(self.host)': \(self.message)" }
+
+    /// The error for `host`, with the resolver's `message`.
+    public init(host: String, message: String) {
+        self.host = host
+        self.message = message
+    }
 }
 
 /// Resolves host names with getaddrinfo on a bounded pool of threads.

@@ -3,12 +3,24 @@
 import Glibc
 #endif
 
-/// An IPv4 or IPv6 socket address.
+/// An IPv4, IPv6 or Unix-domain socket address.
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     @usableFromInline
     package enum Storage: Sendable, Hashable {
         case v4(host: UInt32, port: UInt16)          // both in network byte order
         case v6(host: [UInt8], port: UInt16, scope: UInt32)
+        case unix(path: [UInt8])
+    }
+
+    /// The longest Unix-domain socket path (`sun_path` without its terminating NUL).
+    public static let maximumUnixPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// A Unix-domain socket address. Returns nil for an empty path, a path with a NUL byte, or
+    /// one longer than ``maximumUnixPathLength`` bytes.
+    public init?(unixPath path: String) {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count <= Self.maximumUnixPathLength, !bytes.contains(0) else { return nil }
+        self.storage = .unix(path: bytes)
     }
 
     @usableFromInline
@@ -35,7 +47,12 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     init(storage: sockaddr_storage) {
         var s = storage
-        if Int32(s.ss_family) == AF_INET6 {
+        if Int32(s.ss_family) == AF_UNIX {
+            let sun = withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { $0.pointee } }
+            var path = sun.sun_path
+            let bytes = withUnsafeBytes(of: &path) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            self.storage = .unix(path: bytes)
+        } else if Int32(s.ss_family) == AF_INET6 {
             let sin6 = withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
             var addr = sin6.sin6_addr
             let bytes = withUnsafeBytes(of: &addr) { Array($0) }
@@ -54,26 +71,36 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         self.init(storage: storage)
     }
 
-    /// The port, in host byte order.
+    /// The port, in host byte order (0 for a Unix-domain address).
     public var port: Int {
         switch self.storage {
         case .v4(_, let p): return Int(UInt16(bigEndian: p))
         case .v6(_, let p, _): return Int(UInt16(bigEndian: p))
+        case .unix: return 0
         }
     }
 
-    /// AF_INET or AF_INET6.
+    /// AF_INET, AF_INET6 or AF_UNIX.
     public var family: Int32 {
         switch self.storage {
         case .v4: return AF_INET
         case .v6: return AF_INET6
+        case .unix: return AF_UNIX
         }
     }
 
-    /// The address as text, without the port.
+    /// The path of a Unix-domain address; nil for IP addresses.
+    public var unixPath: String? {
+        if case .unix(let path) = self.storage { return String(decoding: path, as: UTF8.self) }
+        return nil
+    }
+
+    /// The address as text, without the port (a Unix-domain address: its path).
     public var ipAddress: String {
         var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch self.storage {
+        case .unix(let path):
+            return String(decoding: path, as: UTF8.self)
         case .v4(let h, _):
             var a = in_addr(s_addr: h)
             inet_ntop(AF_INET, &a, &buf, socklen_t(buf.count))
@@ -90,6 +117,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         switch self.storage {
         case .v4: return "\(self.ipAddress):\(self.port)"
         case .v6: return "[\(self.ipAddress)]:\(self.port)"
+        case .unix(let path): return "unix:" + String(decoding: path, as: UTF8.self)
         }
     }
 
@@ -112,6 +140,14 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             withUnsafeMutableBytes(of: &sin6.sin6_addr) { $0.copyBytes(from: h) }
             return withUnsafePointer(to: &sin6) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        case .unix(let path):
+            var sun = sockaddr_un()
+            sun.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &sun.sun_path) { dst in dst.copyBytes(from: path.prefix(dst.count - 1)) }
+            let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + path.count + 1
+            return withUnsafePointer(to: &sun) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }
             }
         }
     }

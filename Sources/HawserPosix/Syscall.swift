@@ -84,6 +84,17 @@ package enum Posix {
         _ = Glibc.close(fd)
     }
 
+    /// Sets SO_LINGER to 0, so that closing the socket resets the connection (RST) instead of
+    /// draining unsent bytes.
+    package static func setLingerZero(_ fd: Int32) {
+        _ = CHawser_set_linger_zero(fd)
+    }
+
+    /// Removes a file (a Unix-domain socket's path). Errors are ignored: the path may be gone.
+    package static func unlink(_ path: String) {
+        _ = Glibc.unlink(path)
+    }
+
     @inline(never)
     package static func socket(family: Int32) throws(IOError) -> Int32 {
         let fd = CHawser_socket_stream(family)
@@ -122,18 +133,18 @@ package enum Posix {
     }
 
     @inline(never)
-    static func bind(_ fd: Int32, _ address: SocketAddress) throws(IOError) {
+    package static func bind(_ fd: Int32, _ address: SocketAddress) throws(IOError) {
         let rc = address.withSockAddr { Glibc.bind(fd, $0, $1) }
         if rc != 0 { throw IOError(errnoCode: CHawser_errno(), function: "bind") }
     }
 
     @inline(never)
-    static func listen(_ fd: Int32, backlog: Int32) throws(IOError) {
+    package static func listen(_ fd: Int32, backlog: Int32) throws(IOError) {
         if Glibc.listen(fd, backlog) != 0 { throw IOError(errnoCode: CHawser_errno(), function: "listen") }
     }
 
     @inline(never)
-    static func accept(_ fd: Int32) throws(IOError) -> IOResult<Int32> {
+    package static func accept(_ fd: Int32) throws(IOError) -> IOResult<Int32> {
         while true {
             let rc = CHawser_accept4(fd, nil, nil)
             if rc >= 0 { return .processed(rc) }
@@ -145,7 +156,7 @@ package enum Posix {
     }
 
     @inline(never)
-    static func localAddress(_ fd: Int32) throws(IOError) -> SocketAddress {
+    package static func localAddress(_ fd: Int32) throws(IOError) -> SocketAddress {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
@@ -156,7 +167,7 @@ package enum Posix {
     }
 
     @inline(never)
-    static func shutdownWrite(_ fd: Int32) {
+    package static func shutdownWrite(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 }

@@ -304,6 +304,8 @@ public struct SOCKS5Handshake: Sendable {
             case .v6(let host, _, _):
                 out.append(0x04)
                 out += host
+            case .unix:
+                preconditionFailure("a SOCKS5 destination is never a Unix-domain address")
             }
         }
         out += [UInt8(self.port >> 8), UInt8(self.port & 0xFF)]

@@ -619,6 +619,8 @@ final class RouteMonitorCore: @unchecked Sendable {
             return (UInt8(AF_INET), withUnsafeBytes(of: host) { Array($0) })
         case .v6(let host, _, _):
             return (UInt8(AF_INET6), host)
+        case .unix:
+            preconditionFailure("a route target is never a Unix-domain address")
         }
     }
 

@@ -1,5 +1,5 @@
-import CHawser
 import HawserCore
+import HawserPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -66,12 +66,12 @@ final class ServerConnection: EventLoopIOHandler {
     /// One read from the socket or the TLS session: bytes, 0 at EOF, -1 for "try later", -2 for an error.
     private func readSome(_ chunk: inout [UInt8]) -> Int {
         guard let tls = self.tls else {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                let e = CHawser_errno()
-                return e == EAGAIN || e == EINTR ? -1 : -2
+            let r = chunk.withUnsafeMutableBytes { raw in Result { () throws(IOError) in try Posix.read(self.fd, raw) } }
+            switch r {
+            case .success(.processed(let n)): return n
+            case .success(.wouldBlock): return -1
+            case .failure: return -2
             }
-            return n
         }
         switch chunk.withUnsafeMutableBytes({ tls.read(into: $0) }) {
         case .bytes(let n): return n
@@ -181,7 +181,7 @@ final class ServerConnection: EventLoopIOHandler {
         case ("delay", 2):
             let ms = UInt64(parts[1]) ?? 0
             self.busy = true
-            let me = UnsafeTransfer2(self)
+            let me = UnsafeTransfer(self)
             self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
                 me.value.busy = false
                 me.value.send(status: 200, body: Array("delayed \(ms) ms".utf8), head: isHead)
@@ -223,7 +223,7 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: 302, body: [], extra: [("Location", "/redirect-loop")], head: isHead)
         case ("gzip", 1):
             let json = Array(#"{"gzipped":true,"text":"Hello, World! Hello, World! Hello, World!"}"#.utf8)
-            self.send(status: 200, body: Gzip.compress(json), extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], head: isHead)
+            self.send(status: 200, body: ((try? GzipEncoder.compress(json)) ?? []), extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], head: isHead)
         case ("close-delimited", 2):
             let n = Int(parts[1]) ?? 0
             self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8))
@@ -286,7 +286,7 @@ final class ServerConnection: EventLoopIOHandler {
             self.closeAfterWrite = true
             self.flush()
         case "reset":
-            _ = CHawser_set_linger_zero(self.fd)
+            Posix.setLingerZero(self.fd)
             self.close()
         case "trickle":
             let message = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".utf8)
@@ -320,7 +320,7 @@ final class ServerConnection: EventLoopIOHandler {
         }
         self.outbox.append(message[i])
         self.flush()
-        let me = UnsafeTransfer2(self)
+        let me = UnsafeTransfer(self)
         self.timers.append(self.loop.schedule(in: 1_000_000) { me.value.trickle(message, from: i + 1) })
     }
 
@@ -395,12 +395,14 @@ final class ServerConnection: EventLoopIOHandler {
             case .closed, .failed: return -2
             }
         }
-        let n = self.outbox.withUnsafeBytes { CHawser_send(self.fd, $0.baseAddress! + self.outOffset, $0.count - self.outOffset) }
-        if n < 0 {
-            let e = CHawser_errno()
-            return e == EAGAIN || e == EINTR ? -1 : -2
+        let r = self.outbox.withUnsafeBytes { raw in
+            Result { () throws(IOError) in try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[self.outOffset...])) }
         }
-        return n
+        switch r {
+        case .success(.processed(let n)): return n
+        case .success(.wouldBlock): return -1
+        case .failure: return -2
+        }
     }
 
     private func flush() {
@@ -458,7 +460,7 @@ final class ServerConnection: EventLoopIOHandler {
         self.timers.removeAll()
         self.loop.deregister(fd: self.fd)
         if !self.truncateTLS { self.tls?.shutdown() }
-        Glibc.close(self.fd)
+        Posix.close(self.fd)
         self.listener.remove(self)
     }
 
@@ -565,27 +567,5 @@ final class ServerConnection: EventLoopIOHandler {
         case 500: return "Internal Server Error"
         default: return "Status \(status)"
         }
-    }
-}
-
-/// gzip through zlib (for the `/gzip` route).
-enum Gzip {
-    static func compress(_ input: [UInt8]) -> [UInt8] {
-        var stream = z_stream()
-        guard CHawser_deflateInit2(&stream, Z_DEFAULT_COMPRESSION, 15 + 16) == Z_OK else { return [] }
-        defer { deflateEnd(&stream) }
-        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
-        var input = input
-        let produced: Int = input.withUnsafeMutableBufferPointer { inp in
-            output.withUnsafeMutableBufferPointer { out in
-                stream.next_in = inp.baseAddress
-                stream.avail_in = uInt(inp.count)
-                stream.next_out = out.baseAddress
-                stream.avail_out = uInt(out.count)
-                _ = deflate(&stream, Z_FINISH)
-                return out.count - Int(stream.avail_out)
-            }
-        }
-        return Array(output[0..<produced])
     }
 }

@@ -1,7 +1,7 @@
 // A small HTTP/1.1 server on Hawser's own event loop, for tests, the demo and benchmarks.
 // Never used by the library. Routes are documented on `TestServer`.
-import CHawser
 import HawserCore
+import HawserPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -70,16 +70,34 @@ public final class TestServer: @unchecked Sendable {
         }
     }
 
-    /// The port the server listens on (127.0.0.1 or ::1).
+    /// The port the server listens on (127.0.0.1 or ::1); 0 on a Unix-domain socket.
     public let port: Int
-    /// The host the server listens on.
+    /// The host the server listens on (for a Unix-domain socket: `localhost`, the name its URLs use).
     public let host: String
+    /// The Unix-domain socket the server listens on, if it was made with one.
+    public let unixSocketPath: String?
     let loop: EventLoop
     private let ownsLoop: Bool
     private let listener: Listener
 
     /// Starts a server on `host`, on a free port unless `port` is given.
-    public init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil, tls: TLS? = nil) throws {
+    public convenience init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil, tls: TLS? = nil) throws {
+        guard let address = SocketAddress(ipAddress: host, port: port) else {
+            throw TestServerError("not an IP address: \(host)")
+        }
+        try self.init(address: address, host: host, loop: loop, tls: tls)
+    }
+
+    /// Starts a server on the Unix-domain socket `path` (which must not exist yet; it is removed
+    /// at shutdown). Its ``baseURL`` is an `http+unix` (or `https+unix`) URL.
+    public convenience init(unixSocketPath path: String, loop: EventLoop? = nil, tls: TLS? = nil) throws {
+        guard let address = SocketAddress(unixPath: path) else {
+            throw TestServerError("not a usable Unix-domain socket path: \(path)")
+        }
+        try self.init(address: address, host: "localhost", loop: loop, tls: tls)
+    }
+
+    private init(address: SocketAddress, host: String, loop: EventLoop?, tls: TLS?) throws {
         let context = try tls.map {
             try TLSContext(serverCertificateChainPath: $0.certificateChainPath, privateKeyPath: $0.privateKeyPath,
                            minimum: $0.minimumVersion, maximum: $0.maximumVersion, clientCAPath: $0.clientCAPath)
@@ -88,9 +106,10 @@ public final class TestServer: @unchecked Sendable {
         self.ownsLoop = loop == nil
         self.loop = l
         self.host = host
+        self.unixSocketPath = address.unixPath
         self.isTLS = tls != nil
-        let listener = try l.submitAndWait { () throws -> UnsafeTransfer2<Listener> in
-            UnsafeTransfer2(try Listener(host: host, port: port, loop: l, tls: context))
+        let listener = try l.submitAndWait { () throws -> UnsafeTransfer<Listener> in
+            UnsafeTransfer(try Listener(address: address, loop: l, tls: context))
         }.value
         self.listener = listener
         self.port = listener.port
@@ -99,54 +118,59 @@ public final class TestServer: @unchecked Sendable {
     /// Whether the server speaks https.
     public let isTLS: Bool
 
-    /// `http://host:port` or `https://host:port` (with brackets for IPv6).
+    /// `http://host:port` or `https://host:port` (with brackets for IPv6); on a Unix-domain
+    /// socket `http+unix://` (or `https+unix://`) and the percent-encoded path.
     public var baseURL: String {
         let scheme = self.isTLS ? "https" : "http"
+        if let path = self.unixSocketPath {
+            let encoded = path.utf8.map { b -> String in
+                let c = Character(Unicode.Scalar(b))
+                return (c.isLetter || c.isNumber) && b < 0x80 || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
+                    ? String(c) : "%" + String(b, radix: 16, uppercase: true).leftPadded(to: 2)
+            }.joined()
+            return "\(scheme)+unix://\(encoded)"
+        }
         return self.host.contains(":") ? "\(scheme)://[\(self.host)]:\(self.port)" : "\(scheme)://\(self.host):\(self.port)"
     }
 
     /// 200s and 304s the `/cacheable` route has answered.
     public var cacheableCounts: (produced: Int, notModified: Int) {
-        let l = UnsafeTransfer2(self.listener)
+        let l = UnsafeTransfer(self.listener)
         return (try? self.loop.submitAndWait { (l.value.produced, l.value.notModified) }) ?? (0, 0)
     }
 
     /// TLS handshakes that failed so far (https only).
     public var handshakeFailures: Int {
-        let l = UnsafeTransfer2(self.listener)
+        let l = UnsafeTransfer(self.listener)
         return (try? self.loop.submitAndWait { l.value.handshakeFailures }) ?? 0
     }
 
     /// Connections accepted so far.
     public var acceptedConnections: Int {
-        let l = UnsafeTransfer2(self.listener)
+        let l = UnsafeTransfer(self.listener)
         return (try? self.loop.submitAndWait { l.value.accepted }) ?? 0
     }
 
     /// Bytes the `/stream` routes have handed to their sockets so far (a client that stops reading
     /// holds this back once the socket buffers are full).
     public var streamedBytes: Int {
-        let l = UnsafeTransfer2(self.listener)
+        let l = UnsafeTransfer(self.listener)
         return (try? self.loop.submitAndWait { l.value.streamed }) ?? 0
     }
 
     /// Closes the listener and every connection; stops the loop if the server created it.
     public func shutdown() {
-        let l = UnsafeTransfer2(self.listener)
+        let l = UnsafeTransfer(self.listener)
         _ = try? self.loop.submitAndWait { l.value.close() }
         if self.ownsLoop { self.loop.shutdown() }
     }
-}
-
-struct UnsafeTransfer2<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 final class Listener: EventLoopIOHandler {
     let fd: Int32
     let port: Int
     let loop: EventLoop
+    let unixPath: String?
     var accepted = 0
     var handshakeFailures = 0
     var produced = 0
@@ -156,37 +180,36 @@ final class Listener: EventLoopIOHandler {
     private var closed = false
     private let tls: TLSContext?
 
-    init(host: String, port: Int, loop: EventLoop, tls: TLSContext?) throws {
+    init(address: SocketAddress, loop: EventLoop, tls: TLSContext?) throws {
         self.tls = tls
-        guard let address = SocketAddress(ipAddress: host, port: port) else {
-            throw TestServerError("not an IP address: \(host)")
-        }
-        let fd = CHawser_socket_stream(address.family)
-        if fd < 0 { throw TestServerError("socket: errno \(CHawser_errno())") }
-        _ = CHawser_set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        let fd = try Posix.socket(family: address.family)
         do {
-            try ServerSocket.bindAndListen(fd: fd, address: address)
+            if address.family != AF_UNIX {
+                try Posix.setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, value: 1)
+            }
+            try Posix.bind(fd, address)
+            try Posix.listen(fd, backlog: 1024)
+            self.port = try Posix.localAddress(fd).port
         } catch {
-            Glibc.close(fd)
-            throw error
+            Posix.close(fd)
+            throw TestServerError("cannot listen on \(address): \(error)")
         }
         self.fd = fd
-        self.port = try ServerSocket.localPort(fd)
+        self.unixPath = address.unixPath
         self.loop = loop
         try loop.register(fd: fd, handler: self, readable: true, writable: false)
     }
 
     func ioReadable() {
         while !self.closed {
-            let c = CHawser_accept4(self.fd, nil, nil)
-            if c < 0 { return }
+            guard case .processed(let c)? = try? Posix.accept(self.fd) else { return }
             self.accepted += 1
-            _ = CHawser_set_int_option(c, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            if self.unixPath == nil { try? Posix.setOption(c, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1) }
             let stream: TLSStream?
             do {
                 stream = try self.tls.map { try TLSStream(server: $0, fd: c) }
             } catch {
-                Glibc.close(c)
+                Posix.close(c)
                 continue
             }
             let conn = ServerConnection(fd: c, listener: self, tls: stream)
@@ -194,7 +217,7 @@ final class Listener: EventLoopIOHandler {
                 try self.loop.register(fd: c, handler: conn, readable: true, writable: false)
                 self.connections[ObjectIdentifier(conn)] = conn
             } catch {
-                Glibc.close(c)
+                Posix.close(c)
             }
         }
     }
@@ -209,7 +232,8 @@ final class Listener: EventLoopIOHandler {
         guard !self.closed else { return }
         self.closed = true
         self.loop.deregister(fd: self.fd)
-        Glibc.close(self.fd)
+        Posix.close(self.fd)
+        if let path = self.unixPath { Posix.unlink(path) }
         for c in Array(self.connections.values) { c.close() }
     }
 }
@@ -219,25 +243,8 @@ struct TestServerError: Error, CustomStringConvertible {
     init(_ d: String) { self.description = d }
 }
 
-enum ServerSocket {
-    static func bindAndListen(fd: Int32, address: SocketAddress) throws {
-        let rc = address.withSockAddr { bind(fd, $0, $1) }
-        if rc != 0 { throw TestServerError("bind \(address): errno \(CHawser_errno())") }
-        if listen(fd, 1024) != 0 { throw TestServerError("listen: errno \(CHawser_errno())") }
-    }
-
-    static func localPort(_ fd: Int32) throws -> Int {
-        var storage = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        if rc != 0 { throw TestServerError("getsockname: errno \(CHawser_errno())") }
-        return withUnsafePointer(to: &storage) { p -> Int in
-            if Int32(p.pointee.ss_family) == AF_INET6 {
-                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
-            }
-            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
-        }
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - self.count)) + self
     }
 }

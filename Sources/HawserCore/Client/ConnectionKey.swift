@@ -17,9 +17,13 @@ public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     /// The proxy connections to this origin go through, if any (they are pooled apart).
     public var proxy: ProxyTarget? = nil
+    /// For `http+unix` and `https+unix` URLs: the Unix-domain socket the connection goes to.
+    /// ``host`` is then `localhost`, the name the Host field and TLS checks use.
+    public var unixSocketPath: String? = nil
 
     public var description: String {
-        "\(self.scheme)://\(self.host):\(self.port)" + (self.proxy.map { " via \($0.server)" } ?? "")
+        if let path = self.unixSocketPath { return "\(self.scheme)+unix://\(path)" }
+        return "\(self.scheme)://\(self.host):\(self.port)" + (self.proxy.map { " via \($0.server)" } ?? "")
     }
 }
 
@@ -29,7 +33,12 @@ extension HTTPClientRequest {
         guard let scheme = self.url.scheme?.lowercased() else {
             throw HawserError(.invalidRequest, "URL has no scheme", url: self.url)
         }
-        guard scheme == "http" || scheme == "https" else {
+        switch scheme {
+        case "http", "https":
+            break
+        case "http+unix", "https+unix":
+            return try self.unixWireInfo(scheme: String(scheme.dropLast(5)))
+        default:
             throw HawserError(.invalidRequest, "unsupported URL scheme '\(scheme)'", url: self.url)
         }
         guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
@@ -49,5 +58,26 @@ extension HTTPClientRequest {
         // Most hosts are lower-case ASCII already; only the others pay for lowercased().
         let needsLowering = host.utf8.contains { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }
         return (ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target, hostHeader)
+    }
+}
+
+extension HTTPClientRequest {
+    /// `http+unix://%2Fvar%2Frun%2Fapp.sock/path` (AsyncHTTPClient's spelling): the socket path,
+    /// percent-encoded, is the authority. The Host field says `localhost`, as curl's
+    /// `--unix-socket` does for a local name.
+    private func unixWireInfo(scheme: String) throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
+        guard let path = self.url.host(percentEncoded: false), !path.isEmpty else {
+            throw HawserError(.invalidRequest, "a \(scheme)+unix URL names the socket path, percent-encoded, as its host", url: self.url)
+        }
+        guard SocketAddress(unixPath: path) != nil else {
+            throw HawserError(.invalidRequest,
+                "'\(path)' cannot be a Unix-domain socket path (empty, a NUL byte, or longer than \(SocketAddress.maximumUnixPathLength) bytes)",
+                url: self.url)
+        }
+        var target = self.url.path(percentEncoded: true)
+        if target.isEmpty { target = "/" }
+        if let q = self.url.query(percentEncoded: true) { target += "?" + q }
+        let key = ConnectionKey(scheme: scheme, host: "localhost", port: scheme == "https" ? 443 : 80, unixSocketPath: path)
+        return (key, target, "localhost")
     }
 }

@@ -155,7 +155,7 @@ final class ConnectionPool: @unchecked Sendable {
             origin.total += 1
             origin.connecting += 1
             let connector = Connector(key: key, loop: self.loop, timeoutSeconds: self.configuration.connectTimeout,
-                                      tlsContext: context,
+                                      dnsOverride: self.configuration.dnsOverride, tlsContext: context,
                                       trustHook: context == nil ? nil : { [unowned(unsafe) self] connector, chain, decide in
                                           self.evaluateTrust(connector.key, chain, decide)
                                       }) {
@@ -321,7 +321,7 @@ final class ConnectionPool: @unchecked Sendable {
         let error = HawserError(.sessionShutDown, "the session was shut down")
         for t in Array(self.tasks.values) { t.fail(error) }
         for c in Array(self.connections.values) { c.close() }
-        for k in Array(self.connectors.values) { k.finish(.failure(error)) }
+        for k in Array(self.connectors.values) { k.abort(error) }
         self.connectors.removeAll()
     }
 }

@@ -1,18 +1,14 @@
-// Opens one connection for the pool: resolve (off-loop unless the host is a literal), try
-// each address in turn with a non-blocking connect, then for https run the TLS handshake and
-// have the server's chain evaluated — all under one connect timeout. Loop-confined.
+// The IO shell around ConnectStateMachine: it resolves (off the loop), opens and races the
+// sockets, speaks to the proxy, runs the TLS handshake and hands the server's chain to the trust
+// hook — and asks the machine what to do after each of those. Loop-confined.
 import CHawser
 
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserAuth
 import HawserBase
-import HawserCache
-import HawserHTTP1
 import HawserPosix
 import HawserProxy
-import HawserReachability
 import HawserTLS
 
 final class Connector: EventLoopIOHandler {
@@ -20,9 +16,25 @@ final class Connector: EventLoopIOHandler {
     struct Established {
         var fd: Int32
         var address: SocketAddress
-        var timings: HTTP1Connection.ConnectTimings
+        var timings: ConnectTimings
         var tls: TLSStream?
     }
+
+    /// When each phase of opening the connection began and ended (the loop's clock), for the
+    /// first task's metrics.
+    struct ConnectTimings {
+        var domainLookupStart: UInt64?
+        var domainLookupEnd: UInt64?
+        var connectStart: UInt64?
+        var connectEnd: UInt64?
+        var secureConnectionStart: UInt64?
+        var secureConnectionEnd: UInt64?
+        var tlsResumed: Bool?
+        var tlsProtocol: String?
+        var tlsCipherSuite: String?
+        var attempts: [ConnectAttempt] = []
+    }
+
     typealias Completion = (Connector, Result<Established, HawserError>) -> Void
     /// Decides whether the server's chain (leaf first, or why a certificate in it is unusable)
     /// is trusted for `key.host`; calls `decide` exactly once, with nil to accept or the error
@@ -30,7 +42,21 @@ final class Connector: EventLoopIOHandler {
     typealias TrustHook = (_ connector: Connector, _ chain: Result<[Certificate], CertificateError>,
                            _ decide: @escaping (HawserError?) -> Void) -> Void
 
-    private enum Phase { case connecting, proxyHandshake, handshaking, evaluating }
+    /// One racing connect: its socket, registered for writability until it connects or fails.
+    private final class AttemptSocket: EventLoopIOHandler {
+        let id: Int
+        let fd: Int32
+        unowned(unsafe) let connector: Connector
+
+        init(id: Int, fd: Int32, connector: Connector) {
+            self.id = id
+            self.fd = fd
+            self.connector = connector
+        }
+
+        func ioWritable() { self.connector.attemptReady(self) }
+        func ioReadable() { self.connector.attemptReady(self) }
+    }
 
     /// The exchange with a proxy before the origin's bytes flow (CONNECT or SOCKS5).
     private enum ProxyExchange {
@@ -41,169 +67,294 @@ final class Connector: EventLoopIOHandler {
     let key: ConnectionKey
     private let loop: EventLoop
     private let timeoutSeconds: Double
+    /// The configuration's DNS override (host → IP addresses).
+    private let dnsOverride: [String: [String]]
     private var completion: Completion?
     private let tlsContext: TLSContext?
     private let trustHook: TrustHook?
-    private var tls: TLSStream?
-    private var phase = Phase.connecting
-    private var handshakeInterest: (read: Bool, write: Bool) = (false, false)
-    private var addresses: [SocketAddress] = []
-    private var index = 0
+    private var machine: ConnectStateMachine
+
+    /// Racing sockets by attempt id.
+    private var sockets: [Int: AttemptSocket] = [:]
+    /// The winning socket once it left the race (proxy exchange, TLS, trust), and its attempt.
     private var fd: Int32 = -1
+    private var winner: (id: Int, address: SocketAddress)?
+    private var registered = false
     private var timer: Scheduled?
-    private var timings = HTTP1Connection.ConnectTimings()
-    private var errors: [String] = []
+    private var attemptTimer: Scheduled?
+    private var timings = ConnectTimings()
+    private var tls: TLSStream?
+    private var handshakeInterest: (read: Bool, write: Bool) = (false, false)
     private var proxyExchange: ProxyExchange?
     /// Bytes for the proxy not yet written.
     private var proxyOutbox: [UInt8] = []
+    /// Actions not yet run, and whether they are being run (events fed while running queue
+    /// their actions behind, so no action runs inside another).
+    private var pending: [ConnectStateMachine.Action] = []
+    private var running = false
 
-    /// Where the TCP connection goes: the proxy when there is one, else the origin.
+    /// Where the connection goes: the proxy when there is one, else the origin.
     private var dialHost: String { self.key.proxy?.server.host ?? self.key.host }
     private var dialPort: Int { self.key.proxy?.server.port ?? self.key.port }
 
-    init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, tlsContext: TLSContext? = nil,
+    init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, dnsOverride: [String: [String]] = [:],
+         attemptDelay: UInt64 = ConnectStateMachine.defaultAttemptDelay, tlsContext: TLSContext? = nil,
          trustHook: TrustHook? = nil, completion: @escaping Completion) {
         self.key = key
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
+        self.dnsOverride = dnsOverride
         self.tlsContext = tlsContext
         self.trustHook = trustHook
         self.completion = completion
+        let destination: String
+        if let proxy = key.proxy {
+            destination = "the proxy \(proxy.server)"
+        } else if let path = key.unixSocketPath {
+            destination = "the Unix-domain socket \(path)"
+        } else {
+            destination = "\(key.host):\(key.port)"
+        }
+        let steps = ConnectStateMachine.Steps(proxyExchange: key.proxy.map { $0.mode != .forward } ?? false, tls: tlsContext != nil)
+        self.machine = ConnectStateMachine(steps: steps, destination: destination, viaProxy: key.proxy != nil,
+                                           attemptDelay: attemptDelay)
     }
 
     func start() {
         self.timer = self.loop.scheduleInLoop(in: RequestTask.nanos(self.timeoutSeconds)) { [unowned(unsafe) self] in
             self.timer = nil
-            self.finish(.failure(HawserError(.connectTimeout, "connecting to \(self.key.host):\(self.key.port)\(self.key.proxy.map { " via \($0.server)" } ?? "") took longer than \(self.timeoutSeconds) s")))
+            let via = self.key.proxy.map { " via \($0.server)" } ?? ""
+            let tried = self.machine.attempts.map { "\($0.address)" }
+            let attempts = tried.isEmpty ? "" : " (tried \(tried.joined(separator: ", ")))"
+            let error = HawserError(.connectTimeout,
+                                    "connecting to \(self.key.host):\(self.key.port)\(via) took longer than \(self.timeoutSeconds) s\(attempts)")
+            self.feed(self.machine.abort(error, now: self.loop.now))
         }
-        if let literal = SocketAddress(ipAddress: self.dialHost, port: self.dialPort) {
-            self.addresses = [literal]
-            self.tryNext()
+        let known: [SocketAddress]?
+        do {
+            known = try self.knownAddresses()
+        } catch {
+            self.feed(self.machine.abort(error, now: self.loop.now))
             return
         }
-        self.timings.domainLookupStart = self.loop.now
-        let loop = self.loop
-        let box = UnsafeTransfer(self)
-        Resolver.shared.resolve(host: self.dialHost, port: self.dialPort) { result in
-            loop.execute { box.value.resolved(result) }
-        }
+        if known == nil { self.timings.domainLookupStart = self.loop.now }
+        self.feed(self.machine.start(addresses: known, now: self.loop.now))
     }
 
-    private func resolved(_ result: Result<[SocketAddress], ResolutionError>) {
-        guard self.completion != nil else { return }
-        self.timings.domainLookupEnd = self.loop.now
-        switch result {
-        case .success(let a):
-            self.addresses = a
-            self.tryNext()
-        case .failure(let e):
-            let what = self.key.proxy == nil ? "" : "the proxy: "
-            self.finish(.failure(HawserError(self.key.proxy == nil ? .cannotResolveHost : .proxyError, what + e.description, underlying: e)))
+    /// Addresses known without the resolver: a Unix-domain path, an IP literal, or the
+    /// configuration's DNS override for the name. nil: resolve.
+    private func knownAddresses() throws(HawserError) -> [SocketAddress]? {
+        if self.key.proxy == nil, let path = self.key.unixSocketPath {
+            guard let address = SocketAddress(unixPath: path) else {
+                throw HawserError(.invalidRequest, "'\(path)' cannot be a Unix-domain socket path")
+            }
+            return [address]
         }
+        if let literal = SocketAddress(ipAddress: self.dialHost, port: self.dialPort) { return [literal] }
+        return try self.overridden(self.dialHost, port: self.dialPort)
     }
 
-    private func tryNext() {
-        while self.index < self.addresses.count, self.completion != nil {
-            let address = self.addresses[self.index]
-            self.index += 1
-            if self.timings.connectStart == nil { self.timings.connectStart = self.loop.now }
-            do {
-                let fd = try Posix.socket(family: address.family)
-                self.fd = fd
-                try Posix.setOption(fd, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
-                switch try Posix.connect(fd, address) {
-                case .processed:
-                    self.connected(registered: false)
-                    return
-                case .wouldBlock:
-                    try self.loop.register(fd: fd, handler: self, readable: false, writable: true)
-                    return
+    /// The DNS override's addresses for `host`, nil when it has none.
+    private func overridden(_ host: String, port: Int) throws(HawserError) -> [SocketAddress]? {
+        guard let texts = self.dnsOverride[host] ?? self.dnsOverride[host.lowercased()] else { return nil }
+        var addresses: [SocketAddress] = []
+        for text in texts {
+            guard let address = SocketAddress(ipAddress: text, port: port) else {
+                throw HawserError(.invalidRequest, "dnsOverride maps \(host) to '\(text)', which is not an IP address")
+            }
+            addresses.append(address)
+        }
+        return addresses
+    }
+
+    /// Ends the attempt with `error` (the pool shutting down); closes every socket. Idempotent.
+    func abort(_ error: HawserError) {
+        self.feed(self.machine.abort(error, now: self.loop.now))
+    }
+
+    // MARK: - Running actions
+
+    private func feed(_ actions: [ConnectStateMachine.Action]) {
+        self.pending.append(contentsOf: actions)
+        guard !self.running else { return }
+        self.running = true
+        while !self.pending.isEmpty {
+            self.perform(self.pending.removeFirst())
+        }
+        self.running = false
+    }
+
+    private func perform(_ action: ConnectStateMachine.Action) {
+        switch action {
+        case .resolve:
+            let loop = self.loop
+            let box = UnsafeTransfer(self)
+            Resolver.shared.resolve(host: self.dialHost, port: self.dialPort) { result in
+                loop.execute {
+                    let me = box.value
+                    guard me.completion != nil else { return }
+                    me.timings.domainLookupEnd = me.loop.now
+                    me.feed(me.machine.resolved(result, now: me.loop.now))
                 }
-            } catch {
-                self.errors.append("\(address): \(error)")
-                self.closeSocket()
             }
-        }
-        if self.completion != nil {
-            let detail = self.errors.isEmpty ? "no address to try" : self.errors.joined(separator: "; ")
-            if let proxy = self.key.proxy {
-                self.finish(.failure(HawserError(.proxyError, "cannot connect to the proxy \(proxy.server): \(detail)")))
-            } else {
-                self.finish(.failure(HawserError(.cannotConnect, "cannot connect to \(self.key.host):\(self.key.port): \(detail)")))
+        case .startAttempt(let id, let address):
+            self.startAttempt(id, address)
+        case .armAttemptTimer(let nanoseconds):
+            self.attemptTimer?.cancel()
+            self.attemptTimer = self.loop.scheduleInLoop(in: nanoseconds) { [unowned(unsafe) self] in
+                self.attemptTimer = nil
+                self.feed(self.machine.attemptTimerFired(now: self.loop.now))
             }
+        case .cancelAttemptTimer:
+            self.attemptTimer?.cancel()
+            self.attemptTimer = nil
+        case .closeAttempt(let id):
+            if let socket = self.sockets.removeValue(forKey: id) {
+                self.loop.deregister(fd: socket.fd)
+                Posix.close(socket.fd)
+            } else if self.winner?.id == id {
+                self.closeWinner()
+            }
+        case .startProxyExchange(let id):
+            self.takeWinner(id)
+            self.startProxyExchange()
+        case .startTLS(let id):
+            self.takeWinner(id)
+            self.startTLS()
+        case .evaluateTrust:
+            self.evaluateTrust()
+        case .succeed(let id):
+            self.takeWinner(id)
+            self.succeed()
+        case .fail(let error):
+            self.end(.failure(error))
         }
     }
+
+    // MARK: - Racing
+
+    private func startAttempt(_ id: Int, _ address: SocketAddress) {
+        if self.timings.connectStart == nil { self.timings.connectStart = self.loop.now }
+        let fd: Int32
+        do {
+            fd = try Posix.socket(family: address.family)
+        } catch {
+            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+            return
+        }
+        let socket = AttemptSocket(id: id, fd: fd, connector: self)
+        self.sockets[id] = socket
+        do {
+            if address.family != AF_UNIX {
+                try Posix.setOption(fd, level: Int32(IPPROTO_TCP), name: TCP_NODELAY, value: 1)
+            }
+            // A connect that completes at once (Unix-domain sockets do) is also reported as
+            // writable by the next epoll_wait: one path for both.
+            _ = try Posix.connect(fd, address)
+            try self.loop.register(fd: fd, handler: socket, readable: false, writable: true)
+        } catch {
+            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+        }
+    }
+
+    /// An attempt's socket became writable (or errored): its connect finished one way or the other.
+    private func attemptReady(_ socket: AttemptSocket) {
+        guard self.sockets[socket.id] === socket else { return }
+        let error: Int32
+        do {
+            error = try Posix.socketError(socket.fd)
+        } catch {
+            self.feed(self.machine.attemptFailed(socket.id, reason: "\(error)", now: self.loop.now))
+            return
+        }
+        if error != 0 {
+            self.feed(self.machine.attemptFailed(socket.id, reason: "\(IOError(errnoCode: error, function: "connect"))", now: self.loop.now))
+            return
+        }
+        self.timings.connectEnd = self.loop.now
+        self.feed(self.machine.attemptConnected(socket.id, now: self.loop.now))
+    }
+
+    /// Moves the winning attempt's socket out of the race: from now on this connector handles it.
+    private func takeWinner(_ id: Int) {
+        guard let socket = self.sockets.removeValue(forKey: id) else { return }
+        self.loop.deregister(fd: socket.fd)
+        self.fd = socket.fd
+        self.registered = false
+        self.winner = (id, self.machine.attempts[id].address)
+    }
+
+    private func closeWinner() {
+        self.tls = nil
+        guard self.fd >= 0 else { return }
+        if self.registered { self.loop.deregister(fd: self.fd) }
+        self.registered = false
+        Posix.close(self.fd)
+        self.fd = -1
+    }
+
+    private func setInterest(read: Bool, write: Bool) throws(IOError) {
+        if self.registered {
+            self.loop.setInterest(fd: self.fd, readable: read, writable: write)
+        } else {
+            try self.loop.register(fd: self.fd, handler: self, readable: read, writable: write)
+            self.registered = true
+        }
+    }
+
+    // MARK: - Events on the winning socket
 
     func ioWritable() {
-        switch self.phase {
-        case .handshaking: self.continueHandshake()
+        switch self.machine.phase {
+        case .tlsHandshake: self.continueHandshake()
         case .proxyHandshake: self.flushProxyOutbox()
-        default: self.checkConnect()
+        default: break
         }
     }
+
     func ioReadable() {
-        switch self.phase {
-        case .handshaking: self.continueHandshake()
+        switch self.machine.phase {
+        case .tlsHandshake: self.continueHandshake()
         case .proxyHandshake: self.readFromProxy()
-        default: self.checkConnect()
+        default: break
         }
-    }
-
-    private func checkConnect() {
-        guard self.fd >= 0, self.completion != nil, self.phase == .connecting else { return }
-        let address = self.addresses[self.index - 1]
-        do {
-            let err = try Posix.socketError(self.fd)
-            if err == 0 {
-                self.connected(registered: true)
-                return
-            }
-            self.errors.append("\(address): \(IOError(errnoCode: err, function: "connect"))")
-        } catch {
-            self.errors.append("\(address): \(error)")
-        }
-        self.closeSocket()
-        self.tryNext()
-    }
-
-    private func connected(registered: Bool) {
-        self.timings.connectEnd = self.loop.now
-        if let proxy = self.key.proxy, proxy.mode != .forward, self.proxyExchange == nil {
-            self.startProxyExchange(proxy, registered: registered)
-            return
-        }
-        self.startTLSOrFinish(registered: registered)
     }
 
     // MARK: - Proxies
 
-    private func startProxyExchange(_ proxy: ProxyTarget, registered: Bool) {
-        self.phase = .proxyHandshake
+    private func proxyFinished(_ result: Result<Void, HawserError>) {
+        self.feed(self.machine.proxyExchangeFinished(result))
+    }
+
+    private func startProxyExchange() {
+        guard let proxy = self.key.proxy else { return }
         do {
-            if !registered { try self.loop.register(fd: self.fd, handler: self, readable: true, writable: false) }
-            self.loop.setInterest(fd: self.fd, readable: true, writable: false)
+            try self.setInterest(read: true, write: false)
         } catch {
-            self.finish(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
+            self.proxyFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
             return
         }
         switch proxy.mode {
         case .forward:
+            self.proxyFinished(.success(()))
             return
         case .connectTunnel:
             do {
                 self.proxyOutbox = try HTTPConnectTunnel.requestHead(host: self.key.host, port: self.key.port,
                                                                      credentials: proxy.server.credentials)
             } catch {
-                self.finish(.failure(error.hawserError))
+                self.proxyFinished(.failure(error.hawserError))
                 return
             }
             self.proxyExchange = .connect(HTTPConnectTunnel.ResponseReader(host: self.key.host, port: self.key.port))
         case .socks5(let remoteDNS):
-            let destination: SOCKS5Handshake.Destination
             if let literal = SocketAddress(ipAddress: self.key.host, port: self.key.port) {
-                destination = .address(literal)
+                self.beginSOCKS(.address(literal), proxy)
+            } else if let override = try? self.overridden(self.key.host, port: self.key.port), let first = override.first {
+                // The override says where the origin is, wherever the proxy is.
+                self.beginSOCKS(.address(first), proxy)
             } else if remoteDNS {
-                destination = .hostname(self.key.host)
+                self.beginSOCKS(.hostname(self.key.host), proxy)
             } else {
                 // socks5:// resolves here, off the loop, then hands the proxy an address.
                 let loop = self.loop
@@ -211,20 +362,18 @@ final class Connector: EventLoopIOHandler {
                 Resolver.shared.resolve(host: self.key.host, port: self.key.port) { result in
                     loop.execute {
                         let me = box.value
-                        guard me.completion != nil else { return }
+                        guard me.completion != nil, me.machine.phase == .proxyHandshake else { return }
                         switch result {
                         case .success(let addresses) where !addresses.isEmpty:
                             me.beginSOCKS(.address(addresses[0]), proxy)
                         case .success:
-                            me.finish(.failure(HawserError(.cannotResolveHost, "\(me.key.host) has no address")))
+                            me.proxyFinished(.failure(HawserError(.cannotResolveHost, "\(me.key.host) has no address")))
                         case .failure(let e):
-                            me.finish(.failure(HawserError(.cannotResolveHost, e.description, underlying: e)))
+                            me.proxyFinished(.failure(HawserError(.cannotResolveHost, e.description, underlying: e)))
                         }
                     }
                 }
-                return
             }
-            self.beginSOCKS(destination, proxy)
             return
         }
         self.flushProxyOutbox()
@@ -236,14 +385,14 @@ final class Connector: EventLoopIOHandler {
             self.proxyOutbox = handshake.start()
             self.proxyExchange = .socks(handshake)
         } catch {
-            self.finish(.failure(error.hawserError))
+            self.proxyFinished(.failure(error.hawserError))
             return
         }
         self.flushProxyOutbox()
     }
 
     private func flushProxyOutbox() {
-        while !self.proxyOutbox.isEmpty, self.completion != nil {
+        while !self.proxyOutbox.isEmpty, self.machine.phase == .proxyHandshake {
             let r = self.proxyOutbox.withUnsafeBytes { raw in
                 Result { () throws(IOError) in try Posix.send(self.fd, raw) }
             }
@@ -254,15 +403,15 @@ final class Connector: EventLoopIOHandler {
                 self.loop.setInterest(fd: self.fd, readable: true, writable: true)
                 return
             case .failure(let e):
-                self.finish(.failure(HawserError(.proxyError, "writing to the proxy \(self.key.proxy.map { "\($0.server)" } ?? "") failed: \(e)", underlying: e)))
+                self.proxyFinished(.failure(HawserError(.proxyError, "writing to the proxy \(self.key.proxy.map { "\($0.server)" } ?? "") failed: \(e)", underlying: e)))
                 return
             }
         }
-        self.loop.setInterest(fd: self.fd, readable: true, writable: false)
+        if self.machine.phase == .proxyHandshake { self.loop.setInterest(fd: self.fd, readable: true, writable: false) }
     }
 
     private func readFromProxy() {
-        guard self.completion != nil, let exchange = self.proxyExchange else { return }
+        guard self.machine.phase == .proxyHandshake, let exchange = self.proxyExchange else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let r = buffer.withUnsafeMutableBytes { raw in
             Result { () throws(IOError) in try Posix.read(self.fd, raw) }
@@ -272,13 +421,13 @@ final class Connector: EventLoopIOHandler {
         case .success(.wouldBlock): return
         case .success(.processed(0)):
             switch exchange {
-            case .connect(var reader): self.finish(.failure(reader.finish().hawserError))
-            case .socks: self.finish(.failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake")))
+            case .connect(var reader): self.proxyFinished(.failure(reader.finish().hawserError))
+            case .socks: self.proxyFinished(.failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake")))
             }
             return
         case .success(.processed(let n)): bytes = Array(buffer[0..<n])
         case .failure(let e):
-            self.finish(.failure(HawserError(.proxyError, "reading from the proxy failed: \(e)", underlying: e)))
+            self.proxyFinished(.failure(HawserError(.proxyError, "reading from the proxy failed: \(e)", underlying: e)))
             return
         }
         var leftover: [UInt8] = []
@@ -290,7 +439,7 @@ final class Connector: EventLoopIOHandler {
                 guard case .established(let rest) = outcome else { return }
                 leftover = rest
             } catch {
-                self.finish(.failure(error.hawserError))
+                self.proxyFinished(.failure(error.hawserError))
                 return
             }
         case .socks(var handshake):
@@ -306,49 +455,48 @@ final class Connector: EventLoopIOHandler {
                 case .connected(_, let rest): leftover = rest
                 }
             } catch {
-                self.finish(.failure(error.hawserError))
+                self.proxyFinished(.failure(error.hawserError))
                 return
             }
         }
         guard leftover.isEmpty else {
-            self.finish(.failure(HawserError(.proxyError, "the proxy sent \(leftover.count) bytes before the origin could have spoken")))
+            self.proxyFinished(.failure(HawserError(.proxyError, "the proxy sent \(leftover.count) bytes before the origin could have spoken")))
             return
         }
         self.loop.setInterest(fd: self.fd, readable: false, writable: false)
-        self.startTLSOrFinish(registered: true)
+        self.proxyFinished(.success(()))
     }
 
-    private func startTLSOrFinish(registered: Bool) {
-        guard let context = self.tlsContext else {
-            if registered { self.loop.deregister(fd: self.fd) }
-            self.succeed()
-            return
-        }
-        // TLS: the handshake runs under the same connect timeout.
-        self.phase = .handshaking
+    // MARK: - TLS
+
+    private func startTLS() {
+        guard let context = self.tlsContext else { return }
+        // The handshake runs under the same connect timeout.
         self.timings.secureConnectionStart = self.loop.now
         do {
             let host = self.key.host
             let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host : nil
-            self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: "\(host):\(self.key.port)")
-            if !registered {
-                try self.loop.register(fd: self.fd, handler: self, readable: false, writable: true)
-            } else {
-                self.loop.setInterest(fd: self.fd, readable: false, writable: true)
-            }
+            self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: self.tlsOrigin)
+            try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
-            self.finish(.failure(HawserError(e)))
+            self.feed(self.machine.handshakeFinished(.failure(HawserError(e))))
             return
         } catch {
-            self.finish(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
+            self.feed(self.machine.handshakeFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))))
             return
         }
         self.continueHandshake()
     }
 
+    /// The key TLS sessions are cached under: one origin, whatever address it was reached at.
+    private var tlsOrigin: String {
+        if let path = self.key.unixSocketPath { return "unix:\(path)" }
+        return "\(self.key.host):\(self.key.port)"
+    }
+
     private func continueHandshake() {
-        guard let tls = self.tls, self.completion != nil else { return }
+        guard let tls = self.tls, self.machine.phase == .tlsHandshake else { return }
         switch tls.handshake() {
         case .wantRead:
             self.setHandshakeInterest(read: true, write: false)
@@ -359,39 +507,33 @@ final class Connector: EventLoopIOHandler {
             let code: HawserError.Code =
                 reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)) || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
                 ? .clientCertificateRequired : .secureConnectionFailed
-            self.finish(.failure(HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")))
+            self.feed(self.machine.handshakeFinished(.failure(HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)"))))
         case .done:
             self.timings.secureConnectionEnd = self.loop.now
             self.timings.tlsResumed = tls.isResumed
             self.timings.tlsProtocol = tls.protocolVersion
             self.timings.tlsCipherSuite = tls.cipherSuite
             self.setHandshakeInterest(read: false, write: false)
-            self.phase = .evaluating
-            // A resumed session continues one whose chain was accepted (only trusted sessions
-            // are kept): the chain is not evaluated again, as curl does.
-            guard let hook = self.trustHook, !tls.isResumed else {
-                tls.markTrusted()
-                self.loop.deregister(fd: self.fd)
-                self.succeed()
-                return
+            // Without a hook (no policy at all) the handshake is the whole check.
+            self.feed(self.machine.handshakeFinished(.success(tls.isResumed || self.trustHook == nil)))
+        }
+    }
+
+    private func evaluateTrust() {
+        guard let tls = self.tls, let hook = self.trustHook else { return }
+        let chain = tls.peerCertificates()
+        var decided = false
+        hook(self, chain) { [unowned(unsafe) self] error in
+            guard !decided else { return }
+            decided = true
+            guard self.machine.phase == .evaluatingTrust else { return }
+            if error != nil {
+                self.tlsContext?.removeSession(for: tls.origin)
+            } else {
+                // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
+                self.timings.secureConnectionEnd = self.loop.now
             }
-            let chain = tls.peerCertificates()
-            var decided = false
-            hook(self, chain) { [unowned(unsafe) self] error in
-                guard !decided else { return }
-                decided = true
-                guard self.completion != nil else { return }
-                if let error {
-                    self.tlsContext?.removeSession(for: tls.origin)
-                    self.finish(.failure(error))
-                } else {
-                    // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
-                    self.timings.secureConnectionEnd = self.loop.now
-                    tls.markTrusted()
-                    self.loop.deregister(fd: self.fd)
-                    self.succeed()
-                }
-            }
+            self.feed(self.machine.trustDecided(error))
         }
     }
 
@@ -401,36 +543,37 @@ final class Connector: EventLoopIOHandler {
         self.loop.setInterest(fd: self.fd, readable: read, writable: write)
     }
 
+    // MARK: - Ending
+
     private func succeed() {
+        guard let winner = self.winner else { return }
+        self.tls?.markTrusted()
+        if self.registered { self.loop.deregister(fd: self.fd) }
+        self.registered = false
         let fd = self.fd
         self.fd = -1
-        let address = self.addresses[self.index - 1]
-        self.timer?.cancel()
-        self.timer = nil
-        let c = self.completion
-        self.completion = nil
         let tls = self.tls
         self.tls = nil
-        c?(self, .success(Established(fd: fd, address: address, timings: self.timings, tls: tls)))
+        self.timings.attempts = self.machine.reportedAttempts
+        self.end(.success(Established(fd: fd, address: winner.address, timings: self.timings, tls: tls)))
     }
 
-    private func closeSocket() {
-        self.tls = nil
-        if self.fd >= 0 {
-            self.loop.deregister(fd: self.fd)
-            Posix.close(self.fd)
-            self.fd = -1
-        }
-    }
-
-    /// Ends the attempt with `result`; closes any half-open socket. Idempotent.
-    func finish(_ result: Result<Established, HawserError>) {
+    private func end(_ result: Result<Established, HawserError>) {
         guard let c = self.completion else { return }
         self.completion = nil
         self.timer?.cancel()
         self.timer = nil
-        self.closeSocket()
+        self.attemptTimer?.cancel()
+        self.attemptTimer = nil
+        if case .failure = result {
+            // The machine closed every socket it knew of; nothing may outlive a failure.
+            for socket in self.sockets.values {
+                self.loop.deregister(fd: socket.fd)
+                Posix.close(socket.fd)
+            }
+            self.sockets.removeAll()
+            self.closeWinner()
+        }
         c(self, result)
     }
-
 }

@@ -15,17 +15,7 @@ import HawserPosix
 import HawserTLS
 
 final class HTTP1Connection: EventLoopIOHandler {
-    struct ConnectTimings {
-        var domainLookupStart: UInt64?
-        var domainLookupEnd: UInt64?
-        var connectStart: UInt64?
-        var connectEnd: UInt64?
-        var secureConnectionStart: UInt64?
-        var secureConnectionEnd: UInt64?
-        var tlsResumed: Bool?
-        var tlsProtocol: String?
-        var tlsCipherSuite: String?
-    }
+    typealias ConnectTimings = Connector.ConnectTimings
 
     private struct PendingWrite {
         var bytes: [UInt8]
@@ -109,6 +99,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             task.metrics.secureConnectionStart = self.connectTimings.secureConnectionStart
             task.metrics.secureConnectionEnd = self.connectTimings.secureConnectionEnd
             task.metrics.isResumedTLSSession = self.connectTimings.tlsResumed
+            task.metrics.connectAttempts = self.connectTimings.attempts
         }
         task.metrics.tlsProtocolVersion = self.connectTimings.tlsProtocol
         task.metrics.tlsCipherSuite = self.connectTimings.tlsCipherSuite
@@ -275,7 +266,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.task = nil
         self.dropHeldBody()
         _ = self.machine.abort()
-        _ = CHawser_set_linger_zero(self.fd)
+        Posix.setLingerZero(self.fd)
         self.tls?.abandon()
         self.close()
     }

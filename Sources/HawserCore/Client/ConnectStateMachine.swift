@@ -1,0 +1,335 @@
+// Theory of operation
+// -------------------
+// One value per connection being opened. It knows nothing of sockets or clocks: the IO shell
+// (Connector) reports what happened, with the loop's time, and runs the actions it gets back.
+//
+//   idle ─start─▶ resolving ─resolved─▶ racing ─an attempt connects─▶ proxyHandshake ─▶ tlsHandshake ─▶ evaluatingTrust ─▶ established
+//     │              │                    │                                  │                 │                 │
+//     │              └──failed──▶ failed ◀┴─all attempts failed / timeout / cancel ─────────────┴─────────────────┘
+//     └─(addresses known: literal, override, Unix path)─▶ racing
+//
+// Racing is Happy Eyeballs (RFC 8305): the addresses are ordered IPv6 first and then
+// alternating families; one attempt starts at once and the next one `attemptDelay` later, or
+// as soon as the previous one fails; attempts run side by side until one connects, which wins
+// and closes the others. Proxy exchange, TLS and trust are optional steps after the winner.
+// The whole of it runs under one deadline (the connect timeout).
+import HawserBase
+import HawserPosix
+
+/// The pure state machine of opening one connection.
+struct ConnectStateMachine {
+    /// One TCP (or Unix-domain) connect attempt.
+    struct Attempt: Sendable, Hashable {
+        var id: Int
+        var address: SocketAddress
+        var startedAt: UInt64
+        var endedAt: UInt64?
+        var outcome: ConnectAttempt.Outcome?
+    }
+
+    enum Phase: Sendable, Hashable {
+        /// Created. Next: resolving, racing, failed.
+        case idle
+        /// Waiting for the resolver. Next: racing, failed.
+        case resolving
+        /// Connect attempts in flight. Next: proxyHandshake, tlsHandshake, evaluatingTrust (never
+        /// directly), established, failed.
+        case racing
+        /// A CONNECT or SOCKS5 exchange with the proxy on the winning socket. Next: tlsHandshake,
+        /// established, failed.
+        case proxyHandshake
+        /// The TLS handshake on the winning socket. Next: evaluatingTrust, established, failed.
+        case tlsHandshake
+        /// The server's chain is with the trust evaluator. Next: established, failed.
+        case evaluatingTrust
+        /// Final: the socket is handed to the pool.
+        case established
+        /// Final: every socket was closed and the error reported.
+        case failed
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Resolve the host (off the loop).
+        case resolve
+        /// Open a socket and start a non-blocking connect to the address.
+        case startAttempt(id: Int, address: SocketAddress)
+        /// Call `attemptTimerFired` after this many nanoseconds (replacing an armed timer).
+        case armAttemptTimer(nanoseconds: UInt64)
+        /// Disarm the attempt timer.
+        case cancelAttemptTimer
+        /// Close a losing or failed attempt's socket.
+        case closeAttempt(id: Int)
+        /// Speak CONNECT or SOCKS5 to the proxy on the winning socket.
+        case startProxyExchange(id: Int)
+        /// Start the TLS handshake on the winning socket.
+        case startTLS(id: Int)
+        /// Hand the server's chain to the trust evaluator.
+        case evaluateTrust(id: Int)
+        /// Done: hand the winning socket over.
+        case succeed(id: Int)
+        /// Done: report the error (every socket has been closed by earlier actions).
+        case fail(HawserError)
+
+        static func == (a: Action, b: Action) -> Bool {
+            switch (a, b) {
+            case (.resolve, .resolve), (.cancelAttemptTimer, .cancelAttemptTimer): return true
+            case (.startAttempt(let i, let x), .startAttempt(let j, let y)): return i == j && x == y
+            case (.armAttemptTimer(let x), .armAttemptTimer(let y)): return x == y
+            case (.closeAttempt(let x), .closeAttempt(let y)), (.startProxyExchange(let x), .startProxyExchange(let y)),
+                 (.startTLS(let x), .startTLS(let y)), (.evaluateTrust(let x), .evaluateTrust(let y)), (.succeed(let x), .succeed(let y)):
+                return x == y
+            case (.fail(let x), .fail(let y)): return x.code == y.code && x.message == y.message
+            default: return false
+            }
+        }
+    }
+
+    /// What the connection needs after the TCP connect.
+    struct Steps: Sendable, Hashable {
+        var proxyExchange: Bool
+        var tls: Bool
+    }
+
+    /// RFC 8305's recommended Connection Attempt Delay.
+    static let defaultAttemptDelay: UInt64 = 250_000_000
+
+    let steps: Steps
+    let attemptDelay: UInt64
+    /// How to name the destination in errors ("example.com:443", "the proxy 10.0.0.1:3128").
+    let destination: String
+    let viaProxy: Bool
+    private(set) var phase: Phase = .idle
+    /// Addresses not tried yet, in order.
+    private var queue: [SocketAddress] = []
+    private(set) var attempts: [Attempt] = []
+    private(set) var winner: Int?
+    private var timerArmed = false
+
+    init(steps: Steps, destination: String, viaProxy: Bool, attemptDelay: UInt64 = Self.defaultAttemptDelay) {
+        self.steps = steps
+        self.destination = destination
+        self.viaProxy = viaProxy
+        self.attemptDelay = attemptDelay
+    }
+
+    var isFinished: Bool { self.phase == .established || self.phase == .failed }
+
+    /// Attempts still connecting.
+    var pendingAttempts: [Int] { self.attempts.filter { $0.outcome == nil }.map(\.id) }
+
+    // MARK: - Events
+
+    /// Starts: with the addresses when they are known without asking the resolver (an IP
+    /// literal, a DNS override, a Unix-domain path), else by resolving.
+    mutating func start(addresses: [SocketAddress]?, now: UInt64) -> [Action] {
+        guard self.phase == .idle else { return [] }
+        guard let addresses else {
+            self.phase = .resolving
+            return [.resolve]
+        }
+        return self.race(addresses, now: now)
+    }
+
+    mutating func resolved(_ result: Result<[SocketAddress], ResolutionError>, now: UInt64) -> [Action] {
+        guard self.phase == .resolving else { return [] }
+        switch result {
+        case .success(let addresses):
+            return self.race(addresses, now: now)
+        case .failure(let error):
+            self.phase = .failed
+            let prefix = self.viaProxy ? "the proxy: " : ""
+            return [.fail(HawserError(self.viaProxy ? .proxyError : .cannotResolveHost, prefix + error.description, underlying: error))]
+        }
+    }
+
+    private mutating func race(_ addresses: [SocketAddress], now: UInt64) -> [Action] {
+        self.phase = .racing
+        self.queue = Self.happyEyeballsOrder(addresses)
+        if self.queue.isEmpty {
+            self.phase = .failed
+            return [.fail(self.cannotConnect(detail: "no address to try"))]
+        }
+        return self.startNext(now: now)
+    }
+
+    /// Starts the next queued address and arms the timer for the one after it.
+    private mutating func startNext(now: UInt64) -> [Action] {
+        guard !self.queue.isEmpty else { return [] }
+        let address = self.queue.removeFirst()
+        let id = self.attempts.count
+        self.attempts.append(Attempt(id: id, address: address, startedAt: now))
+        var actions: [Action] = [.startAttempt(id: id, address: address)]
+        if !self.queue.isEmpty {
+            self.timerArmed = true
+            actions.append(.armAttemptTimer(nanoseconds: self.attemptDelay))
+        } else if self.timerArmed {
+            self.timerArmed = false
+            actions.append(.cancelAttemptTimer)
+        }
+        return actions
+    }
+
+    /// The attempt delay passed with no winner: the next address starts alongside.
+    mutating func attemptTimerFired(now: UInt64) -> [Action] {
+        self.timerArmed = false
+        guard self.phase == .racing else { return [] }
+        return self.startNext(now: now)
+    }
+
+    /// An attempt's connect succeeded. The first to do so wins; the others are closed.
+    mutating func attemptConnected(_ id: Int, now: UInt64) -> [Action] {
+        // After a win every other attempt is closed and marked, so a late connect is ignored.
+        guard self.phase == .racing, id < self.attempts.count, self.attempts[id].outcome == nil else { return [] }
+        self.attempts[id].outcome = .won
+        self.attempts[id].endedAt = now
+        self.winner = id
+        self.queue.removeAll()
+        var actions: [Action] = []
+        if self.timerArmed {
+            self.timerArmed = false
+            actions.append(.cancelAttemptTimer)
+        }
+        for other in self.pendingAttempts {
+            self.attempts[other].outcome = .abandoned
+            self.attempts[other].endedAt = now
+            actions.append(.closeAttempt(id: other))
+        }
+        actions.append(contentsOf: self.afterConnect(id))
+        return actions
+    }
+
+    private mutating func afterConnect(_ id: Int) -> [Action] {
+        if self.steps.proxyExchange {
+            self.phase = .proxyHandshake
+            return [.startProxyExchange(id: id)]
+        }
+        return self.afterProxy(id)
+    }
+
+    private mutating func afterProxy(_ id: Int) -> [Action] {
+        if self.steps.tls {
+            self.phase = .tlsHandshake
+            return [.startTLS(id: id)]
+        }
+        self.phase = .established
+        return [.succeed(id: id)]
+    }
+
+    /// An attempt's connect failed: the next address starts now rather than at the timer.
+    mutating func attemptFailed(_ id: Int, reason: String, now: UInt64) -> [Action] {
+        guard id < self.attempts.count, self.attempts[id].outcome == nil else { return [] }
+        self.attempts[id].outcome = .failed(reason)
+        self.attempts[id].endedAt = now
+        var actions: [Action] = [.closeAttempt(id: id)]
+        guard self.phase == .racing else { return actions }
+        if !self.queue.isEmpty {
+            actions.append(contentsOf: self.startNext(now: now))
+        } else if self.pendingAttempts.isEmpty {
+            self.phase = .failed
+            if self.timerArmed {
+                self.timerArmed = false
+                actions.append(.cancelAttemptTimer)
+            }
+            let detail = self.attempts.compactMap { a -> String? in
+                if case .failed(let why)? = a.outcome { return "\(a.address): \(why)" }
+                return nil
+            }.joined(separator: "; ")
+            actions.append(.fail(self.cannotConnect(detail: detail)))
+        }
+        return actions
+    }
+
+    mutating func proxyExchangeFinished(_ result: Result<Void, HawserError>) -> [Action] {
+        guard self.phase == .proxyHandshake, let id = self.winner else { return [] }
+        switch result {
+        case .success: return self.afterProxy(id)
+        case .failure(let error): return self.failWinner(error)
+        }
+    }
+
+    /// The handshake finished. A resumed session continues one whose chain was already
+    /// accepted (only trusted sessions are kept), so it is not evaluated again, as curl does.
+    mutating func handshakeFinished(_ result: Result<Bool, HawserError>) -> [Action] {
+        guard self.phase == .tlsHandshake, let id = self.winner else { return [] }
+        switch result {
+        case .success(let resumed):
+            if resumed {
+                self.phase = .established
+                return [.succeed(id: id)]
+            }
+            self.phase = .evaluatingTrust
+            return [.evaluateTrust(id: id)]
+        case .failure(let error):
+            return self.failWinner(error)
+        }
+    }
+
+    mutating func trustDecided(_ refusal: HawserError?) -> [Action] {
+        guard self.phase == .evaluatingTrust, let id = self.winner else { return [] }
+        if let refusal { return self.failWinner(refusal) }
+        self.phase = .established
+        return [.succeed(id: id)]
+    }
+
+    private mutating func failWinner(_ error: HawserError) -> [Action] {
+        self.phase = .failed
+        guard let id = self.winner else { return [.fail(error)] }
+        return [.closeAttempt(id: id), .fail(error)]
+    }
+
+    /// The connect timeout passed, or the pool gave up (shutdown): close everything.
+    mutating func abort(_ error: HawserError, now: UInt64) -> [Action] {
+        guard !self.isFinished else { return [] }
+        var actions: [Action] = []
+        if self.timerArmed {
+            self.timerArmed = false
+            actions.append(.cancelAttemptTimer)
+        }
+        for id in self.pendingAttempts {
+            self.attempts[id].outcome = .abandoned
+            self.attempts[id].endedAt = now
+            actions.append(.closeAttempt(id: id))
+        }
+        if let id = self.winner, self.phase != .racing {
+            actions.append(.closeAttempt(id: id))
+        }
+        self.phase = .failed
+        self.queue.removeAll()
+        actions.append(.fail(error))
+        return actions
+    }
+
+    // MARK: - Helpers
+
+    private func cannotConnect(detail: String) -> HawserError {
+        if self.viaProxy { return HawserError(.proxyError, "cannot connect to \(self.destination): \(detail)") }
+        return HawserError(.cannotConnect, "cannot connect to \(self.destination): \(detail)")
+    }
+
+    /// RFC 8305 §4: IPv6 first, then the families alternate; within a family the resolver's
+    /// order (RFC 6724) is kept. Unix-domain addresses keep their order, after the others.
+    static func happyEyeballsOrder(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        var v6: [SocketAddress] = [], v4: [SocketAddress] = [], other: [SocketAddress] = []
+        for a in addresses {
+            switch a.storage {
+            case .v6: if !v6.contains(a) { v6.append(a) }
+            case .v4: if !v4.contains(a) { v4.append(a) }
+            case .unix: if !other.contains(a) { other.append(a) }
+            }
+        }
+        var out: [SocketAddress] = []
+        out.reserveCapacity(v6.count + v4.count + other.count)
+        var i = 0
+        while i < v6.count || i < v4.count {
+            if i < v6.count { out.append(v6[i]) }
+            if i < v4.count { out.append(v4[i]) }
+            i += 1
+        }
+        return out + other
+    }
+
+    /// The attempts as the task metrics report them.
+    var reportedAttempts: [ConnectAttempt] {
+        self.attempts.map { ConnectAttempt(address: $0.address, start: $0.startedAt, end: $0.endedAt, outcome: $0.outcome) }
+    }
+}
