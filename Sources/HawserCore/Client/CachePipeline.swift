@@ -15,13 +15,13 @@ import HawserReachability
 
 extension RequestTask {
     var effectiveCachePolicy: CachePolicy {
-        self.request.cachePolicy ?? self.pool.configuration.requestCachePolicy
+        self.request.cachePolicy ?? self.context.configuration.requestCachePolicy
     }
 
     /// Before the first request goes out: answers from the cache when it may. Returns true
     /// when the task was answered (or failed) without the network.
     func consultCache() -> Bool {
-        guard let cache = self.pool.configuration.urlCache else { return false }
+        guard let cache = self.context.configuration.urlCache else { return false }
         let policy = self.effectiveCachePolicy
         self.requestTime = Date()
         switch cache.lookup(self.request, policy: policy, now: self.requestTime) {
@@ -36,7 +36,7 @@ extension RequestTask {
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
-                self.encodedHead = try Session.prepare(conditional, configuration: self.pool.configuration).head
+                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration).head
             } catch {
                 return false   // the original head stands; the response is simply not revalidated
             }
@@ -46,7 +46,7 @@ extension RequestTask {
             if policy == .returnCacheDataDontLoad {
                 let e = HawserError(.resourceUnavailable, "returnCacheDataDontLoad: no stored response for \(self.request.url.absoluteString)",
                                     url: self.request.url)
-                self.eventLoop.executeInLoop { [self] in self.finish(.failure(e)) }
+                self.eventLoop.executeInLoop { [self] in self.complete(.failure(e)) }
                 return true
             }
             return false
@@ -54,15 +54,15 @@ extension RequestTask {
     }
 
     /// Delivers `cached` as the response, on the next turn of the loop (never inside `execute`).
+    /// The task is finished for its machine already: this is its one completion.
     private func serveFromCache(_ cached: CachedResponse, use: TaskMetrics.CacheUse) {
         self.eventLoop.executeInLoop { [self] in
-            guard !self.isFinished else { return }
             self.metrics.cacheUse = use
             self.delegate.task(self, didReceiveHead: cached.head)
-            if !cached.body.isEmpty, !self.isFinished {
+            if !cached.body.isEmpty {
                 cached.body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: $0) }
             }
-            if !self.isFinished { self.finish(.success(nil)) }
+            self.complete(.success(nil))
         }
     }
 
@@ -70,7 +70,7 @@ extension RequestTask {
     /// starts recording a storable response; unsafe methods invalidate. Returns the head to
     /// deliver.
     func cacheHead(_ head: HTTPResponseHead) -> HTTPResponseHead {
-        guard let cache = self.pool.configuration.urlCache else { return head }
+        guard let cache = self.context.configuration.urlCache else { return head }
         let responseTime = Date()
         if head.status == 304, self.cacheCandidate != nil,
            let updated = cache.updateAfterNotModified(head, for: self.request, requestTime: self.requestTime, responseTime: responseTime) {
@@ -99,7 +99,7 @@ extension RequestTask {
 
     /// Body bytes as delivered to the delegate, recorded for the cache while they fit.
     func recordForCache(_ bytes: UnsafeRawBufferPointer) {
-        guard self.cacheRecording != nil, let cache = self.pool.configuration.urlCache else { return }
+        guard self.cacheRecording != nil, let cache = self.context.configuration.urlCache else { return }
         if self.cacheRecording!.body.count + bytes.count > cache.maximumEntrySize {
             self.cacheRecording = nil   // too large to be kept: stop copying
             return
@@ -109,7 +109,7 @@ extension RequestTask {
 
     /// At a successful end: offers the recorded response to the delegate's will-cache hook, then stores it.
     func storeInCache(_ recording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)) {
-        guard let cache = self.pool.configuration.urlCache,
+        guard let cache = self.context.configuration.urlCache,
               let proposed = HTTPCache.cacheableResponse(recording.head, body: recording.body, for: self.request,
                                                          requestTime: recording.requestTime, responseTime: Date()) else { return }
         let request = self.request

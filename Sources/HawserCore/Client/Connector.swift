@@ -121,7 +121,7 @@ final class Connector: EventLoopIOHandler {
     }
 
     func start() {
-        self.timer = self.loop.scheduleInLoop(in: RequestTask.nanos(self.timeoutSeconds)) { [unowned(unsafe) self] in
+        self.timer = self.loop.scheduleInLoop(in: SessionContext.nanos(self.timeoutSeconds)) { [unowned(unsafe) self] in
             self.timer = nil
             let via = self.key.proxy.map { " via \($0.server)" } ?? ""
             let tried = self.machine.attempts.map { "\($0.address)" }

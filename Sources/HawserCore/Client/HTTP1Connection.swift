@@ -1,18 +1,16 @@
-// The IO shell around HTTP1ConnectionStateMachine: a non-blocking socket, a reusable read
-// buffer, the response parser and a gathered-write queue. Loop-confined. Every decision
-// about reuse, retry and close comes from the state machine; this file only runs actions.
-import CHawser
+// The IO shell of one HTTP/1.1 client connection: a non-blocking socket (or a TLS stream over
+// it), the response parser, a gathered-write queue and the shared read buffer. Reuse, retry and
+// close are HTTP1ConnectionStateMachine's answers; what the request does is its task's
+// (RequestStateMachine, through RequestTask). The connection reports events to its task and
+// carries out the task's commands; neither writes the other's fields. Loop-confined.
+import HawserBase
 import HawserHTTP1
+import HawserPosix
+import HawserTLS
 
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserAuth
-import HawserBase
-import HawserCache
-import HawserCookies
-import HawserPosix
-import HawserTLS
 
 final class HTTP1Connection: EventLoopIOHandler {
     typealias ConnectTimings = Connector.ConnectTimings
@@ -23,12 +21,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         /// How many of `bytes` are request-body bytes; they are always the tail of `bytes`
         /// (a head with a small body appended, or body only). For upload progress.
         var bodyBytes = 0
+        /// Called when the last byte was handed to the socket (nil), or when the connection
+        /// closed first (the error).
+        var completion: ((HawserError?) -> Void)?
 
         /// Body bytes among `bytes[from..<to]`.
         func bodyBytes(from: Int, to: Int) -> Int {
             max(0, to - max(from, self.bytes.count - self.bodyBytes))
         }
-        var completion: ((HawserError?) -> Void)?
     }
 
     let fd: Int32
@@ -41,186 +41,137 @@ final class HTTP1Connection: EventLoopIOHandler {
     let loop: EventLoop
     let key: ConnectionKey
     let remoteAddress: SocketAddress
+    unowned(unsafe) let context: SessionContext
     unowned(unsafe) let pool: ConnectionPool
-    private let connectTimings: ConnectTimings
+    /// How the connection was opened (for its first task's metrics).
+    let connectTimings: ConnectTimings
     private let readChunkSize: Int
 
     private var machine = HTTP1ConnectionStateMachine()
     private var parser: HTTP1ResponseParser
     /// This connection's unparsed bytes between reads: usually empty; at most a partial head or
-    /// chunk-size line, or what arrived while reading was paused. Reads go into the pool's one
+    /// chunk-size line, or what arrived while reading was paused. Reads go into the session's one
     /// shared buffer (see `acquireBuffer`), so an idle connection holds no buffer at all.
     private var stash: [UInt8] = []
+    /// The task whose exchange is on this connection.
     private(set) var task: RequestTask?
     private var writes: [PendingWrite] = []
     private var writingInterest = false
     private var readingInterest = true
     private(set) var isClosed = false
-    /// No request has completed on this connection yet.
-    var isFresh: Bool { !self.machine.isReused }
     private var trailers: HTTPHeaders?
+    /// The request body held back for 100 Continue.
+    private var heldBody: RequestBody?
     /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
     private var streamLength: Int64?
     private var streamChunked = false
-    /// One long-lived timer per connection, re-armed lazily (see `startIdleTimer`).
-    private var idleTimer: Scheduled?
-    private var idleSince: UInt64?
-    private var idleTimeoutNanos: UInt64 = 0
+    private var streamWritten: Int64 = 0
+    private var bodyProgress: Int64 = 0
 
-    init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, loop: EventLoop, pool: ConnectionPool,
-         configuration: SessionConfiguration, timings: ConnectTimings, tls: TLSStream? = nil) {
+    init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, context: SessionContext, pool: ConnectionPool,
+         timings: ConnectTimings, tls: TLSStream? = nil) {
         self.fd = fd
         self.tls = tls
         self.remoteAddress = remoteAddress
         self.key = key
-        self.loop = loop
+        self.loop = context.loop
+        self.context = context
         self.pool = pool
         self.connectTimings = timings
-        self.readChunkSize = configuration.readChunkSize
-        self.parser = HTTP1ResponseParser(limits: configuration.parserLimits)
+        self.readChunkSize = context.configuration.readChunkSize
+        self.parser = HTTP1ResponseParser(limits: context.configuration.parserLimits)
     }
+
+    /// True when a request has already completed on this connection.
+    var isReused: Bool { self.machine.isReused }
 
     // MARK: - Executing a task
 
+    /// Runs `task`'s current exchange on this (idle) connection.
     func execute(_ task: RequestTask) {
         self.loop.assertInLoop()
-        self.cancelIdleTimer()
-        self.task = task
-        self.trailers = nil
-        task.state = .executing(self)
-        let now = self.loop.now
-        task.metrics.isReusedConnection = self.machine.isReused
-        task.metrics.remoteAddress = self.remoteAddress
-        if !self.machine.isReused {
-            task.metrics.domainLookupStart = self.connectTimings.domainLookupStart
-            task.metrics.domainLookupEnd = self.connectTimings.domainLookupEnd
-            task.metrics.connectStart = self.connectTimings.connectStart
-            task.metrics.connectEnd = self.connectTimings.connectEnd
-            task.metrics.secureConnectionStart = self.connectTimings.secureConnectionStart
-            task.metrics.secureConnectionEnd = self.connectTimings.secureConnectionEnd
-            task.metrics.isResumedTLSSession = self.connectTimings.tlsResumed
-            task.metrics.connectAttempts = self.connectTimings.attempts
-        }
-        task.metrics.tlsProtocolVersion = self.connectTimings.tlsProtocol
-        task.metrics.tlsCipherSuite = self.connectTimings.tlsCipherSuite
-        task.metrics.requestStart = now
-        task.lastActivity = now
+        precondition(!self.isClosed, "the pool hands out open connections only")
         switch self.machine.startRequest(idempotent: task.request.method.isIdempotent) {
         case .sendRequest: break
-        default: preconditionFailure("startRequest must answer sendRequest")
+        default: preconditionFailure("the pool hands out idle connections only")
         }
+        self.task = task
+        self.trailers = nil
+        self.bodyProgress = 0
         self.parser.expectResponse(to: task.request.method)
-
-        let head = task.encodedHead
-        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
-            guard error == nil, self.task === task else { return }
-            task.metrics.requestEnd = self.loop.now
-            _ = self.machine.requestSent()
-        }
-        if task.request.body != nil, Session.expectsContinue(task.request, configuration: self.pool.configuration) {
-            // Expect: 100-continue: the head now, the body on 100, on the timeout, or never
-            // (a final status came first).
-            self.enqueue(PendingWrite(bytes: head))
-            self.heldBody = { [unowned(unsafe) self] in self.sendBody(of: task, head: [], sent: sent) }
-            self.continueTimer = self.loop.scheduleInLoop(in: RequestTask.nanos(self.pool.configuration.expectContinueTimeout)) {
-                [unowned(unsafe) self] in
-                self.continueTimer = nil
-                self.releaseHeldBody()
-            }
-        } else {
-            self.sendBody(of: task, head: head, sent: sent)
-        }
-        self.flush()
-        self.updateReadInterest()
+        task.connectionAssigned(self)
+        if !self.isClosed { self.updateReadInterest() }
         // No stash to process: a connection is reused only when nothing followed its last response.
     }
 
-    /// The body held back for 100 Continue, and the timer that sends it anyway.
-    private var heldBody: (() -> Void)?
-    private var continueTimer: Scheduled?
-
-    private func releaseHeldBody() {
-        self.continueTimer?.cancel()
-        self.continueTimer = nil
-        guard let body = self.heldBody else { return }
-        self.heldBody = nil
-        body()
+    /// Writes the request head and, unless `holdBody`, its body (`body`, as prepared).
+    func writeRequest(head: [UInt8], body: RequestBody?, holdBody: Bool) {
+        guard let task = self.task, !self.isClosed else { return }
+        if holdBody {
+            // Expect: 100-continue: the head now, the body on 100, on the timeout, or never.
+            self.enqueue(PendingWrite(bytes: head))
+            self.heldBody = body
+        } else {
+            self.queueBody(body, after: head, for: task)
+        }
         self.flush()
     }
 
-    /// A final status arrived before the body was sent: it never will be (the connection then
-    /// closes after the response, RFC 9110 §10.1.1).
-    private func dropHeldBody() {
-        self.continueTimer?.cancel()
-        self.continueTimer = nil
+    /// Sends the body held for 100 Continue.
+    func sendHeldBody() {
+        guard let task = self.task, !self.isClosed, let body = self.heldBody else { return }
+        self.heldBody = nil
+        self.queueBody(body, after: [], for: task)
+        self.flush()
+    }
+
+    /// A final status came before the held body was sent: it never will be (the connection then
+    /// closes after the response, RFC 9110 §10.1.1: the state machine sees the request unsent).
+    func dropHeldBody() {
         self.heldBody = nil
     }
 
-    /// Queues the request body (after `head`, which may be empty).
-    private func sendBody(of task: RequestTask, head: [UInt8], sent: @escaping (HawserError?) -> Void) {
+    /// Queues `body` (after `head`, which may be empty).
+    private func queueBody(_ body: RequestBody?, after head: [UInt8], for task: RequestTask) {
         var head = head
-        switch task.wireBody {
+        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
+            guard error == nil, self.task === task else { return }
+            self.requestWritten(task)
+        }
+        switch body {
         case nil:
             self.enqueue(PendingWrite(bytes: head, completion: sent))
-        case .bytes(let body) where body.count <= 16 * 1024 && !head.isEmpty:
-            head.append(contentsOf: body)
-            self.enqueue(PendingWrite(bytes: head, bodyBytes: body.count, completion: sent))
-        case .bytes(let body):
+        case .bytes(let bytes)? where bytes.count <= 16 * 1024 && !head.isEmpty:
+            head.append(contentsOf: bytes)
+            self.enqueue(PendingWrite(bytes: head, bodyBytes: bytes.count, completion: sent))
+        case .bytes(let bytes)?:
             if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
-            self.enqueue(PendingWrite(bytes: body, bodyBytes: body.count, completion: sent))
-        case .stream(let length, let producer):
+            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count, completion: sent))
+        case .stream(let length, let producer)?:
             self.streamLength = length
             self.streamChunked = length == nil
-            task.bodyBytesSent = 0
+            self.streamWritten = 0
             if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
-            let writer = BodyStreamSink(task: task)
-            task.bodyWriter = writer
-            Self.startProducer(producer, writer)
+            task.startBodyStream(producer)
         }
     }
 
-    /// Runs the body producer as a Swift task; its writes hop to the loop and wait for the socket.
-    private static func startProducer(_ producer: @escaping @Sendable (RequestBodyWriter) async throws -> Void,
-                                      _ writer: BodyStreamSink) {
-        Task {
-            let failure: HawserError?
-            do {
-                try await producer(RequestBodyWriter(sink: writer))
-                failure = nil
-            } catch let e as HawserError {
-                failure = e
-            } catch {
-                failure = HawserError(.invalidRequest, "the request body stream failed: \(error)")
-            }
-            if let failure {
-                writer.task.eventLoop.execute { writer.task.fail(failure) }
-            } else {
-                await Self.endStream(writer)
-            }
-        }
+    private func requestWritten(_ task: RequestTask) {
+        self.machine.requestSent()
+        task.requestWritten()
     }
 
-    private static func endStream(_ writer: BodyStreamSink) async {
-        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-            writer.task.eventLoop.execute {
-                if writer.ended == nil, writer.task.bodyWriter === writer, case .executing(let c) = writer.task.state {
-                    c.finishBodyStream(for: writer.task)
-                }
-                cont.resume()
-            }
-        }
-    }
-
+    /// The next chunk of a streamed body, from the task's producer.
     func writeBodyChunk(_ bytes: [UInt8], for task: RequestTask, completion: @escaping (HawserError?) -> Void) {
         guard self.task === task, !self.isClosed else {
             completion(HawserError(.cancelled, "the task is no longer running"))
             return
         }
-        task.bodyBytesSent += Int64(bytes.count)
-        if let length = self.streamLength, task.bodyBytesSent > length {
-            let e = HawserError(.invalidRequest, "the body stream wrote \(task.bodyBytesSent) bytes, more than its declared length \(length)")
+        self.streamWritten += Int64(bytes.count)
+        if let length = self.streamLength, self.streamWritten > length {
+            let e = HawserError(.invalidRequest, "the body stream wrote \(self.streamWritten) bytes, more than its declared length \(length)")
             completion(e)
-            task.fail(e)
+            task.bodyStreamFailed(e)
             return
         }
         if self.streamChunked {
@@ -237,16 +188,16 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.flush()
     }
 
+    /// The producer returned: the body is complete.
     func finishBodyStream(for task: RequestTask) {
         guard self.task === task, !self.isClosed else { return }
-        if let length = self.streamLength, task.bodyBytesSent != length {
-            task.fail(HawserError(.invalidRequest, "the body stream ended after \(task.bodyBytesSent) of its declared \(length) bytes"))
+        if let length = self.streamLength, self.streamWritten != length {
+            task.bodyStreamFailed(HawserError(.invalidRequest, "the body stream ended after \(self.streamWritten) of its declared \(length) bytes"))
             return
         }
         let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
             guard error == nil, self.task === task else { return }
-            task.metrics.requestEnd = self.loop.now
-            _ = self.machine.requestSent()
+            self.requestWritten(task)
         }
         if self.streamChunked {
             var last: [UInt8] = []
@@ -258,17 +209,21 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.flush()
     }
 
-    /// The task gave up (cancelled, timed out, limit): the connection cannot be reused. It is
-    /// reset (SO_LINGER 0) rather than closed: a graceful close would leave the kernel retrying
-    /// unsent request bytes to a peer that may never read them, and the FIN queued behind them.
+    /// The task gave up (cancelled, timed out, a limit, a refused response): the connection
+    /// cannot be reused. It is reset (SO_LINGER 0) rather than closed: a graceful close would
+    /// leave the kernel retrying unsent request bytes to a peer that may never read them.
     func abort(_ task: RequestTask) {
         guard self.task === task else { return }
         self.task = nil
-        self.dropHeldBody()
-        _ = self.machine.abort()
-        Posix.setLingerZero(self.fd)
-        self.tls?.abandon()
-        self.close()
+        self.heldBody = nil
+        switch self.machine.abort() {
+        case .close:
+            Posix.setLingerZero(self.fd)
+            self.tls?.abandon()
+            self.close()
+        default:
+            break
+        }
     }
 
     // MARK: - Reading
@@ -282,13 +237,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
     }
 
+    /// Reading resumes for the task: bytes epoll will not report again (the stash, what OpenSSL
+    /// read and holds) are processed on the next turn of the loop.
     func resumeAfterPause() {
         self.updateReadInterest()
-        // Bytes epoll will not report again: the stash, and what OpenSSL read and holds.
         let tlsHolds = self.tls?.hasBufferedPlaintext ?? false
         guard !self.stash.isEmpty || !self.parser.isIdle || tlsHolds, let task = self.task else { return }
-        // Deferred to the next turn of the loop: this may be called from inside another
-        // connection's delegate callback, while that connection owns the shared buffer.
+        // Deferred: this may be called from inside another connection's delegate callback,
+        // while that connection owns the shared buffer.
         self.loop.executeInLoop { [self] in  // strong: the connection may close (and leave the pool) before this runs
             guard self.task === task, !task.readingSuspended, !self.isClosed else { return }
             self.processBuffer(self.acquireBuffer())
@@ -300,12 +256,12 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     // MARK: - The shared read buffer
 
-    /// Takes the pool's shared read buffer, with this connection's stash in front.
+    /// Takes the session's shared read buffer, with this connection's stash in front.
     /// Only one connection owns it at a time; it is released before any completion runs.
     private func acquireBuffer() -> ReadBuffer {
-        let b = self.pool.readBuffer
-        precondition(self.pool.readBufferOwner == nil, "the shared read buffer is already in use")
-        self.pool.readBufferOwner = ObjectIdentifier(self)
+        let b = self.context.readBuffer
+        precondition(self.context.readBufferOwner == nil, "the shared read buffer is already in use")
+        self.context.readBufferOwner = ObjectIdentifier(self)
         b.clear()
         if !self.stash.isEmpty {
             b.append(self.stash)
@@ -318,7 +274,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     private func releaseBuffer(_ b: ReadBuffer) {
         if b.readableCount > 0 { self.stash = [UInt8](b.readable) }
         b.clear()
-        self.pool.readBufferOwner = nil
+        self.context.readBufferOwner = nil
     }
 
     func ioReadable() {
@@ -388,22 +344,19 @@ final class HTTP1Connection: EventLoopIOHandler {
                 // Bytes or EOF on an idle pooled connection: the server gave up on it (or is broken).
                 b.clear()
                 self.releaseBuffer(b)
-                _ = self.machine.connectionFailed()
-                self.close()
+                if self.machine.connectionFailed() != .none { self.close() }
                 return
             }
-            task.metrics.bytesReceived += Int64(n)
-            task.lastActivity = self.loop.now
-            if task.metrics.responseStart == nil { task.metrics.responseStart = task.lastActivity }
             self.machine.responseBytesReceived()
+            task.receivedBytes(n)
             self.processBuffer(b)
         }
     }
 
-    /// Turns the bytes in `buffer` (owned by this connection until released here) into delegate
-    /// events until they are drained, the response ends, reading is paused, or the task goes away.
+    /// Turns the bytes in `buffer` (owned by this connection until released here) into task
+    /// events until they are drained, the response ends, reading is held, or the task goes away.
     private func processBuffer(_ buffer: ReadBuffer) {
-        var completed: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
+        var ended: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
         while let task = self.task, !task.readingSuspended, !self.isClosed {
             let consumed: Int
             let event: HTTP1ResponseEvent?
@@ -411,7 +364,7 @@ final class HTTP1Connection: EventLoopIOHandler {
                 (consumed, event) = try self.parser.next(buffer.readable)
             } catch {
                 self.releaseBuffer(buffer)
-                self.protocolError(error, task: task)
+                task.responseInvalid(Self.parseError(error, from: self.remoteAddress))
                 return
             }
             guard let event else {
@@ -421,26 +374,13 @@ final class HTTP1Connection: EventLoopIOHandler {
             switch event {
             case .head(let head):
                 buffer.consume(consumed)
-                if head.status == 101 {
-                    // The exchange is over and the connection now speaks another protocol, which
-                    // the engine does not implement: a protocol error, never an empty success.
-                    self.releaseBuffer(buffer)
-                    task.fail(Self.switchingProtocolsError(head, request: task.request, from: self.remoteAddress))
-                    return
-                }
                 if head.isInterim {
-                    if head.status == 100 { self.releaseHeldBody() }
-                    task.delegate.task(task, didReceiveInterimHead: head)
+                    task.receivedInterim(head)
                 } else {
-                    if self.heldBody != nil {
-                        self.dropHeldBody()
-                        task.bodyWithheld = true
-                    }
                     task.receivedHead(head)
                 }
             case .body(let range):
-                let slice = UnsafeRawBufferPointer(rebasing: buffer.readable[range])
-                task.receivedBody(slice)
+                task.receivedBody(UnsafeRawBufferPointer(rebasing: buffer.readable[range]))
                 buffer.consume(consumed)
             case .trailers(let t):
                 buffer.consume(consumed)
@@ -449,68 +389,57 @@ final class HTTP1Connection: EventLoopIOHandler {
                 buffer.consume(consumed)
                 let action = self.machine.responseEnded(keepAlive: keepAlive, leftoverBytes: buffer.readableCount > 0)
                 self.task = nil
-                completed = (task, action)
+                ended = (task, action)
             }
-            if completed != nil { break }
+            if ended != nil { break }
         }
         self.releaseBuffer(buffer)
-        guard let (task, action) = completed else { return }
-        task.metrics.responseEnd = self.loop.now
+        guard let (task, action) = ended else { return }
+        self.endResponse(task, action)
+    }
+
+    /// The response ended: the connection goes back to the pool (first, so a request made from
+    /// the completion callback can reuse it) or closes; then the task hears of it.
+    private func endResponse(_ task: RequestTask, _ action: HTTP1ConnectionStateMachine.Action) {
         let trailers = self.trailers
         self.trailers = nil
+        self.heldBody = nil
         switch action {
         case .completeAndReuse:
-            // Release first so a request issued from the completion callback can reuse us.
             self.pool.release(self)
-        default:
+        case .completeAndClose:
             self.close()
+        default:
+            preconditionFailure("a response end is answered with completeAndReuse or completeAndClose, not \(action)")
         }
-        task.finish(.success(trailers))
+        task.responseEnded(trailers: trailers)
     }
 
-    static func switchingProtocolsError(_ head: HTTPResponseHead, request: HTTPClientRequest, from address: SocketAddress) -> HawserError {
-        let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
-        let asked = request.headers.contains(name: "Upgrade")
-            ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
-            : "the request asked for no upgrade"
-        return HawserError(.protocolError, "\(address) answered 101 Switching Protocols\(to): \(asked)")
-    }
-
-    private func protocolError(_ error: HTTP1ParseError, task: RequestTask) {
+    static func parseError(_ error: HTTP1ParseError, from address: SocketAddress) -> HawserError {
         if error.kind.isLimitExceeded {
-            task.fail(HawserError(.limitExceeded, "the response from \(self.remoteAddress) exceeds a parser limit: \(error)", underlying: error))
-        } else {
-            task.fail(HawserError(.protocolError, "invalid response from \(self.remoteAddress): \(error)", underlying: error))
+            return HawserError(.limitExceeded, "the response from \(address) exceeds a parser limit: \(error)", underlying: error)
         }
+        return HawserError(.protocolError, "invalid response from \(address): \(error)", underlying: error)
     }
 
     /// EOF. Over TLS, `cleanTLSClose` says whether close_notify came first: a close-delimited
     /// body cut off without it may be a truncation attack, so it fails instead of ending.
     private func peerClosed(cleanTLSClose: Bool) {
-        guard let task = self.task else {
-            _ = self.machine.connectionFailed()
-            self.close()
+        guard self.task != nil else {
+            if self.machine.connectionFailed() != .none { self.close() }
             return
         }
         if !cleanTLSClose, self.tls != nil, self.parser.isReadingCloseDelimitedBody {
-            let action = self.machine.connectionFailed()
-            _ = action
-            self.task = nil
-            self.close()
-            task.finish(.failure(HawserError(.connectionLost,
-                "\(self.remoteAddress) closed the TLS connection without close_notify during a close-delimited body: the response may be truncated",
-                url: task.request.url)))
+            self.connectionFailed(HawserError(.connectionLost,
+                "\(self.remoteAddress) closed the TLS connection without close_notify during a close-delimited body: the response may be truncated"))
             return
         }
         do {
-            if case .end = try self.parser.finish() {
+            if case .end = try self.parser.finish(), let task = self.task {
                 // A close-delimited body ends with the connection.
                 let action = self.machine.responseEnded(keepAlive: false, leftoverBytes: false)
-                precondition(action == .completeAndClose || action == .none)
                 self.task = nil
-                task.metrics.responseEnd = self.loop.now
-                self.close()
-                task.finish(.success(self.trailers))
+                self.endResponse(task, action)
                 return
             }
             self.connectionFailed(HawserError(.connectionLost, "\(self.remoteAddress) closed the connection before sending a response"))
@@ -519,26 +448,18 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
     }
 
-    /// EOF, reset or write failure: let the machine decide between failing and retrying.
+    /// EOF, reset or write failure under a task: the machine says whether the request may be
+    /// replayed; the connection closes and the task decides.
     private func connectionFailed(_ error: HawserError) {
         let action = self.machine.connectionFailed()
         let task = self.task
         self.task = nil
         self.close()
         guard let task else { return }
-        if case .failAndClose(let retryable) = action, retryable, !task.retriedThisExchange, Self.isReplayable(task) {
-            task.retriedThisExchange = true
-            task.metrics.retryCount += 1
-            self.pool.retry(task)
+        if case .failAndClose(let retryable) = action {
+            task.connectionFailed(error, retryable: retryable)
         } else {
-            task.finish(.failure(error.with(url: task.request.url)))
-        }
-    }
-
-    private static func isReplayable(_ task: RequestTask) -> Bool {
-        switch task.wireBody {
-        case nil, .bytes: return true
-        case .stream: return false
+            task.connectionFailed(error, retryable: false)
         }
     }
 
@@ -644,10 +565,6 @@ final class HTTP1Connection: EventLoopIOHandler {
         var firstDone: ((HawserError?) -> Void)? = nil
         var moreDone: [(HawserError?) -> Void] = []
         var bodyDone = 0
-        if let task = self.task {
-            task.metrics.bytesSent += Int64(n)
-            task.lastActivity = self.loop.now
-        }
         // Progress counts body bytes as they reach the socket, also inside a partly written
         // buffer, so a large upload reports progress from its first write.
         while !self.writes.isEmpty {
@@ -666,16 +583,13 @@ final class HTTP1Connection: EventLoopIOHandler {
                 break
             }
         }
-        if bodyDone > 0, let task = self.task {
-            let expected = task.wireBody?.knownLength
-            self.bodyProgress += Int64(bodyDone)
-            task.delegate.task(task, didSendBodyBytes: self.bodyProgress, expected: expected)
+        if let task = self.task {
+            if bodyDone > 0 { self.bodyProgress += Int64(bodyDone) }
+            task.wroteBytes(written, bodyTotal: bodyDone > 0 ? self.bodyProgress : nil)
         }
         firstDone?(nil)
         for c in moreDone { c(nil) }
     }
-
-    private var bodyProgress: Int64 = 0
 
     private func setWriteInterest(_ on: Bool) {
         guard on != self.writingInterest, !self.isClosed else { return }
@@ -683,51 +597,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.loop.setInterest(fd: self.fd, readable: self.readingInterest, writable: on)
     }
 
-    // MARK: - Pool life
-
-    /// The connection went idle in the pool. Only the first call arms a timer; later ones just
-    /// note the time, and the timer re-arms itself for the remainder when it fires early. So
-    /// keep-alive reuse costs no timer work per request.
-    func startIdleTimer(_ seconds: Double) {
-        self.bodyProgress = 0
-        let now = self.loop.now
-        self.idleSince = now
-        self.idleTimeoutNanos = RequestTask.nanos(seconds)
-        if self.idleTimer == nil { self.armIdleTimer(after: self.idleTimeoutNanos) }
-    }
-
-    private func armIdleTimer(after nanos: UInt64) {
-        self.idleTimer = self.loop.scheduleInLoop(in: nanos) { [unowned(unsafe) self] in
-            self.idleTimer = nil
-            guard !self.isClosed else { return }
-            guard let since = self.idleSince else {
-                // Busy now: check again one timeout from now.
-                self.armIdleTimer(after: self.idleTimeoutNanos)
-                return
-            }
-            let elapsed = self.loop.now &- since
-            if elapsed >= self.idleTimeoutNanos {
-                _ = self.machine.abort()
-                self.close()
-            } else {
-                self.armIdleTimer(after: self.idleTimeoutNanos - elapsed)
-            }
-        }
-    }
-
-    func cancelIdleTimer() {
-        self.bodyProgress = 0
-        self.idleSince = nil
-    }
+    // MARK: - Closing
 
     /// Closes the socket and tells the pool. Pending write completions fail. Idempotent.
     func close() {
         guard !self.isClosed else { return }
         self.isClosed = true
-        self.dropHeldBody()
-        self.idleSince = nil
-        self.idleTimer?.cancel()
-        self.idleTimer = nil
+        self.heldBody = nil
+        self.machine.closed()
         self.loop.deregister(fd: self.fd)
         self.tls?.shutdown()
         Posix.close(self.fd)

@@ -73,11 +73,11 @@ struct HTTP1ConnectionStateMachine: Sendable {
         }
     }
 
-    /// The whole request (head and body) was written.
-    mutating func requestSent() -> Action {
-        guard case .inFlight(_, let response, let idem) = self.state else { return .none }
+    /// The whole request (head and body) was written. (Nothing to decide: it only matters for
+    /// reuse, decided when the response ends.)
+    mutating func requestSent() {
+        guard case .inFlight(_, let response, let idem) = self.state else { return }
         self.state = .inFlight(request: .sent, response: response, idempotent: idem)
-        return .none
     }
 
     /// Bytes of the response (or an interim head) arrived.
@@ -115,6 +115,11 @@ struct HTTP1ConnectionStateMachine: Sendable {
         case .closed:
             return .none
         }
+    }
+
+    /// The shell closed the socket (after one of the answers above, or at shutdown).
+    mutating func closed() {
+        self.state = .closed
     }
 
     /// The task was cancelled, timed out or hit a protocol error: the connection is unusable.

@@ -1,33 +1,24 @@
+// The IO shell around RequestStateMachine for one task: it feeds the machine what the connection
+// and the delegates report, and runs what the machine answers — on the connection (write, hold
+// or send the body, read or stop reading, abort), with the pool (queue, replay), and with the
+// delegate (heads, body, decisions, the one completion). Loop-confined, but for the thread-safe
+// handle methods.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import Synchronization
 import HawserAuth
 import HawserBase
 import HawserCache
 import HawserCoding
+import HawserHTTP1
 import HawserPosix
-import HawserReachability
-import HawserTLS
+import Synchronization
 
 /// One request being executed by a ``Session``. Thread-safe handle; the task's working state
 /// is confined to the session's event loop.
 public final class RequestTask: @unchecked Sendable {
-    /// Where the task is. Loop-confined.
-    enum State {
-        /// Created, not yet handed to the pool. Next: queued, executing, finished.
-        case created
-        /// Waiting in the pool for a connection. Next: executing, finished.
-        case queued
-        /// Running on a connection. Next: queued (retry), finished.
-        case executing(HTTP1Connection)
-        /// Done; the delegate has been told. Final.
-        case finished
-    }
-
     /// The request as given.
     public let originalRequest: HTTPClientRequest
     /// The request being executed: the original one, or where redirects led (NSURLSessionTask's
@@ -36,35 +27,28 @@ public final class RequestTask: @unchecked Sendable {
     /// The loop this task runs on.
     public let eventLoop: EventLoop
     let delegate: any ResponseDelegate
+    unowned(unsafe) let context: SessionContext
     unowned(unsafe) let pool: ConnectionPool
 
     // Loop-confined state.
-    var state: State = .created
+    var machine = RequestStateMachine()
+    /// The connection the current exchange runs on.
+    private var connection: HTTP1Connection?
     var metrics = TaskMetrics()
-    var key: ConnectionKey
-    var encodedHead: [UInt8] = []
-    /// The body as it goes on the wire: the request's body, gzip-coded when it asks for
-    /// `compressesBody`. Set with `encodedHead`, from the same `Session.prepare`.
-    var wireBody: RequestBody?
+    /// The current request as it goes on the wire (Session.prepare).
+    var prepared: Session.Prepared
+    /// The pool's origin for `prepared.key`.
+    var origin: ConnectionPool.Machine.OriginID = 0
+    /// The final head being classified, decided about or delivered.
+    var decidingHead: HTTPResponseHead?
+    /// The 401/407 answer being decided.
+    var pendingChallenge: ChallengePlan?
     var lastActivity: UInt64 = 0
-    var idleTimeoutNanos: UInt64 = 0
-    var resourceDeadline: UInt64 = 0
-    var resourceSeconds: Double = 0
+    private var idleTimeoutNanos: UInt64 = 0
+    private var resourceDeadline: UInt64 = 0
     /// The task's one timer: due at the earlier of the idle and the resource deadline.
-    var timer: Scheduled?
-    var readingPaused = false
-    /// Reading is held while a delegate decides about this response (a redirect, a challenge).
-    var decisionPending = false
-    /// Whether the connection should stop reading for this task now.
-    var readingSuspended: Bool { self.readingPaused || self.decisionPending }
-    /// The request that replaces this one once the current response (a followed redirect) ends.
-    var followUp: HTTPClientRequest?
-    /// A redirect's body is being drained while the delegate finds a new body stream;
-    /// `responseDrained` records that it ended before the answer came.
-    var drainingResponse = false
-    /// The server answered before the 100-continue body was sent, which was then never sent.
-    var bodyWithheld = false
-    var countsFollowUpAsRedirect = true
+    private var timer: Scheduled?
+    private var continueTimer: Scheduled?
     /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
     var serverAuthAttempts: AuthenticationAttempts?
     var proxyAuthAttempts: AuthenticationAttempts?
@@ -80,40 +64,28 @@ public final class RequestTask: @unchecked Sendable {
     var requestTime = Date()
     /// Undoes the response's Content-Encoding as body bytes arrive.
     var decoder: ContentDecoder?
-    var responseDrained = false
-    var bodyWriter: BodyStreamSink?
-    var bodyBytesSent: Int64 = 0
-    /// The current exchange (this request, before a redirect or an authentication follow-up
-    /// replaces it) was already replayed once after a stale kept-alive connection failed.
-    var retriedThisExchange = false
-    /// The replay must go to a newly opened connection: the idle ones may be as dead as the one
-    /// that failed (they went idle at the same time, and the server may have dropped them all).
-    var needsFreshConnection = false
+    /// The sink of the current streamed body, if any.
+    private var bodySink: BodyStreamSink?
 
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)
 
-    init(request: HTTPClientRequest, key: ConnectionKey, encodedHead: [UInt8], wireBody: RequestBody?, eventLoop: EventLoop,
-         delegate: any ResponseDelegate, pool: ConnectionPool) {
+    init(request: HTTPClientRequest, prepared: Session.Prepared, context: SessionContext, pool: ConnectionPool,
+         delegate: any ResponseDelegate) {
         self.request = request
         self.originalRequest = request
-        self.key = key
-        self.encodedHead = encodedHead
-        self.wireBody = wireBody
-        self.eventLoop = eventLoop
-        self.delegate = delegate
+        self.prepared = prepared
+        self.eventLoop = context.loop
+        self.context = context
         self.pool = pool
+        self.delegate = delegate
     }
 
     /// Cancels the task. Whatever it is doing (queued, resolving, connecting, writing, mid-head,
     /// mid-body), it ends exactly once with a `.cancelled` error. Safe from any thread; idempotent.
     public func cancel() {
         if self.cancelRequested.exchange(true, ordering: .relaxed) { return }
-        if self.eventLoop.inEventLoop {
-            self.fail(HawserError(.cancelled, "the task was cancelled"))
-        } else {
-            self.eventLoop.execute { self.fail(HawserError(.cancelled, "the task was cancelled")) }
-        }
+        self.onLoop { self.fail(HawserError(.cancelled, "the task was cancelled")) }
     }
 
     /// Ends the task with `error` (e.g. a delegate that refuses the response). Like ``cancel()``,
@@ -125,50 +97,267 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Stops reading the response from the socket until ``resumeReading()``. Safe from any thread.
     public func pauseReading() {
-        self.onLoop {
-            self.readingPaused = true
-            if case .executing(let c) = self.state { c.updateReadInterest() }
-        }
+        self.onLoop { self.run(self.machine.pauseReading()) }
     }
 
     /// Resumes reading after ``pauseReading()``. Safe from any thread.
     public func resumeReading() {
-        self.onLoop {
-            guard self.readingPaused else { return }
-            self.readingPaused = false
-            self.lastActivity = self.eventLoop.now
-            if case .executing(let c) = self.state { c.resumeAfterPause() }
-        }
+        self.onLoop { self.run(self.machine.resumeReading()) }
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) {
         if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
     }
 
-    var isFinished: Bool {
-        if case .finished = self.state { return true }
-        return false
-    }
+    var isFinished: Bool { self.machine.isFinished }
+    var readingSuspended: Bool { self.machine.readingSuspended }
 
-    // MARK: - Loop-side lifecycle
+    // MARK: - Starting
 
-    /// Arms the task's timer; called once when the task is handed to the pool.
-    func start(configuration: SessionConfiguration) {
+    /// Hands the task to its session: arms its timer, consults the cache, then asks for a connection.
+    func submit() {
+        guard self.pool.register(self) else {
+            self.complete(.failure(HawserError(.sessionShutDown, "the session has been shut down")))
+            return
+        }
         let now = self.eventLoop.now
         self.metrics.fetchStart = now
         self.lastActivity = now
-        let idle = self.request.timeoutInterval ?? configuration.timeoutIntervalForRequest
-        self.idleTimeoutNanos = Self.nanos(idle)
-        self.resourceSeconds = configuration.timeoutIntervalForResource
-        self.resourceDeadline = now &+ Self.nanos(configuration.timeoutIntervalForResource)
+        self.idleTimeoutNanos = self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos
+        self.resourceDeadline = now &+ self.context.resourceTimeoutNanos
         self.armTimer(now: now)
+        self.origin = self.pool.origin(for: self.prepared.key)
+        let served = self.context.configuration.urlCache != nil && self.consultCache()
+        self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: served))
     }
 
-    static func nanos(_ seconds: Double) -> UInt64 {
-        if seconds <= 0 { return 0 }
-        if seconds > 1e9 { return UInt64(1e18) }
-        return UInt64(seconds * 1e9)
+    // MARK: - Running actions
+
+    func run(_ action: RequestStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .requestConnection(let fresh):
+            self.pool.request(self, fresh: fresh)
+        case .writeRequest(let holdBody):
+            guard let c = self.connection else { return }
+            if holdBody {
+                self.continueTimer = self.eventLoop.scheduleInLoop(in: self.context.expectContinueNanos) { [unowned(unsafe) self] in
+                    self.continueTimer = nil
+                    self.run(self.machine.continueTimerFired())
+                }
+            }
+            c.writeRequest(head: self.prepared.head, body: self.prepared.body, holdBody: holdBody)
+        case .sendHeldBody:
+            self.cancelContinueTimer()
+            self.connection?.sendHeldBody()
+        case .dropHeldBody:
+            self.cancelContinueTimer()
+            self.connection?.dropHeldBody()
+        case .forwardInterim:
+            break   // receivedInterim, which has the head, delivers it
+        case .deliverHead(let dropHeld):
+            if dropHeld { self.run(.dropHeldBody) }
+            self.deliverHead()
+        case .deliverDecidedHead:
+            self.deliverHead()
+            if !self.isFinished { self.resumeConnectionReading() }
+        case .askRedirect(let proposed, let dropHeld):
+            if dropHeld { self.run(.dropHeldBody) }
+            self.connection?.updateReadInterest()
+            self.askRedirect(proposed)
+        case .askChallenge(let dropHeld):
+            if dropHeld { self.run(.dropHeldBody) }
+            self.connection?.updateReadInterest()
+            self.askChallenge()
+        case .askBodyStream:
+            self.askBodyStream()
+            self.resumeConnectionReading()
+        case .updateReading:
+            self.resumeConnectionReading()
+        case .restart(let next, let countsAsRedirect):
+            self.restart(with: next, countsAsRedirect: countsAsRedirect)
+        case .retry:
+            self.detachConnection(HawserError(.cancelled, "the request is replayed on a new connection; this body stream is no longer read"))
+            self.metrics.retryCount += 1
+            self.pool.request(self, fresh: true)
+        case .succeed:
+            self.finishSuccessfully()
+        case .fail(let error, let closeConnection, let leaveQueue):
+            if leaveQueue { self.pool.cancel(self) }
+            if closeConnection, let c = self.connection { c.abort(self) }
+            self.detachConnection(error)
+            self.complete(.failure(error.with(url: self.request.url)))
+        }
     }
+
+    private func cancelContinueTimer() {
+        self.continueTimer?.cancel()
+        self.continueTimer = nil
+    }
+
+    /// Reading may resume (a decision came, or the consumer resumed): new and buffered bytes.
+    private func resumeConnectionReading() {
+        guard let c = self.connection else { return }
+        if self.machine.readingSuspended {
+            c.updateReadInterest()
+        } else {
+            self.lastActivity = self.eventLoop.now
+            c.resumeAfterPause()
+        }
+    }
+
+    /// The exchange is over: its connection and body stream are no longer this task's; a write
+    /// from the stream's producer throws `error` from now on.
+    func detachConnection(_ error: HawserError) {
+        self.cancelContinueTimer()
+        self.connection = nil
+        self.bodySink?.exchangeEnded(error)
+        self.bodySink = nil
+    }
+
+    // MARK: - Events from the connection
+
+    /// The pool put the current exchange on `connection`.
+    func connectionAssigned(_ connection: HTTP1Connection) {
+        self.connection = connection
+        let now = self.eventLoop.now
+        self.metrics.isReusedConnection = connection.isReused
+        self.metrics.remoteAddress = connection.remoteAddress
+        if !connection.isReused {
+            let t = connection.connectTimings
+            self.metrics.domainLookupStart = t.domainLookupStart
+            self.metrics.domainLookupEnd = t.domainLookupEnd
+            self.metrics.connectStart = t.connectStart
+            self.metrics.connectEnd = t.connectEnd
+            self.metrics.secureConnectionStart = t.secureConnectionStart
+            self.metrics.secureConnectionEnd = t.secureConnectionEnd
+            self.metrics.isResumedTLSSession = t.tlsResumed
+            self.metrics.connectAttempts = t.attempts
+        }
+        self.metrics.tlsProtocolVersion = connection.connectTimings.tlsProtocol
+        self.metrics.tlsCipherSuite = connection.connectTimings.tlsCipherSuite
+        self.metrics.requestStart = now
+        self.lastActivity = now
+        self.run(self.machine.connectionAssigned())
+    }
+
+    func requestWritten() {
+        self.metrics.requestEnd = self.eventLoop.now
+        self.machine.requestWritten()
+    }
+
+    /// `n` bytes were handed to the socket; `bodyTotal`: request-body bytes so far, when this
+    /// write carried some.
+    func wroteBytes(_ n: Int, bodyTotal: Int64?) {
+        self.metrics.bytesSent += Int64(n)
+        self.lastActivity = self.eventLoop.now
+        if let bodyTotal {
+            self.delegate.task(self, didSendBodyBytes: bodyTotal, expected: self.prepared.body?.knownLength)
+        }
+    }
+
+    func receivedBytes(_ n: Int) {
+        self.metrics.bytesReceived += Int64(n)
+        self.lastActivity = self.eventLoop.now
+        if self.metrics.responseStart == nil { self.metrics.responseStart = self.lastActivity }
+    }
+
+    func receivedInterim(_ head: HTTPResponseHead) {
+        let action = self.machine.interimHead(status: head.status, switchingError: self.switchingProtocolsError(head))
+        self.run(action)
+        if !self.isFinished { self.delegate.task(self, didReceiveInterimHead: head) }
+    }
+
+    /// A 101 ends the exchange and hands the connection to another protocol, which the engine
+    /// does not implement: a protocol error that names the 101, never an empty success.
+    private func switchingProtocolsError(_ head: HTTPResponseHead) -> HawserError {
+        let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
+        let asked = self.request.headers.contains(name: "Upgrade")
+            ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
+            : "the request asked for no upgrade"
+        let from = self.metrics.remoteAddress.map { "\($0)" } ?? self.prepared.key.description
+        return HawserError(.protocolError, "\(from) answered 101 Switching Protocols\(to): \(asked)")
+    }
+
+    func receivedHead(_ head: HTTPResponseHead) {
+        self.run(self.machine.finalHead(self.classify(head)))
+    }
+
+    func receivedBody(_ bytes: UnsafeRawBufferPointer) {
+        guard self.machine.deliversBody, !self.servedFromCache else { return }
+        self.deliverBody(bytes)
+    }
+
+    func responseEnded(trailers: HTTPHeaders?) {
+        self.metrics.responseEnd = self.eventLoop.now
+        self.connection = nil
+        self.pendingTrailers = trailers
+        self.run(self.machine.responseEnded())
+    }
+
+    private var pendingTrailers: HTTPHeaders?
+
+    /// The parser refused the response (malformed, or over a limit).
+    func responseInvalid(_ error: HawserError) {
+        self.fail(error)
+    }
+
+    func connectionFailed(_ error: HawserError, retryable: Bool) {
+        let replayable: Bool
+        switch self.prepared.body {
+        case nil, .bytes?: replayable = true
+        case .stream?: replayable = false
+        }
+        // The connection closed itself: forget it before the machine's answer runs.
+        self.connection = nil
+        self.run(self.machine.connectionFailed(error.with(url: self.request.url), retryable: retryable, replayable: replayable))
+    }
+
+    // MARK: - Streamed request bodies
+
+    /// The connection is ready for a streamed body: the producer runs as a Swift task; its writes
+    /// hop to the loop and wait for the socket.
+    func startBodyStream(_ producer: @escaping @Sendable (RequestBodyWriter) async throws -> Void) {
+        let sink = BodyStreamSink(task: self)
+        self.bodySink = sink
+        Task {
+            let failure: HawserError?
+            do {
+                try await producer(RequestBodyWriter(sink: sink))
+                failure = nil
+            } catch let e as HawserError {
+                failure = e
+            } catch {
+                failure = HawserError(.invalidRequest, "the request body stream failed: \(error)")
+            }
+            await sink.producerReturned(failure)
+        }
+    }
+
+    /// The body stream broke a rule (longer or shorter than declared) or threw.
+    func bodyStreamFailed(_ error: HawserError) {
+        self.fail(error)
+    }
+
+    fileprivate func sinkWrite(_ sink: BodyStreamSink, _ bytes: [UInt8], _ completion: @escaping (HawserError?) -> Void) {
+        guard self.bodySink === sink, let c = self.connection else {
+            completion(sink.endedError ?? HawserError(.cancelled, "the task is no longer running"))
+            return
+        }
+        c.writeBodyChunk(bytes, for: self, completion: completion)
+    }
+
+    fileprivate func sinkFinished(_ sink: BodyStreamSink, _ failure: HawserError?) {
+        guard self.bodySink === sink else { return }
+        if let failure {
+            self.fail(failure)
+            return
+        }
+        self.connection?.finishBodyStream(for: self)
+    }
+
+    // MARK: - Timers
 
     /// One timer per task, re-armed lazily: activity only updates `lastActivity`, and when the
     /// timer fires early it re-arms for whichever deadline is now nearest. A busy download costs
@@ -186,7 +375,8 @@ public final class RequestTask: @unchecked Sendable {
         guard !self.isFinished else { return }
         let now = self.eventLoop.now
         if now >= self.resourceDeadline {
-            self.fail(HawserError(.resourceTimeout, "the task did not finish within \(self.resourceSeconds) s"))
+            let seconds = Double(self.context.resourceTimeoutNanos) / 1e9
+            self.fail(HawserError(.resourceTimeout, "the task did not finish within \(seconds) s"))
             return
         }
         // The idle clock does not run while the consumer holds the response back.
@@ -199,27 +389,23 @@ public final class RequestTask: @unchecked Sendable {
         self.armTimer(now: now)
     }
 
-    /// Ends the task with an error. Idempotent; closes the connection if one is in use.
+    // MARK: - Ending
+
+    /// Ends the task with an error, from wherever it is. Idempotent.
     func fail(_ error: HawserError) {
-        switch self.state {
-        case .finished:
-            return
-        case .created:
-            break
-        case .queued:
-            self.pool.removeWaiting(self)
-        case .executing(let connection):
-            connection.abort(self)
-        }
-        self.finish(.failure(error.with(url: self.request.url)))
+        self.run(self.machine.fail(error))
     }
 
-    /// Tells the delegate, exactly once, and releases the timers. `notifyPool` is false only for a
-    /// task that never reached its pool (its loop had shut down): the pool is not ours to touch then.
-    func finish(_ result: Result<HTTPHeaders?, HawserError>, notifyPool: Bool = true) {
-        if case .finished = self.state { return }
-        var result = result
-        if case .success = result, self.decoder != nil {
+    /// The pool failed the task while it waited (a connect failed, or the session shut down).
+    func failWaiting(_ error: HawserError) {
+        self.run(self.machine.fail(error))
+    }
+
+    /// The response ended and was the last: finish decoding, store it in the cache, complete.
+    private func finishSuccessfully() {
+        var result: Result<HTTPHeaders?, HawserError> = .success(self.pendingTrailers)
+        self.pendingTrailers = nil
+        if self.decoder != nil {
             // A coded stream that stops early is a truncated body even if the framing was complete.
             do {
                 try self.decoder!.finish()
@@ -232,67 +418,65 @@ public final class RequestTask: @unchecked Sendable {
             self.cacheRecording = nil
             self.storeInCache(recording)
         }
-        if case .success = result {
-            if let next = self.followUp {
-                self.followUp = nil
-                self.restart(with: next)
-                return
-            }
-            if self.drainingResponse {
-                self.responseDrained = true
-                self.state = .created
-                return
-            }
-        }
-        self.state = .finished
+        self.detachConnection(HawserError(.invalidRequest, "the response ended before the request body was complete"))
+        self.complete(result)
+    }
+
+    /// Tells the delegate, exactly once (the machine is finished), and releases the timers.
+    func complete(_ result: Result<HTTPHeaders?, HawserError>) {
         self.timer?.cancel()
         self.timer = nil
+        self.cancelContinueTimer()
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
-        self.bodyWriter?.taskEnded(result)
-        self.bodyWriter = nil
-        if notifyPool { self.pool.taskFinished(self) }
+        self.pool.taskFinished(self)
         self.delegate.task(self, didCompleteWith: result, metrics: self.metrics)
+    }
+
+    /// The task never reached its loop (the loop had shut down): complete on the caller's thread.
+    func completeWithoutLoop(_ error: HawserError) {
+        _ = self.machine.fail(error)
+        self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
     }
 }
 
-/// The engine's end of a ``RequestBodyWriter``: hops each write to the loop and completes it
-/// when the bytes reached the socket.
+/// The engine's end of a ``RequestBodyWriter``: hops each write to the loop and completes it when
+/// the bytes reached the socket. One per streamed exchange; a write after the exchange ended
+/// (a failure, a redirect) throws why.
 final class BodyStreamSink: RequestBodySink, @unchecked Sendable {
-    /// Strong: the producer may outlive the task's exchange (a failure, a redirect), and must
-    /// find out safely. The cycle through `task.bodyWriter` is broken when the exchange ends.
-    let task: RequestTask
+    /// Strong: the producer may outlive the task's exchange, and must find out safely. The cycle
+    /// through `task.bodySink` is broken when the exchange ends.
+    private let task: RequestTask
     // Loop-confined.
-    var ended: Result<HTTPHeaders?, HawserError>?
-    var written: Int64 = 0
+    fileprivate var endedError: HawserError?
 
     init(task: RequestTask) { self.task = task }
 
     func write(_ bytes: [UInt8]) async throws {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
             self.task.eventLoop.execute {
-                if let ended = self.ended {
-                    cont.resume(throwing: Self.endedError(ended))
+                if let e = self.endedError {
+                    cont.resume(throwing: e)
                     return
                 }
-                guard self.task.bodyWriter === self, case .executing(let c) = self.task.state else {
-                    cont.resume(throwing: HawserError(.cancelled, "the task is no longer running"))
-                    return
-                }
-                c.writeBodyChunk(bytes, for: self.task) { error in
+                self.task.sinkWrite(self, bytes) { error in
                     if let error { cont.resume(throwing: error) } else { cont.resume() }
                 }
             }
         }
     }
 
-    static func endedError(_ r: Result<HTTPHeaders?, HawserError>) -> HawserError {
-        switch r {
-        case .failure(let e): return e
-        case .success: return HawserError(.invalidRequest, "the response ended before the request body was complete")
+    /// The producer returned (nil) or threw.
+    func producerReturned(_ failure: HawserError?) async {
+        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
+            self.task.eventLoop.execute {
+                if self.endedError == nil { self.task.sinkFinished(self, failure) }
+                cont.resume()
+            }
         }
     }
 
-    func taskEnded(_ result: Result<HTTPHeaders?, HawserError>) {
-        self.ended = result
+    /// The exchange ended; later writes throw `error` (or the task's own error if it failed).
+    func exchangeEnded(_ error: HawserError) {
+        if self.endedError == nil { self.endedError = error }
     }
 }

@@ -1,57 +1,80 @@
-// What happens to a response between the parser and the delegate: redirects are followed
-// (the redirect's body is drained and the task starts again with the next request), and the
-// delegate's decisions are awaited with reading held. Loop-confined.
-import HawserHTTP1
+// What a final head means for the task, and what the delegates decide about it: cookies are
+// stored, the 417 retry, 401/407 challenges and redirects are classified for the request state
+// machine, the delegates are asked (reading held meanwhile), and a delivered response is decoded
+// and recorded for the cache on its way to the delegate. Loop-confined.
 import HawserAuth
 import HawserBase
-import HawserCache
 import HawserCoding
-import HawserCookies
+import HawserHTTP1
 import HawserPosix
-import HawserProxy
-import HawserTLS
 
 extension RequestTask {
-    /// A final response head from the connection.
-    func receivedHead(_ head: HTTPResponseHead) {
-        // Fields are read through the pool, not from a local copy of the whole configuration:
-        // this runs for every response.
-        let pool = self.pool
-        if self.request.shouldHandleCookies ?? pool.configuration.httpShouldSetCookies, let jar = pool.configuration.httpCookieStorage,
+    /// Classifies a final head for the machine (and stores its cookies).
+    func classify(_ head: HTTPResponseHead) -> RequestStateMachine.HeadKind {
+        let configuration = self.context.configuration
+        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
            head.headers.contains(name: "Set-Cookie") {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
         }
-        if head.status == 417, self.bodyWithheld {
+        self.decidingHead = head
+        if head.status == 417, self.machine.bodyWasWithheld {
             // 417 Expectation Failed: the server will not do 100-continue; send it again without
             // the expectation (RFC 9110 §10.1.1), once.
-            self.bodyWithheld = false
             var again = self.request
             again.expectsContinue = false
             again.headers.remove(name: "Expect")
-            self.followUp = again
-            self.countsFollowUpAsRedirect = false
-            return
+            return .retryWithoutExpectation(again)
         }
-        self.bodyWithheld = false
         if head.status == 401 || head.status == 407 {
             let isProxy = head.status == 407
             let challenges = HTTPAuthChallenge.parse(head.headers, proxy: isProxy)
-            if !challenges.isEmpty, self.decideAuthentication(head, challenges, isProxy: isProxy) { return }
+            if !challenges.isEmpty, let plan = self.planAuthentication(head, challenges, isProxy: isProxy) {
+                self.pendingChallenge = plan
+                return .challenge
+            }
         }
         switch Redirect.nextRequest(after: self.request, response: head, redirectsSoFar: self.metrics.redirectCount,
-                                    configuration: pool.configuration.redirects) {
-        case nil:
-            self.deliverHead(head)
-        case .failure(let error)?:
-            self.fail(error)
-        case .success(let next)?:
-            self.decideRedirect(head, next)
+                                    configuration: configuration.redirects) {
+        case nil: return .deliver
+        case .failure(let error)?: return .failure(error)
+        case .success(let next)?: return .redirect(proposed: next)
         }
     }
 
-    /// Body bytes from the connection: swallowed while a followed redirect's body drains.
-    func receivedBody(_ bytes: UnsafeRawBufferPointer) {
-        if self.followUp != nil || self.drainingResponse || self.servedFromCache { return }
+    // MARK: - Delivering
+
+    /// Delivers the final head: sets up decoding and cache recording (a 304 turns into the
+    /// stored response).
+    func deliverHead() {
+        guard let head = self.decidingHead else { return }
+        self.decidingHead = nil
+        let configuration = self.context.configuration
+        self.decoder = nil
+        if configuration.automaticallyDecodesContent, self.request.method != .head,
+           head.status != 204, head.status != 304,
+           let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
+            do {
+                let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
+                if !d.codings.isEmpty { self.decoder = d }
+            } catch {
+                self.fail(error)
+                return
+            }
+        }
+        var delivered = head
+        if configuration.urlCache != nil {
+            delivered = self.cacheHead(head)
+            if self.servedFromCache { self.decoder = nil }
+        }
+        self.delegate.task(self, didReceiveHead: delivered)
+        if let body = self.pendingCachedBody {
+            self.pendingCachedBody = nil
+            if !body.isEmpty, !self.isFinished { body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: $0) } }
+        }
+    }
+
+    /// Body bytes of the delivered response: decoded, recorded for the cache, delivered.
+    func deliverBody(_ bytes: UnsafeRawBufferPointer) {
         guard self.decoder != nil else {
             if self.cacheRecording != nil { self.recordForCache(bytes) }
             self.delegate.task(self, didReceiveBody: bytes)
@@ -69,109 +92,81 @@ extension RequestTask {
         }
     }
 
-    func deliverHead(_ head: HTTPResponseHead) {
-        let pool = self.pool
-        self.decoder = nil
-        if pool.configuration.automaticallyDecodesContent, self.request.method != .head,
-           head.status != 204, head.status != 304,
-           let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
-            do {
-                let d = try ContentDecoder(contentEncoding: coding, limits: pool.configuration.decodingLimits)
-                if !d.codings.isEmpty { self.decoder = d }
-            } catch {
-                self.fail(error)
-                return
-            }
+    // MARK: - Decisions
+
+    /// Runs `decision` on the loop once a delegate answered (from any thread).
+    private func decide(_ decision: RequestStateMachine.Decision) {
+        let task = UnsafeTransfer(self)
+        let body: @Sendable () -> Void = {
+            let me = task.value
+            me.run(me.machine.decided(decision))
         }
-        var delivered = head
-        if pool.configuration.urlCache != nil {
-            delivered = self.cacheHead(head)
-            if self.servedFromCache { self.decoder = nil }
-        }
-        self.delegate.task(self, didReceiveHead: delivered)
-        if let body = self.pendingCachedBody {
-            self.pendingCachedBody = nil
-            if !body.isEmpty, !self.isFinished { body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: $0) } }
-        }
+        if self.eventLoop.inEventLoop { self.eventLoop.executeInLoop(body) } else { self.eventLoop.execute(body) }
     }
 
-    /// Holds reading while `decide` runs; `decide` gets a resume function to call exactly once,
-    /// from any thread, with what to do on the loop.
-    private func awaitDecision(_ decide: (_ resume: @escaping @Sendable (@escaping @Sendable (RequestTask) -> Void) -> Void) -> Void) {
-        self.decisionPending = true
-        // Stop reading now: what follows (the body, or the server's close) must wait for the answer.
-        if case .executing(let c) = self.state { c.updateReadInterest() }
-        let loop = self.eventLoop
-        decide { action in
-            let body: @Sendable () -> Void = { [self] in
-                guard !self.isFinished, self.decisionPending else { return }
-                self.decisionPending = false
-                action(self)
-                guard !self.isFinished else { return }
-                self.lastActivity = self.eventLoop.now
-                if case .executing(let c) = self.state { c.resumeAfterPause() }
-            }
-            if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
-        }
-    }
-
-    private func decideRedirect(_ head: HTTPResponseHead, _ proposed: HTTPClientRequest) {
+    /// Asks the delegate about following a redirect; reading waits for the answer.
+    func askRedirect(_ proposed: HTTPClientRequest) {
+        guard let head = self.decidingHead else { return }
         let keepsBody = proposed.body != nil
         let redirected = self.request
-        let rules = self.pool.configuration.redirects
-        self.awaitDecision { resume in
-            self.delegate.task(self, willPerformRedirection: head, newRequest: proposed) { answer in
-                guard let answer else {
-                    // Refused: the redirect response is the final response.
-                    resume { task in task.deliverHead(head) }
-                    return
+        let rules = self.context.configuration.redirects
+        let task = UnsafeTransfer(self)
+        self.delegate.task(self, willPerformRedirection: head, newRequest: proposed) { answer in
+            guard let answer else {
+                // Refused: the redirect response is the final response.
+                task.value.decide(.deliver)
+                return
+            }
+            switch Redirect.checkRewrite(answer, proposed: proposed, from: redirected, configuration: rules) {
+            case .success(let chosen):
+                if keepsBody, case .stream? = chosen.body {
+                    // A streamed body cannot be replayed: the delegate must give a new one.
+                    task.value.decide(.needBodyStream(chosen))
+                } else {
+                    task.value.decide(.followUp(chosen, countsAsRedirect: true))
                 }
-                let chosen: HTTPClientRequest
-                switch Redirect.checkRewrite(answer, proposed: proposed, from: redirected, configuration: rules) {
-                case .success(let checked):
-                    chosen = checked
-                case .failure(let error):
-                    resume { task in task.fail(error) }
-                    return
-                }
-                guard keepsBody, case .stream? = chosen.body else {
-                    resume { task in task.followUp = chosen }
-                    return
-                }
-                // A streamed body cannot be replayed: the delegate must give a new one.
-                resume { task in
-                    task.drainingResponse = true
-                    task.delegate.task(task, needNewBodyStream: { body in
-                        task.eventLoop.execute {
-                            guard !task.isFinished else { return }
-                            guard let body else {
-                                task.fail(HawserError(.invalidRequest,
-                                    "the \(head.status) redirect needs the request body again, but it was a stream and needNewBodyStream gave none",
-                                    url: task.request.url))
-                                return
-                            }
-                            var next = chosen
-                            next.body = body
-                            task.drainingResponse = false
-                            if task.responseDrained {
-                                task.responseDrained = false
-                                task.restart(with: next)
-                            } else {
-                                task.followUp = next
-                            }
-                        }
-                    })
-                }
+            case .failure(let error):
+                task.value.decide(.fail(error))
             }
         }
+    }
+
+    /// Asks the delegate for the body stream a 307/308 must send again.
+    func askBodyStream() {
+        guard case .awaitBodyStream(let chosen) = self.machine.after else { return }
+        let status = self.decidingHead?.status ?? 307
+        let task = UnsafeTransfer(self)
+        self.delegate.task(self, needNewBodyStream: { body in
+            task.value.eventLoop.execute {
+                let me = task.value
+                var next = chosen
+                next.body = body
+                let missing = HawserError(.invalidRequest,
+                    "the \(status) redirect needs the request body again, but it was a stream and needNewBodyStream gave none",
+                    url: me.request.url)
+                me.run(me.machine.bodyStreamProvided(body == nil ? nil : next, missing: missing))
+            }
+        })
     }
 
     // MARK: - 401 / 407
 
-    /// Asks the delegates (then the credential store) about a challenge. Returns false when the
-    /// response is to be delivered as it is (nothing to answer with, or too many failures).
-    private func decideAuthentication(_ head: HTTPResponseHead, _ challenges: [HTTPAuthChallenge], isProxy: Bool) -> Bool {
-        let configuration = self.pool.configuration
+    /// What answering a 401/407 needs: the challenge chosen, its protection space, and the
+    /// credential proposed by default.
+    struct ChallengePlan {
+        var head: HTTPResponseHead
+        var challenge: HTTPAuthChallenge
+        var answerable: Bool
+        var space: ProtectionSpace
+        var isProxy: Bool
+        var proposed: Credential?
+        var authenticationChallenge: AuthenticationChallenge
+    }
+
+    /// Records the attempt and plans the answer; nil when the response is to be delivered as it
+    /// is (nothing to answer with, a streamed body, or too many failures).
+    private func planAuthentication(_ head: HTTPResponseHead, _ challenges: [HTTPAuthChallenge], isProxy: Bool) -> ChallengePlan? {
+        let configuration = self.context.configuration
         let chosen = HTTPAuthChallenge.strongest(of: challenges)
         let field = isProxy ? "Proxy-Authorization" : "Authorization"
         let sentCredentials = self.request.headers.contains(name: field)
@@ -180,19 +175,20 @@ extension RequestTask {
         let decision = attempts.record(chosen, sentCredentials: sentCredentials)
         if isProxy { self.proxyAuthAttempts = attempts } else { self.serverAuthAttempts = attempts }
         guard decision == .retry, let challenge = chosen ?? challenges.first,
-              let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return false }
+              let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return nil }
         // A proxy's protection space is the proxy's, not the origin's.
-        let space = isProxy && self.key.proxy != nil
-            ? ProtectionSpace(host: self.key.proxy!.server.host, port: self.key.proxy!.server.port, urlScheme: .http,
+        let key = self.prepared.key
+        let space = isProxy && key.proxy != nil
+            ? ProtectionSpace(host: key.proxy!.server.host, port: key.proxy!.server.port, urlScheme: .http,
                               realm: challenge.realm, authenticationMethod: originSpace.authenticationMethod, isProxy: true)
             : originSpace
-        if case .stream? = self.request.body { return false }   // cannot be sent again
+        if case .stream? = self.request.body { return nil }   // cannot be sent again
         var proposed: Credential? = nil
         if let store = configuration.urlCredentialStorage {
             let stored = store.credentials(for: space)
             proposed = store.defaultCredential(for: space) ?? (stored.count == 1 ? stored.first?.value : nil)
         }
-        if proposed == nil, isProxy, let c = self.key.proxy?.server.credentials {
+        if proposed == nil, isProxy, let c = key.proxy?.server.credentials {
             proposed = Credential(user: c.user, password: c.password, persistence: .none)
         }
         if proposed == nil, !isProxy, let user = self.request.url.user(percentEncoded: false) {
@@ -205,60 +201,45 @@ extension RequestTask {
         let authChallenge = AuthenticationChallenge(protectionSpace: space, httpChallenges: challenges,
                                                     previousFailureCount: attempts.failureCount, failureResponse: head,
                                                     proposedCredential: proposed)
-        let answerable = chosen != nil
-        let defaultCredential = proposed
-        self.awaitDecision { resume in
-            self.askChallenge(authChallenge) { disposition in
-                resume { task in
-                    switch disposition {
-                    case .useCredential(let credential):
-                        task.answerChallenge(challenge, space: space, credential: credential, isProxy: isProxy, head: head)
-                        if credential.persistence != .none { configuration.urlCredentialStorage?.set(credential, for: space) }
-                    case .performDefaultHandling:
-                        if answerable, let defaultCredential {
-                            task.answerChallenge(challenge, space: space, credential: defaultCredential, isProxy: isProxy, head: head)
-                        } else {
-                            task.deliverHead(head)
-                        }
-                    case .cancelAuthenticationChallenge:
-                        task.fail(HawserError(.userCancelledAuthentication,
-                            "the \(head.status) challenge from \(space.host) was cancelled by its handler", url: task.request.url))
-                    case .rejectProtectionSpace, .useServerTrust, .refuseServerTrust:
-                        task.deliverHead(head)
+        return ChallengePlan(head: head, challenge: challenge, answerable: chosen != nil, space: space, isProxy: isProxy,
+                             proposed: proposed, authenticationChallenge: authChallenge)
+    }
+
+    /// Asks the delegates about the planned challenge; reading waits for the answer.
+    func askChallenge() {
+        guard let plan = self.pendingChallenge else { return }
+        self.pendingChallenge = nil
+        let task = UnsafeTransfer(self)
+        let storage = self.context.configuration.urlCredentialStorage
+        self.context.askChallenge(plan.authenticationChallenge, for: self) { disposition in
+            task.value.eventLoop.execute {
+                let me = task.value
+                switch disposition {
+                case .useCredential(let credential):
+                    me.decideWithCredential(plan, credential)
+                    if credential.persistence != .none { storage?.set(credential, for: plan.space) }
+                case .performDefaultHandling:
+                    if plan.answerable, let credential = plan.proposed {
+                        me.decideWithCredential(plan, credential)
+                    } else {
+                        me.decide(.deliver)
                     }
+                case .cancelAuthenticationChallenge:
+                    me.decide(.fail(HawserError(.userCancelledAuthentication,
+                        "the \(plan.head.status) challenge from \(plan.space.host) was cancelled by its handler", url: me.request.url)))
+                case .rejectProtectionSpace, .useServerTrust, .refuseServerTrust:
+                    me.decide(.deliver)
                 }
             }
         }
-        return true
     }
 
-    /// Task delegate first; if it performs default handling, the session's delegate.
-    private func askChallenge(_ challenge: AuthenticationChallenge, _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) {
-        let pool = UnsafeTransfer(self.pool)
-        let loop = self.eventLoop
-        self.delegate.task(self, didReceive: challenge) { disposition in
-            guard case .performDefaultHandling = disposition else {
-                answer(disposition)
-                return
-            }
-            let askSession: @Sendable () -> Void = {
-                guard let sessionDelegate = pool.value.sessionDelegate, let session = pool.value.session else {
-                    answer(.performDefaultHandling)
-                    return
-                }
-                sessionDelegate.session(session, didReceive: challenge, completion: answer)
-            }
-            if loop.inEventLoop { askSession() } else { loop.execute(askSession) }
-        }
-    }
-
-    /// Sends the request again with credentials for `challenge` (Basic or Digest); a credential
-    /// that cannot be encoded fails the task with the reason.
-    private func answerChallenge(_ challenge: HTTPAuthChallenge, space: ProtectionSpace, credential: Credential,
-                                 isProxy: Bool, head: HTTPResponseHead) {
+    /// The request again with credentials for the challenge (Basic or Digest); a credential that
+    /// cannot be encoded fails the task with the reason; an unknown scheme delivers the response.
+    private func decideWithCredential(_ plan: ChallengePlan, _ credential: Credential) {
         let value: String
         do throws(AuthenticationError) {
-            if challenge.hasScheme("Digest") {
+            if plan.challenge.hasScheme("Digest") {
                 var target = self.request.url.path(percentEncoded: true)
                 if target.isEmpty { target = "/" }
                 if let q = self.request.url.query(percentEncoded: true) { target += "?" + q }
@@ -269,50 +250,47 @@ extension RequestTask {
                 case .bytes(let b)?: body = b
                 case .stream?: body = nil
                 }
-                value = try self.pool.digestAuthenticator.authorization(responding: challenge, in: space, credential: credential,
-                                                                        method: self.request.method, target: target, body: body)
-            } else if challenge.hasScheme("Basic") {
+                value = try self.context.digestAuthenticator.authorization(responding: plan.challenge, in: plan.space, credential: credential,
+                                                                           method: self.request.method, target: target, body: body)
+            } else if plan.challenge.hasScheme("Basic") {
                 value = try BasicAuthentication.authorizationValue(for: credential)
             } else {
-                self.deliverHead(head)
+                self.decide(.deliver)
                 return
             }
         } catch {
-            self.fail(HawserError(.userAuthenticationRequired, "cannot answer the \(challenge.scheme) challenge of \(space.host): \(error)",
-                                  url: self.request.url, underlying: error))
+            self.decide(.fail(HawserError(.userAuthenticationRequired,
+                "cannot answer the \(plan.challenge.scheme) challenge of \(plan.space.host): \(error)", url: self.request.url, underlying: error)))
             return
         }
         var again = self.request
-        again.headers.replaceOrAdd(name: isProxy ? "Proxy-Authorization" : "Authorization", value: value)
-        self.followUp = again
-        self.countsFollowUpAsRedirect = false
+        again.headers.replaceOrAdd(name: plan.isProxy ? "Proxy-Authorization" : "Authorization", value: value)
+        self.decide(.followUp(again, countsAsRedirect: false))
     }
 
-    /// Starts the task again with `next` (a followed redirect): a new head, possibly another
-    /// origin, the same timers and delegate.
-    func restart(with next: HTTPClientRequest) {
-        let configuration = self.pool.configuration
-        let prepared: (key: ConnectionKey, head: [UInt8], body: RequestBody?)
+    // MARK: - Follow-ups
+
+    /// Starts the task again with `next` (a followed redirect, an authentication answer, the 417
+    /// retry): a new head, possibly another origin, the same timers and delegate.
+    func restart(with next: HTTPClientRequest, countsAsRedirect: Bool) {
+        self.decidingHead = nil
+        self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
+        let prepared: Session.Prepared
         do {
-            prepared = try Session.prepare(next, configuration: configuration)
+            prepared = try Session.prepare(next, configuration: self.context.configuration)
         } catch {
-            self.state = .created
-            self.finish(.failure(error.with(url: next.url)))
+            self.run(self.machine.fail(error.with(url: next.url)))
             return
         }
         self.request = next
-        self.key = prepared.key
-        self.encodedHead = prepared.head
-        self.wireBody = prepared.body
-        if self.countsFollowUpAsRedirect { self.metrics.redirectCount += 1 }
-        self.countsFollowUpAsRedirect = true
-        self.bodyWriter?.taskEnded(.failure(HawserError(.cancelled, "the request was redirected; this body stream is no longer read")))
-        self.bodyWriter = nil
-        self.bodyBytesSent = 0
-        self.retriedThisExchange = false
-        self.needsFreshConnection = false
+        self.prepared = prepared
+        if countsAsRedirect { self.metrics.redirectCount += 1 }
         self.lastActivity = self.eventLoop.now
-        self.state = .created
-        self.pool.redispatch(self)
+        if self.pool.isShutDown {
+            self.run(self.machine.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url)))
+            return
+        }
+        self.origin = self.pool.origin(for: prepared.key)
+        self.run(self.machine.followUpPrepared(plan: prepared.plan, expectsContinue: prepared.expectsContinue))
     }
 }

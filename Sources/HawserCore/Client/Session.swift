@@ -24,6 +24,7 @@ public final class Session: Sendable {
     public let configuration: SessionConfiguration
     /// The loop that runs this session's connections and delivers its callbacks.
     public let eventLoop: EventLoop
+    private let context: SessionContext
     private let pool: ConnectionPool
 
     /// Creates a session on `eventLoop` (by default the next loop of ``EventLoopGroup/shared``).
@@ -35,9 +36,11 @@ public final class Session: Sendable {
         self.configuration = configuration
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         self.eventLoop = loop
-        let pool = ConnectionPool(loop: loop, configuration: configuration, sessionDelegate: delegate)
+        let context = SessionContext(loop: loop, configuration: configuration, sessionDelegate: delegate)
+        self.context = context
+        let pool = ConnectionPool(context: context)
         self.pool = pool
-        pool.session = self
+        context.session = self
         let transfer = UnsafeTransfer(pool)
         loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
     }
@@ -45,11 +48,12 @@ public final class Session: Sendable {
     /// Releasing a session shuts it down: pending tasks fail with `sessionShutDown`, connections
     /// close, and the pool is freed (nothing of it stays behind on the loop).
     deinit {
-        let transfer = UnsafeTransfer(self.pool)
+        let transfer = UnsafeTransfer((self.pool, self.context))
         let loop = self.eventLoop
         let body: @Sendable () -> Void = {
-            transfer.value.shutdown()
-            loop.removeShutdownHook(for: ObjectIdentifier(transfer.value))
+            transfer.value.0.shutdown()
+            loop.removeShutdownHook(for: ObjectIdentifier(transfer.value.0))
+            _ = transfer.value.1   // the context outlives the pool's last use
         }
         if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
     }
@@ -60,26 +64,22 @@ public final class Session: Sendable {
     /// The delegate's completion is called exactly once, also for an invalid request.
     @discardableResult
     public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
-        var key = ConnectionKey(scheme: "http", host: "", port: 0)
-        var head: [UInt8] = []
-        var body: RequestBody? = nil
         var failure: HawserError? = nil
+        let prepared: Prepared
         do {
-            (key, head, body) = try Self.prepare(request, configuration: self.configuration)
+            prepared = try Self.prepare(request, configuration: self.configuration)
         } catch {
             failure = error
+            prepared = Prepared(key: ConnectionKey(scheme: "http", host: "", port: 0), head: [], body: nil, expectsContinue: false)
         }
-        let task = RequestTask(request: request, key: key, encodedHead: head, wireBody: body, eventLoop: self.eventLoop,
-                               delegate: delegate, pool: self.pool)
-        let pool = UnsafeTransfer(self.pool)
+        let task = RequestTask(request: request, prepared: prepared, context: self.context, pool: self.pool, delegate: delegate)
         if self.eventLoop.isShutDown {
             // The loop will never run this task: complete it here, on the caller's thread.
-            task.finish(.failure(HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url)),
-                        notifyPool: false)
+            task.completeWithoutLoop(HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url))
         } else if let failure {
-            self.onLoop { task.finish(.failure(failure)) }
+            self.onLoop { task.fail(failure.with(url: request.url)) }
         } else {
-            self.onLoop { pool.value.submit(task) }
+            self.onLoop { task.submit() }
         }
         return task
     }
@@ -151,6 +151,24 @@ public final class Session: Sendable {
         }
     }
 
+    /// A request as it goes on the wire: where (the connection key), the encoded head, the body
+    /// to send (gzip-coded when the request asks for `compressesBody`), and whether the body waits
+    /// for 100 Continue — decided once, here, for the head and for the exchange.
+    struct Prepared {
+        var key: ConnectionKey
+        var head: [UInt8]
+        var body: RequestBody?
+        var expectsContinue: Bool
+
+        var plan: RequestStateMachine.BodyPlan {
+            switch self.body {
+            case nil: return .none
+            case .bytes?: return .bytes
+            case .stream?: return .stream
+            }
+        }
+    }
+
     /// Whether `request` waits for 100 Continue before its body (RFC 9110 §10.1.1).
     static func expectsContinue(_ request: HTTPClientRequest, configuration: SessionConfiguration) -> Bool {
         guard let body = request.body else { return false }
@@ -161,10 +179,8 @@ public final class Session: Sendable {
         return length >= threshold
     }
 
-    /// What `request` becomes on the wire: the origin (connection key), the encoded head, and
-    /// the body to send (gzip-coded when the request asks for `compressesBody`).
-    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError)
-        -> (key: ConnectionKey, head: [UInt8], body: RequestBody?) {
+    /// What `request` becomes on the wire.
+    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> Prepared {
         var info = try request.wireInfo()
         var body = request.body
         var extra: [(name: String, value: String)] = []
@@ -188,15 +204,17 @@ public final class Session: Sendable {
                 }
             }
         }
-        let head = try Self.encodeHead(request, body: body, extra: extra, target: info.target, hostHeader: info.hostHeader,
-                                       configuration: configuration)
-        return (info.key, head, body)
+        let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
+        let head = try Self.encodeHead(request, body: body, expectsContinue: expects, extra: extra, target: info.target,
+                                       hostHeader: info.hostHeader, configuration: configuration)
+        return Prepared(key: info.key, head: head, body: body, expectsContinue: expects)
     }
 
     /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
     /// caller's fields, then what the session adds when the caller did not set it. No
     /// `HTTPHeaders` is built on the way; every field is checked as ``HTTP1Encoder`` checks them.
-    private static func encodeHead(_ request: HTTPClientRequest, body: RequestBody?, extra: [(name: String, value: String)],
+    private static func encodeHead(_ request: HTTPClientRequest, body: RequestBody?, expectsContinue: Bool,
+                                   extra: [(name: String, value: String)],
                                    target: String, hostHeader: String,
                                    configuration: SessionConfiguration) throws(HawserError) -> [UInt8] {
         let headers = request.headers
@@ -224,7 +242,7 @@ public final class Session: Sendable {
                 try HTTP1Encoder.writeField(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding, into: &out)
             }
             if let body {
-                if Self.expectsContinue(request, configuration: configuration), !headers.contains(name: "Expect") {
+                if expectsContinue, !headers.contains(name: "Expect") {
                     try HTTP1Encoder.writeField(name: "Expect", value: "100-continue", into: &out)
                 }
                 if let length = body.knownLength {

@@ -1,0 +1,143 @@
+// What a session's tasks, connections and pool share on its loop, apart from the pool's own
+// bookkeeping: the configuration, the delegates, the TLS context, Digest nonce counts, and the
+// one read buffer. Loop-confined.
+import HawserAuth
+import HawserBase
+import HawserPosix
+import HawserTLS
+
+final class SessionContext: @unchecked Sendable {
+    let loop: EventLoop
+    let configuration: SessionConfiguration
+    /// The session-level delegate, asked about challenges the task's delegate leaves alone.
+    let sessionDelegate: (any SessionDelegate)?
+    weak var session: Session?
+    /// Nonce counts of the Digest challenges this session answered.
+    let digestAuthenticator = DigestAuthenticator()
+    /// The one receive buffer all of this session's connections read into (they share a thread,
+    /// so one at a time), and which connection holds it right now.
+    let readBuffer: ReadBuffer
+    var readBufferOwner: ObjectIdentifier?
+    /// The TLS context for https origins, made on first use (or the error making it gave).
+    private var tlsContext: Result<TLSContext, HawserError>?
+    /// Nanosecond forms of the configuration's timeouts (read for every task).
+    let idleTimeoutNanos: UInt64
+    let resourceTimeoutNanos: UInt64
+    let expectContinueNanos: UInt64
+
+    init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
+        self.loop = loop
+        self.configuration = configuration
+        self.sessionDelegate = sessionDelegate
+        self.readBuffer = ReadBuffer(capacity: configuration.readChunkSize)
+        self.idleTimeoutNanos = Self.nanos(configuration.timeoutIntervalForRequest)
+        self.resourceTimeoutNanos = Self.nanos(configuration.timeoutIntervalForResource)
+        self.expectContinueNanos = Self.nanos(configuration.expectContinueTimeout)
+    }
+
+    static func nanos(_ seconds: Double) -> UInt64 {
+        if seconds <= 0 { return 0 }
+        if seconds > 1e9 { return UInt64(1e18) }
+        return UInt64(seconds * 1e9)
+    }
+
+    /// The TLS context for https origins, made once per session.
+    func clientTLSContext() -> Result<TLSContext, HawserError> {
+        if let c = self.tlsContext { return c }
+        let made = Result { () throws(TLSError) in try TLSContext(client: self.configuration.tls) }.mapError { HawserError($0) }
+        self.tlsContext = made
+        return made
+    }
+
+    /// A challenge for `task`: its delegate first; if that performs default handling, the
+    /// session's delegate; `answer` gets what the last one in line said.
+    func askChallenge(_ challenge: AuthenticationChallenge, for task: RequestTask,
+                      _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        let askSession = self.sessionAsker(challenge, answer)
+        task.delegate.task(task, didReceive: challenge) { disposition in
+            guard case .performDefaultHandling = disposition else {
+                answer(disposition)
+                return
+            }
+            askSession()
+        }
+    }
+
+    /// Asks the session's delegate (on the loop), or answers default handling when there is none.
+    private func sessionAsker(_ challenge: AuthenticationChallenge,
+                              _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) -> @Sendable () -> Void {
+        let loop = self.loop
+        let context = UnsafeTransfer(self)
+        return {
+            let ask: @Sendable () -> Void = {
+                guard let delegate = context.value.sessionDelegate, let session = context.value.session else {
+                    answer(.performDefaultHandling)
+                    return
+                }
+                delegate.session(session, didReceive: challenge, completion: answer)
+            }
+            if loop.inEventLoop { ask() } else { loop.execute(ask) }
+        }
+    }
+
+    // MARK: - Server trust
+
+    /// Decides about a server's chain after a handshake: `task`'s delegate first (the task first
+    /// in line for the origin the connection is opened for), then the session's delegate, then
+    /// the configuration's evaluator. `decide` runs on the loop, exactly once.
+    func evaluateTrust(_ key: ConnectionKey, _ chain: Result<[Certificate], CertificateError>, task: RequestTask?,
+                       _ decide: @escaping (HawserError?) -> Void) {
+        let certificates: [Certificate]
+        switch chain {
+        case .success(let list):
+            certificates = list
+        case .failure(let error):
+            decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent a certificate that cannot be parsed: \(error)", underlying: error))
+            return
+        }
+        if certificates.isEmpty {
+            decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent no certificate"))
+            return
+        }
+        let trust = ServerTrust(host: key.host, certificates: certificates)
+        let evaluator = self.configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()
+        let untrusted = { @Sendable (failure: TrustFailure) -> HawserError in
+            var e = HawserError(.serverCertificateUntrusted,
+                                "the certificate of \(key.host):\(key.port) is not trusted: \(failure.message)", underlying: failure)
+            e.peerCertificates = certificates
+            return e
+        }
+        let loop = self.loop
+        let decideOnLoop = UnsafeTransfer(decide)
+        let answer: @Sendable (ChallengeDisposition) -> Void = { disposition in
+            let result: HawserError?
+            switch disposition {
+            case .useServerTrust, .useCredential:
+                result = nil
+            case .refuseServerTrust(let failure):
+                result = untrusted(failure)
+            case .rejectProtectionSpace:
+                result = untrusted(TrustFailure(.other, "the challenge handler rejected the server's certificate"))
+            case .cancelAuthenticationChallenge:
+                var e = HawserError(.cancelled, "the server-trust challenge for \(key.host) was cancelled")
+                e.peerCertificates = certificates
+                result = e
+            case .performDefaultHandling:
+                do throws(TrustFailure) {
+                    try evaluator.evaluate(trust, forHost: key.host)
+                    result = nil
+                } catch {
+                    result = untrusted(error)
+                }
+            }
+            if loop.inEventLoop { decideOnLoop.value(result) } else { loop.execute { decideOnLoop.value(result) } }
+        }
+        let space = ProtectionSpace(host: key.host, port: key.port, urlScheme: .https, realm: nil, authenticationMethod: .serverTrust)
+        let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: trust)
+        if let task {
+            self.askChallenge(challenge, for: task, answer)
+        } else {
+            self.sessionAsker(challenge, answer)()
+        }
+    }
+}
