@@ -71,14 +71,22 @@ extension NetworkTests {
             }
         }
 
-        @Test("a server that ignores the expectation gets the body after the timeout")
+        @Test("a server that ignores the expectation gets the body at exactly expectContinueTimeout")
         func timeout() async throws {
-            try await FaultTests.withSession({ $0.expectContinueTimeout = 0.05 }) { session in
-                let server = try ScriptedServer([[
-                    .readRequest(body: Self.body.count), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .waitForClose,
-                ]])
-                defer { server.stop() }
-                let rec = await FaultTests.run(session, Self.request(port: server.port))
+            let server = try ScriptedServer([[
+                .readRequest(), .readBody(Self.body.count), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                .waitForClose,
+            ]])
+            defer { server.stop() }
+            try await FaultTests.withVirtualSession({ $0.expectContinueTimeout = 1 }) { session, _ in
+                let d = RecordingDelegate()
+                session.execute(Self.request(port: server.port), delegate: d)
+                #expect(await FaultTests.eventually { server.requestCount == 1 }, "the head reached the server")
+                try session.eventLoop.advanceTime(by: FaultTests.second - 1)
+                #expect(d.record.withLock { $0.sentProgress }.isEmpty, "the body waits for the full timeout")
+                #expect(server.bodyBytes.load(ordering: .relaxed) == 0)
+                try session.eventLoop.advanceTime(by: 1)
+                let rec = await d.wait()
                 #expect(rec.head?.status == 200)
                 #expect(rec.interim.isEmpty)
                 #expect(rec.sentProgress.last == Int64(Self.body.count))

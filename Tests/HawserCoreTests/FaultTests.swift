@@ -21,6 +21,33 @@ extension NetworkTests {
             }
         }
 
+        /// Like `withSession`, on a loop whose time moves only through `advanceTime(by:)`.
+        static func withVirtualSession(_ configure: (inout SessionConfiguration) -> Void = { _ in },
+                                       _ body: (Session, ManualClock) async throws -> Void) async throws {
+            try await expectNoFDLeak {
+                var config = SessionConfiguration()
+                configure(&config)
+                let clock = ManualClock()
+                let loop = try EventLoop(clock: clock)
+                let session = Session(configuration: config, eventLoop: loop)
+                defer { session.shutdown(); loop.shutdown() }
+                try await body(session, clock)
+            }
+        }
+
+        /// Waits, bounded, for something the test observes happening in real time (bytes reaching
+        /// a server or a delegate); true when it happened.
+        static func eventually(_ condition: () -> Bool) async -> Bool {
+            for _ in 0..<4_000 {
+                if condition() { return true }
+                await Task.yield()
+                try? await Task.sleep(nanoseconds: 1_000_000)
+            }
+            return condition()
+        }
+
+        static let second: UInt64 = 1_000_000_000
+
         /// Runs one request with a recording delegate and returns the record.
         static func run(_ session: Session, _ request: HTTPClientRequest) async -> RecordingDelegate.Record {
             let d = RecordingDelegate()
@@ -82,26 +109,52 @@ extension NetworkTests {
             }
         }
 
-        @Test("a server that never answers hits the idle timeout")
+        @Test("a server that never answers hits the idle timeout at exactly timeoutIntervalForRequest")
         func idleTimeout() async throws {
             let server = try ScriptedServer([[.readRequest(), .hang]])
             defer { server.stop() }
-            try await Self.withSession({ $0.timeoutIntervalForRequest = 0.2 }) { session in
-                let r = await Self.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
+            try await Self.withVirtualSession({ $0.timeoutIntervalForRequest = 60 }) { session, clock in
+                let t0 = clock.now
+                let d = RecordingDelegate()
+                session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
+                #expect(await Self.eventually { server.requestCount == 1 }, "the request reached the server")
+                try session.eventLoop.advanceTime(by: 60 * Self.second - 1)
+                #expect(d.record.withLock { $0.completions } == 0, "not a nanosecond early")
+                try session.eventLoop.advanceTime(by: 1)
+                let r = await d.wait()
                 #expect(r.completions == 1)
                 #expect(Self.error(r)?.code == .idleTimeout)
+                #expect(r.metrics?.responseEnd == t0 + 60 * Self.second)
             }
         }
 
-        @Test("a trickling server keeps the idle timer alive but not the resource timer")
+        @Test("bytes that keep coming keep the idle timer alive, but the resource timer fires at its instant")
         func resourceTimeout() async throws {
-            let server = try TestServer()
-            defer { server.shutdown() }
-            // /fault/trickle sends one byte per millisecond (~50 bytes): slower than 10 ms in total.
-            try await Self.withSession({ $0.timeoutIntervalForRequest = 5; $0.timeoutIntervalForResource = 0.01 }) { session in
-                let r = await Self.run(session, HTTPClientRequest(url: url(server.baseURL + "/fault/trickle")))
+            let first = ScriptedServer.Gate(), second = ScriptedServer.Gate()
+            let server = try ScriptedServer([[
+                .readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\na"),
+                .gate(first), .sendText("b"), .gate(second), .sendText("c"), .hang,
+            ]])
+            defer { server.stop() }
+            try await Self.withVirtualSession({ $0.timeoutIntervalForRequest = 5; $0.timeoutIntervalForResource = 12 }) { session, clock in
+                let t0 = clock.now
+                let d = RecordingDelegate()
+                session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
+                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 1 })
+                // Each byte comes 4 s after the last: under the 5 s idle timeout every time.
+                try session.eventLoop.advanceTime(by: 4 * Self.second)
+                first.openGate()
+                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 2 })
+                try session.eventLoop.advanceTime(by: 4 * Self.second)
+                second.openGate()
+                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 3 })
+                try session.eventLoop.advanceTime(by: 4 * Self.second - 1)
+                #expect(d.record.withLock { $0.completions } == 0, "12 s minus a nanosecond: still running")
+                try session.eventLoop.advanceTime(by: 1)
+                let r = await d.wait()
                 #expect(r.completions == 1)
                 #expect(Self.error(r)?.code == .resourceTimeout)
+                #expect(clock.now == t0 + 12 * Self.second)
             }
         }
 
@@ -115,14 +168,23 @@ extension NetworkTests {
             }
         }
 
-        @Test("a connect that never completes hits the connect timeout")
+        @Test("a connect that never completes hits the connect timeout at exactly connectTimeout")
         func connectTimeout() async throws {
             let full = try FullBacklogListener()
             defer { full.close() }
-            try await Self.withSession({ $0.connectTimeout = 0.3; $0.timeoutIntervalForRequest = 30 }) { session in
-                let r = await Self.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(full.port)/")))
+            try await Self.withVirtualSession({ $0.connectTimeout = 30 }) { session, clock in
+                let t0 = clock.now
+                let d = RecordingDelegate()
+                session.execute(HTTPClientRequest(url: url("http://127.0.0.1:\(full.port)/")), delegate: d)
+                #expect(session.poolStatistics().connecting == 1)
+                try session.eventLoop.advanceTime(by: 30 * Self.second - 1)
+                #expect(d.record.withLock { $0.completions } == 0, "not a nanosecond early")
+                try session.eventLoop.advanceTime(by: 1)
+                let r = await d.wait()
                 #expect(r.completions == 1)
                 #expect(Self.error(r)?.code == .connectTimeout)
+                #expect(clock.now == t0 + 30 * Self.second)
+                #expect(session.poolStatistics().connecting == 0)
             }
         }
 

@@ -13,6 +13,8 @@ final class ScriptedServer: @unchecked Sendable {
     enum Step: Sendable {
         /// Read until a full request head ("\r\n\r\n") plus `body` bytes arrived.
         case readRequest(body: Int = 0)
+        /// Read exactly this many bytes (a body after its head), counted in `bodyBytesRead`.
+        case readBody(Int)
         /// Write these bytes.
         case send([UInt8])
         /// Write a string.
@@ -30,7 +32,36 @@ final class ScriptedServer: @unchecked Sendable {
         case stall
         /// Wait until the server has accepted this many connections in all (or stops).
         case awaitConnections(Int)
+        /// Wait until the test opens the gate (or the server stops).
+        case gate(Gate)
     }
+
+    /// A latch a script waits on until the test opens it.
+    final class Gate: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var open = false
+
+        init() {}
+
+        func openGate() {
+            self.condition.lock()
+            self.open = true
+            self.condition.broadcast()
+            self.condition.unlock()
+        }
+
+        fileprivate func wait(unless stopped: () -> Bool) {
+            self.condition.lock()
+            while !self.open && !stopped() {
+                // Woken by openGate; the bound only lets a stopping server end the wait.
+                _ = self.condition.wait(until: Date(timeIntervalSinceNow: 0.05))
+            }
+            self.condition.unlock()
+        }
+    }
+
+    /// Request heads (and the body bytes `readRequest` asked for) received so far, on every connection.
+    var requestCount: Int { self.received.withLock { $0.count } }
 
     let port: Int
     private let listenFD: Int32
@@ -38,6 +69,8 @@ final class ScriptedServer: @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     private let acceptThread: Thread
     let connections = Atomic<Int>(0)
+    /// Bytes the `readBody` steps have read.
+    let bodyBytes = Atomic<Int>(0)
     /// Signalled after each accept (for `.awaitConnections`).
     private let acceptedCondition = NSCondition()
     private let received = Mutex<[[UInt8]]>([])
@@ -131,6 +164,13 @@ final class ScriptedServer: @unchecked Sendable {
                     }
                     if !readSome() { closed = true; break }
                 }
+            case .readBody(let count):
+                while inbox.count < count {
+                    if !readSome() { closed = true; break }
+                }
+                let n = min(count, inbox.count)
+                inbox.removeFirst(n)
+                self.bodyBytes.add(n, ordering: .relaxed)
             case .send(let bytes):
                 _ = bytes.withUnsafeBytes { CHawser_send(fd, $0.baseAddress, $0.count) }
             case .sendText(let s):
@@ -138,6 +178,8 @@ final class ScriptedServer: @unchecked Sendable {
                 _ = b.withUnsafeBytes { CHawser_send(fd, $0.baseAddress, $0.count) }
             case .close:
                 closed = true
+            case .gate(let gate):
+                gate.wait(unless: { self.stopped.load(ordering: .relaxed) })
             case .awaitConnections(let n):
                 self.acceptedCondition.lock()
                 while self.connections.load(ordering: .relaxed) < n && !self.stopped.load(ordering: .relaxed) {

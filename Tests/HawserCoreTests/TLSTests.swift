@@ -363,10 +363,16 @@ extension NetworkTests {
 
         @Test("a handshake that never completes hits the connect timeout; garbage instead of a ServerHello is a clear error")
         func brokenPeers() async throws {
-            try await FaultTests.withSession({ $0.connectTimeout = 0.3 }) { session in
+            try await FaultTests.withVirtualSession({ $0.connectTimeout = 30 }) { session, _ in
                 let silent = try ScriptedServer([[.stall]])
                 defer { silent.stop() }
-                let rec = await FaultTests.run(session, HTTPClientRequest(url: url("https://127.0.0.1:\(silent.port)/")))
+                let d = RecordingDelegate()
+                session.execute(HTTPClientRequest(url: url("https://127.0.0.1:\(silent.port)/")), delegate: d)
+                #expect(await FaultTests.eventually { silent.connections.load(ordering: .relaxed) == 1 })
+                try session.eventLoop.advanceTime(by: 30 * FaultTests.second - 1)
+                #expect(d.record.withLock { $0.completions } == 0, "the handshake has the whole connect timeout")
+                try session.eventLoop.advanceTime(by: 1)
+                let rec = await d.wait()
                 #expect(rec.completions == 1)
                 #expect(FaultTests.error(rec)?.code == .connectTimeout)
             }

@@ -37,24 +37,27 @@ extension NetworkTests {
             }
         }
 
-        @Test("an idle pooled connection is closed after idleConnectionTimeout")
+        @Test("an idle pooled connection is closed at exactly idleConnectionTimeout after its last use")
         func idleConnectionTimeout() async throws {
+            let second: UInt64 = 1_000_000_000
             try await expectNoFDLeak {
                 let server = try TestServer()
                 defer { server.shutdown() }
                 var config = SessionConfiguration()
-                config.idleConnectionTimeout = 0.1
-                let loop = try EventLoop()
+                config.idleConnectionTimeout = 60
+                let loop = try EventLoop(clock: ManualClock())
                 let session = Session(configuration: config, eventLoop: loop)
                 defer { session.shutdown(); loop.shutdown() }
-                // Two uses of one connection: the second re-arms nothing, the first timer serves both.
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
-                let second = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
-                #expect(second.metrics.isReusedConnection)
+                // 30 s later a second use of the same connection: its one timer (armed at the first
+                // release) then finds it idle for only 30 s and re-arms for the rest.
+                try loop.advanceTime(by: 30 * second)
+                let second1 = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
+                #expect(second1.metrics.isReusedConnection)
                 #expect(session.poolStatistics().idleConnections == 1)
-                let closed = AsyncStreamBox()
-                loop.schedule(in: 400_000_000) { closed.signal() }
-                await closed.wait()
+                try loop.advanceTime(by: 60 * second - 1)
+                #expect(session.poolStatistics().openConnections == 1, "idle for a nanosecond less than the timeout")
+                try loop.advanceTime(by: 1)
                 #expect(session.poolStatistics().openConnections == 0)
                 let third = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 #expect(third.metrics.isReusedConnection == false)
