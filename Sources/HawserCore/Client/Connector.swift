@@ -357,6 +357,7 @@ final class Connector: EventLoopIOHandler {
             self.timings.tlsResumed = tls.isResumed
             self.timings.tlsProtocol = tls.protocolVersion
             self.timings.tlsCipherSuite = tls.cipherSuite
+            self.timings.tlsALPN = tls.negotiatedALPN
             self.setHandshakeInterest(read: false, write: false)
             self.phase = .evaluating
             // A resumed session continues one whose chain was accepted (only trusted sessions

@@ -19,6 +19,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         var tlsResumed: Bool?
         var tlsProtocol: String?
         var tlsCipherSuite: String?
+        var tlsALPN: String?
     }
 
     private struct PendingWrite {
@@ -104,6 +105,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         task.metrics.tlsProtocolVersion = self.connectTimings.tlsProtocol
         task.metrics.tlsCipherSuite = self.connectTimings.tlsCipherSuite
+        task.metrics.tlsALPN = self.connectTimings.tlsALPN
         task.metrics.requestStart = now
         task.lastActivity = now
         switch self.machine.startRequest(idempotent: task.request.method.isIdempotent) {

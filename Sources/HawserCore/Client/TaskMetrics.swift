@@ -15,6 +15,8 @@ public struct TaskMetrics: Sendable, Hashable {
     /// The TLS protocol version ("TLSv1.3") and cipher suite of the connection, if TLS.
     public var tlsProtocolVersion: String?
     public var tlsCipherSuite: String?
+    /// The protocol the server selected with ALPN ("http/1.1"), if TLS and it selected one.
+    public var tlsALPN: String?
     public var requestStart: UInt64?
     public var requestEnd: UInt64?
     public var responseStart: UInt64?
