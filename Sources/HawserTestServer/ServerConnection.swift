@@ -198,6 +198,10 @@ final class ServerConnection: EventLoopIOHandler {
             let location = Self.percentDecoded(query["url"] ?? "/hello")
             var extra = [("Location", location)]
             if let cookie = query["cookie"] { extra.append(("Set-Cookie", Self.percentDecoded(cookie) + "; Path=/")) }
+            if query["close"] == "1" {
+                extra.append(("Connection", "close"))
+                self.closeAfterWrite = true
+            }
             self.send(status: status, body: Array("redirecting".utf8), extra: extra, head: isHead)
         case ("basic-auth", 3):
             // 200 with Authorization: Basic base64(USER:PASS), else 401 with a Basic challenge.

@@ -19,8 +19,8 @@ import Glibc
 /// - `GET /status/N`: status N with an empty body.
 /// - `GET /delay/MS`: 200 after MS milliseconds.
 /// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
-/// - `ANY /redirect-to?url=U[&status=N][&cookie=C]`: status N (default 302) to the percent-encoded `U`,
-///   setting cookie `C` (`name=value`, percent-encoded) when given.
+/// - `ANY /redirect-to?url=U[&status=N][&cookie=C][&close=1]`: status N (default 302) to the percent-encoded `U`,
+///   setting cookie `C` (`name=value`, percent-encoded) when given; with `close=1`, then closes the connection.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `ANY /basic-auth/USER/PASS`: 200 with the matching Basic `Authorization`, else 401 with
 ///   `WWW-Authenticate: Basic realm="hawser"`.

@@ -34,6 +34,18 @@ final class OutputFile: @unchecked Sendable {
 
     var isTerminal: Bool { isatty(self.fd) == 1 }
 
+    /// Empties a file opened by ``open(_:)`` (before a retry writes the body again, as curl
+    /// throws away what a failed attempt wrote). False for stdout and pipes.
+    func truncate() -> Bool {
+        guard self.owned else { return false }
+        guard ftruncate(self.fd, 0) == 0, lseek(self.fd, 0, SEEK_SET) == 0 else { return false }
+        return true
+    }
+
+    func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.write($0) }
+    }
+
     func write(_ bytes: UnsafeRawBufferPointer) {
         var off = 0
         while off < bytes.count && !self.failed {
@@ -64,6 +76,12 @@ enum FileIO {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
         defer { _ = Glibc.close(fd) }
+        return try self.readAll(fd: fd, name: path)
+    }
+
+    /// Reads `fd` to its end (stdin for `@-`).
+    static func readAll(fd: Int32, name: String) throws -> [UInt8] {
+        let path = name
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -75,5 +93,53 @@ enum FileIO {
             if n == 0 { return out }
             out.append(contentsOf: buf[0..<n])
         }
+    }
+}
+
+/// A file read front to back in chunks, for streamed uploads (-T): opened when the body is
+/// produced, so a retried or redirected request reads it again. `@unchecked Sendable`: one
+/// body producer reads it at a time.
+final class InputFile: @unchecked Sendable {
+    let fd: Int32
+    private let owned: Bool
+    let path: String
+
+    /// Opens `path` ("-" is stdin); the size when it is a regular file.
+    init(path: String) throws {
+        self.path = path
+        if path == "-" {
+            self.fd = 0
+            self.owned = false
+            return
+        }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw FileIO.Error(description: "Failed to open/read local data from file '\(path)': \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        self.owned = true
+    }
+
+    /// The size of a regular file; nil for stdin, pipes and other streams.
+    var regularFileSize: Int64? {
+        var st = stat()
+        guard fstat(self.fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, self.owned else { return nil }
+        return Int64(st.st_size)
+    }
+
+    /// Up to `max` next bytes; empty at the end.
+    func read(max: Int) throws -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: max)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileIO.Error(description: "reading '\(self.path)' failed: \(String(cString: strerror(errno)))")
+            }
+            buf.removeSubrange(n...)
+            return buf
+        }
+    }
+
+    deinit {
+        if self.owned { _ = Glibc.close(self.fd) }
     }
 }
