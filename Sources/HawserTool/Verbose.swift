@@ -84,7 +84,7 @@ enum Verbose {
         }
         if let version = m.tlsProtocolVersion {
             out += "* SSL connection using \(version) / \(m.tlsCipherSuite ?? "?")\n"
-            out += "* ALPN: server \(m.tlsALPN.map { "accepted \($0)" } ?? "did not agree on a protocol")\n"
+            out += "* ALPN: " + (m.tlsALPN.map { "server accepted \($0)" } ?? "server did not agree on a protocol. Uses default.") + "\n"
             if m.isResumedTLSSession == true && trust.isEmpty {
                 out += "* SSL session resumed: the server's certificate was checked on an earlier connection\n"
             }
