@@ -119,7 +119,8 @@ struct CurlOptions {
       -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end
           --retry N              retry a transient failure N times (timeouts, 408 429 500 502 503
                                  504, a name that did not resolve); idempotent methods only
-          --retry-delay S        wait S seconds between retries (default: 1, doubling to 600)
+          --retry-delay S        wait S seconds between retries (default: 1, doubling to 600);
+                                 0 retries at once (curl's 0 means its default)
           --retry-max-time S     no retry after S seconds
           --retry-connrefused    also retry a refused connection
           --limit-rate RATE      read the response at most RATE bytes a second (K, M, G suffixes)
