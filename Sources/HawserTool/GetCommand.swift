@@ -110,10 +110,8 @@ enum GetCommand {
         config.serverTrustEvaluator = config.serverTrustEvaluator.map {
             TrustRecorder(inner: $0, log: trustLog, anchors: Self.anchors(o), pinning: Self.pinningName(o))
         }
-        let request = try Self.makeRequest(o, url: url)
-        if o.unixSocket != nil || !o.resolve.isEmpty {
-            throw ToolFailure(4, "--unix-socket and --resolve need the engine's dnsOverride and http+unix:// support, which this build lacks")
-        }
+        var request = try Self.makeRequest(o, url: url)
+        try Self.applyRouting(o, url: url, config: &config, request: &request)
 
         let session = Session(configuration: config)
         defer { session.shutdown() }
@@ -285,6 +283,53 @@ enum GetCommand {
         try Self.applyTLS(o, to: &config)
         try Self.applyProxy(o, to: &config)
         return config
+    }
+
+    // MARK: - Routing
+
+    /// --resolve: curl's entries are for one HOST:PORT, so only those for the URL's port become
+    /// the engine's `dnsOverride` (which keeps the name for Host, SNI and the certificate check).
+    /// --unix-socket: the URL becomes `http+unix://<percent-encoded path>/path` (or `https+unix`)
+    /// and the Host field is the original URL's, as curl sends it.
+    static func applyRouting(_ o: CurlOptions, url: URL, config: inout SessionConfiguration,
+                             request: inout HTTPClientRequest) throws {
+        let scheme = (url.scheme ?? "http").lowercased()
+        let defaultPort = scheme == "https" ? 443 : 80
+        let port = url.port ?? defaultPort
+        var host = url.host(percentEncoded: false) ?? ""
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        host = host.lowercased()
+        for entry in o.resolve where entry.host == host && entry.port == port {
+            config.dnsOverride[host] = entry.addresses
+        }
+        guard let socket = o.unixSocket else { return }
+        guard !socket.isEmpty else { throw CurlOptions.UsageError(description: "--unix-socket needs a path") }
+        let hostField = (host.contains(":") ? "[\(host)]" : host) + (port == defaultPort ? "" : ":\(port)")
+        var rest = url.path(percentEncoded: true)
+        if rest.isEmpty { rest = "/" }
+        if let q = url.query(percentEncoded: true) { rest += "?" + q }
+        let text = "\(scheme)+unix://\(Self.percentEncodedAuthority(socket))\(rest)"
+        guard let unixURL = URL(string: text) else {
+            throw ToolFailure(ExitCode.malformedURL, "cannot make a URL for the Unix-domain socket '\(socket)'")
+        }
+        request.url = unixURL
+        if !request.headers.contains(name: "Host") { request.headers.add(name: "Host", value: hostField) }
+    }
+
+    /// A socket path as a URL's authority: letters, digits, `-`, `.`, `_` and `~` kept, every
+    /// other byte (`/` included) percent-encoded.
+    static func percentEncodedAuthority(_ s: String) -> String {
+        let kept = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        for b in s.utf8 {
+            if kept.contains(b) {
+                out.append(b)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0xF)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: - The request
