@@ -251,7 +251,7 @@ extension CurlSideBySideTests {
             #expect(times[0] <= times[1] && times[1] <= times[3] && times[3] <= times[5] && times[5] <= times[6],
                     "\(String(decoding: r.stdout, as: UTF8.self))")
             #expect(times[2] == 0, "no TLS, no appconnect (as curl)")
-            #expect(times[4] > 0 && times[4] <= times[3], "the redirect ended before the final request went out")
+            #expect(times[4] > 0 && times[4] <= times[5], "the redirect ended before the final response began")
         }
         #expect(Int(values.last ?? "") != nil)
     }
@@ -395,6 +395,19 @@ extension CurlSideBySideTests {
         #expect(await GetCommand.run(["-s", "--retry", "5", "--retry-delay", "2", "--retry-max-time", "1", "-o", t.path("o"),
                                       server.baseURL + capped]) == 0)
         #expect(server.requestCount(target: capped) == 2)
+    }
+
+    @Test("--retry-connrefused adds refused connections to what is retried; without it they are not")
+    func retryConnectionRefused() async throws {
+        let probe = try TestServer()
+        let url = "http://127.0.0.1:\(probe.port)/"
+        probe.shutdown()
+        let with = try HawserBinary.run(["get", "--retry", "2", "--retry-delay", "0", "--retry-connrefused", url])
+        #expect(with.status == 7)
+        #expect(with.stderr.components(separatedBy: "Warning: Problem : connection refused. Will retry").count - 1 == 2, "\(with.stderr)")
+        let without = try HawserBinary.run(["get", "--retry", "2", "--retry-delay", "0", url])
+        #expect(without.status == 7)
+        #expect(!without.stderr.contains("Will retry"), "\(without.stderr)")
     }
 
     @Test("--limit-rate: the body arrives whole through pauses, downloads and uploads")
