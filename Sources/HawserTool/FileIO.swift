@@ -2,11 +2,17 @@
 import Glibc
 #endif
 
-/// Minimal unbuffered file output on a descriptor (stdout, stderr or a file).
+/// Minimal unbuffered file output on a descriptor (stdout, stderr or a file). A file named
+/// for -o is opened when the first byte is written, as curl opens it: a transfer that fails
+/// before any data leaves no file and reports its own error, not a write error.
 final class OutputFile: @unchecked Sendable {
-    let fd: Int32
+    private(set) var fd: Int32
     private let owned: Bool
+    /// The file to create at the first write (or at ``create()``); nil once opened.
+    private var pendingPath: String?
     private(set) var failed = false
+    /// Why the file could not be opened, when it could not.
+    private(set) var openError: String?
 
     static let stdout = OutputFile(fd: 1, owned: false)
     static let stderr = OutputFile(fd: 2, owned: false)
@@ -16,12 +22,23 @@ final class OutputFile: @unchecked Sendable {
         self.owned = owned
     }
 
-    /// Opens (creates, truncates) `path`; "-" is stdout.
+    private init(pendingPath: String) {
+        self.fd = -1
+        self.owned = true
+        self.pendingPath = pendingPath
+    }
+
+    /// Opens (creates, truncates) `path` now; "-" is stdout.
     static func open(_ path: String) throws -> OutputFile {
         if path == "-" { return .stdout }
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
         return OutputFile(fd: fd, owned: true)
+    }
+
+    /// `path`, created (truncated) when the first byte is written; "-" is stdout.
+    static func openOnFirstWrite(_ path: String) -> OutputFile {
+        path == "-" ? .stdout : OutputFile(pendingPath: path)
     }
 
     /// Opens `path` to append to it (for -C -), creating it if needed; returns it and its size.
@@ -32,13 +49,31 @@ final class OutputFile: @unchecked Sendable {
         return (OutputFile(fd: fd, owned: true), Int64(max(0, size)))
     }
 
-    var isTerminal: Bool { isatty(self.fd) == 1 }
+    /// A file not opened yet is a file, not a terminal.
+    var isTerminal: Bool { self.pendingPath == nil && isatty(self.fd) == 1 }
 
-    /// Empties a file opened by ``open(_:)`` (before a retry writes the body again, as curl
-    /// throws away what a failed attempt wrote). False for stdout and pipes.
+    /// Creates a file not opened yet (a transfer that ended well with an empty body leaves an
+    /// empty file, as curl's does). False when it cannot be created.
+    @discardableResult
+    func create() -> Bool {
+        guard let path = self.pendingPath else { return !self.failed }
+        self.pendingPath = nil
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            self.openError = "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))"
+            self.failed = true
+            return false
+        }
+        self.fd = fd
+        return true
+    }
+
+    /// Empties a file (before a retry writes the body again, as curl throws away what a failed
+    /// attempt wrote). False for stdout and pipes.
     func truncate() -> Bool {
         guard self.owned else { return false }
-        guard ftruncate(self.fd, 0) == 0, lseek(self.fd, 0, SEEK_SET) == 0 else { return false }
+        if self.pendingPath != nil { return true }
+        guard self.fd >= 0, ftruncate(self.fd, 0) == 0, lseek(self.fd, 0, SEEK_SET) == 0 else { return false }
         return true
     }
 
@@ -47,6 +82,7 @@ final class OutputFile: @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) {
+        if self.pendingPath != nil && !self.create() { return }
         var off = 0
         while off < bytes.count && !self.failed {
             let n = Glibc.write(self.fd, bytes.baseAddress! + off, bytes.count - off)
@@ -65,7 +101,7 @@ final class OutputFile: @unchecked Sendable {
     }
 
     func close() {
-        if self.owned { _ = Glibc.close(self.fd) }
+        if self.owned && self.fd >= 0 { _ = Glibc.close(self.fd) }
     }
 }
 

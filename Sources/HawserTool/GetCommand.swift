@@ -130,7 +130,7 @@ enum GetCommand {
                 resumeFrom = size
                 if size > 0 { attemptRequest.headers.replaceOrAdd(name: "Range", value: "bytes=\(size)-") }
             } else {
-                body = try outputPath.map(OutputFile.open) ?? .stdout
+                body = outputPath.map(OutputFile.openOnFirstWrite) ?? .stdout
             }
         } catch let e as FileIO.Error {
             throw ToolFailure(ExitCode.writeError, e.description)
@@ -189,11 +189,14 @@ enum GetCommand {
         // The exit status and message, as curl decides them.
         var code: Int32 = 0
         var message = ""
+        // curl -f writes no body for an HTTP error (and creates no file for it).
+        let httpFailure = o.failOnError && (outcome.head?.status ?? 0) >= 400
+        if outcome.error == nil && !httpFailure { body.create() }
         if let e = outcome.error {
             code = e.code == .ioError && body.failed ? ExitCode.writeError : ExitCode.forError(e)
-            message = e.code == .ioError && body.failed ? "Failure writing output to destination" : e.message
+            message = e.code == .ioError && body.failed ? "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? "") : e.message
         } else if body.failed {
-            (code, message) = (ExitCode.writeError, "Failure writing output to destination")
+            (code, message) = (ExitCode.writeError, "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? ""))
         } else if let head = outcome.head {
             if let from = resumeFrom, from > 0, head.status == 200 {
                 (code, message) = (ExitCode.rangeError, "HTTP server doesn't seem to support byte ranges. Cannot resume.")

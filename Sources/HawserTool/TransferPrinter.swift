@@ -129,7 +129,9 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         self.bodyBytes += Int64(bytes.count)
         let appendable = self.resumingFrom == nil || self.head?.status == 206
-        if !self.options.headOnly && appendable { self.body.write(bytes) }
+        // -f: an HTTP error's body is not written (curl's "fail silently").
+        let failing = self.options.failOnError && (self.head?.status ?? 0) >= 400
+        if !self.options.headOnly && appendable && !failing { self.body.write(bytes) }
         if self.body.failed {
             task.fail(with: HawserError(.ioError, "failed writing the body"))
             return

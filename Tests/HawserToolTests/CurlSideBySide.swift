@@ -193,6 +193,33 @@ extension CurlSideBySideTests {
         }
     }
 
+    @Test("the output file as curl leaves it: created at the first byte, empty for an empty body, no body with -f on an HTTP error")
+    func outputFile() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let probe = try TestServer()
+        let refused = "http://127.0.0.1:\(probe.port)/"
+        probe.shutdown()
+        let t = TempFiles()
+        for (args, url) in [([String](), server.baseURL + "/status/204"), (["-f"], server.baseURL + "/status/404"),
+                            (["-f", "-i"], server.baseURL + "/status/404"), (["-f"], server.baseURL + "/basic-auth/u/p"),
+                            ([], server.baseURL + "/basic-auth/u/p"),
+                            ([], refused), ([], server.baseURL + "/fault/empty")] {
+            let ours = t.path("ours"), theirs = t.path("curl")
+            let a = await GetCommand.run(["-s", "-o", ours] + args + [url])
+            let b = try Curl.run(["-s", "-o", theirs] + args + [url])
+            #expect(a == b, "\(args) \(url): hawser \(a), curl \(b)")
+            let fm = FileManager.default
+            #expect(fm.fileExists(atPath: ours) == fm.fileExists(atPath: theirs), "\(args) \(url): the file exists for one only")
+            if fm.fileExists(atPath: ours) && fm.fileExists(atPath: theirs) {
+                #expect(try TempFiles.read(ours) == TempFiles.read(theirs), "\(args) \(url)")
+            }
+        }
+        // An output that cannot be created: curl's 7 when nothing arrives, 23 once bytes do.
+        #expect(await GetCommand.run(["-s", "-o", "/nonexistent/dir/x", refused]) == 7)
+        #expect(try Curl.run(["-s", "-o", "/nonexistent/dir/x", refused]) == 7)
+    }
+
     @Test("-L with -D and -i: every head byte for byte as curl writes them, and the same body")
     func redirectHeads() async throws {
         let server = try TestServer()
