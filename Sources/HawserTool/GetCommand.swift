@@ -217,7 +217,8 @@ enum GetCommand {
                 let path = String(w.dropFirst())
                 w = (try? String(decoding: (path == "-" ? FileIO.readAll(fd: 0, name: "stdin") : FileIO.readAll(path: path)), as: UTF8.self)) ?? ""
             }
-            let t = WriteOut.Transfer(head: outcome.head, metrics: outcome.metrics, url: outcome.url,
+            let t = WriteOut.Transfer(head: outcome.head, metrics: outcome.metrics,
+                                      url: o.unixSocket == nil ? outcome.url : Self.withoutUnixSocket(outcome.url, original: url),
                                       method: attemptRequest.method.rawValue, bodyBytes: printer.bodyBytes,
                                       headBytes: printer.headBytes, uploadBytes: printer.uploadBytes, start: start,
                                       lastRedirect: printer.lastRedirect,
@@ -317,6 +318,17 @@ enum GetCommand {
         }
         request.url = unixURL
         if !request.headers.contains(name: "Host") { request.headers.add(name: "Host", value: hostField) }
+    }
+
+    /// An `http+unix` URL the way curl names it with --unix-socket: the original URL's scheme
+    /// and authority, this URL's path and query.
+    static func withoutUnixSocket(_ u: URL, original: URL) -> URL {
+        guard let scheme = u.scheme, scheme.hasSuffix("+unix"), var c = URLComponents(url: original, resolvingAgainstBaseURL: false) else {
+            return u
+        }
+        c.percentEncodedPath = u.path(percentEncoded: true)
+        c.percentEncodedQuery = u.query(percentEncoded: true)
+        return c.url ?? u
     }
 
     /// A socket path as a URL's authority: letters, digits, `-`, `.`, `_` and `~` kept, every

@@ -51,6 +51,10 @@ struct RoutingTests {
             #expect(pair.ours.status == 0 && pair.curl.status == 0, "\(url)")
             #expect(echoed(pair.ours.heads, fields) == echoed(pair.curl.heads, fields), "\(url)")
         }
+        // -w names the URL as given, as curl does.
+        let w = try HawserBinary.run(["get", "-s", "-o", "/dev/null", "--unix-socket", path, "-w", "%{url_effective} %{http_code}",
+                                      "http://example.test/hello"])
+        #expect(String(decoding: w.stdout, as: UTF8.self) == "http://example.test/hello 200")
         // No socket there: curl's 7.
         let missing = await GetCommand.run(["-s", "-o", t.path("o"), "--unix-socket", path + ".none", "http://example.test/"])
         #expect(missing == 7)
