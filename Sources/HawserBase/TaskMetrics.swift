@@ -24,6 +24,8 @@ public struct TaskMetrics: Sendable, Hashable {
     public var tlsProtocolVersion: String?
     /// The TLS cipher suite in OpenSSL's naming (`TLS_AES_128_GCM_SHA256`), if TLS.
     public var tlsCipherSuite: String?
+    /// The protocol the server selected with ALPN ("http/1.1"), if TLS and it selected one.
+    public var tlsALPN: String?
     /// When the request head was handed to the connection.
     public var requestStart: UInt64?
     /// When the last byte of the request (head and body) was written to the socket.

@@ -131,6 +131,13 @@ public struct HTTPHeaders: @unchecked Sendable {
         return self.withRawField(at: index) { _, value in String(decoding: value, as: UTF8.self) }
     }
 
+    /// The value of field `index` as received, byte for byte: obs-text (0x80–0xFF, RFC 9110
+    /// §5.5) that is not UTF-8 is kept, where ``value(at:)`` would give U+FFFD.
+    public func valueBytes(at index: Int) -> [UInt8] {
+        precondition(index >= 0 && index < self.count, "header index out of range")
+        return self.withRawField(at: index) { _, value in Array(value) }
+    }
+
     /// Indices of the fields named `name` (ASCII case-insensitive), in order.
     @inlinable
     func indices(of name: String) -> [Int] {

@@ -154,6 +154,7 @@ final class ServerConnection: EventLoopIOHandler {
 
     private func route(_ h: HTTPRequestHead, body: [UInt8]) {
         let (path, query) = Self.split(h.target)
+        self.listener.requestCounts[h.target, default: 0] += 1
         let parts = path.split(separator: "/").map(String.init)
         let isHead = h.method == .head
         switch (parts.first ?? "", parts.count) {
@@ -197,6 +198,10 @@ final class ServerConnection: EventLoopIOHandler {
             let location = Self.percentDecoded(query["url"] ?? "/hello")
             var extra = [("Location", location)]
             if let cookie = query["cookie"] { extra.append(("Set-Cookie", Self.percentDecoded(cookie) + "; Path=/")) }
+            if query["close"] == "1" {
+                extra.append(("Connection", "close"))
+                self.closeAfterWrite = true
+            }
             self.send(status: status, body: Array("redirecting".utf8), extra: extra, head: isHead)
         case ("basic-auth", 3):
             // 200 with Authorization: Basic base64(USER:PASS), else 401 with a Basic challenge.
@@ -269,6 +274,24 @@ final class ServerConnection: EventLoopIOHandler {
             self.flush()
         case ("range", 2):
             self.sendRange(h, size: max(0, Int(parts[1]) ?? 0), ignoreRange: query["ignore-range"] == "1", head: isHead)
+        case ("obs-text", 1):
+            // RFC 9110 §5.5 allows obs-text (0x80–0xFF) in field values and the reason phrase:
+            // Latin-1 bytes that are not UTF-8, which a client must pass on as they are.
+            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nX-Obs-Text: caf".utf8) + [0xE9, 0x20, 0xFF, 0xA0]
+                + Array("end\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n".utf8))
+            if !isHead { self.outbox.append(contentsOf: Array("ok".utf8)) }
+            self.flush()
+        case ("flaky", 1):
+            // The first `fail` requests for this exact target answer `status` (default 503),
+            // with `Retry-After: 0`; later ones 200. The count is `requestCount(target:)`.
+            let fail = query["fail"].flatMap(Int.init) ?? 1
+            let seen = self.listener.requestCounts[h.target] ?? 0
+            if seen <= fail {
+                let status = query["status"].flatMap(Int.init) ?? 503
+                self.send(status: status, body: Array("failure \(seen)".utf8), extra: [("Retry-After", "0")], head: isHead)
+            } else {
+                self.send(status: 200, body: Array("ok after \(seen - 1)".utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+            }
         default:
             self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
         }
@@ -294,6 +317,13 @@ final class ServerConnection: EventLoopIOHandler {
             self.trickle(message, from: 0)
         case "no-answer":
             self.busy = true   // read on, answer never
+        case "empty":
+            // Closes without a byte of response (curl's "empty reply from server").
+            self.close()
+        case "bad-chunk":
+            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n".utf8))
+            self.closeAfterWrite = true
+            self.flush()
         case "garbage":
             self.outbox.append(contentsOf: Array("SMTP ready\r\n\r\n".utf8))
             self.closeAfterWrite = true

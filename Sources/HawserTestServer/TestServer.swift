@@ -19,8 +19,8 @@ import Glibc
 /// - `GET /status/N`: status N with an empty body.
 /// - `GET /delay/MS`: 200 after MS milliseconds.
 /// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
-/// - `ANY /redirect-to?url=U[&status=N][&cookie=C]`: status N (default 302) to the percent-encoded `U`,
-///   setting cookie `C` (`name=value`, percent-encoded) when given.
+/// - `ANY /redirect-to?url=U[&status=N][&cookie=C][&close=1]`: status N (default 302) to the percent-encoded `U`,
+///   setting cookie `C` (`name=value`, percent-encoded) when given; with `close=1`, then closes the connection.
 /// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `ANY /basic-auth/USER/PASS`: 200 with the matching Basic `Authorization`, else 401 with
 ///   `WWW-Authenticate: Basic realm="hawser"`.
@@ -40,9 +40,13 @@ import Glibc
 /// - `GET /range/N[?ignore-range=1]`: the N-byte pattern with a strong `ETag`, `Last-Modified` and
 ///   `Accept-Ranges: bytes`; `Range: bytes=a-[b]` gives 206 with `Content-Range` unless `If-Range`
 ///   names another validator (then 200); a start ≥ N gives 416 `bytes */N`; `ignore-range=1` always 200.
+/// - `GET /obs-text`: 200 with `X-Obs-Text: caf\xE9 \xFF\xA0end` (obs-text bytes, not UTF-8) and body `ok`.
+/// - `ANY /flaky?fail=N[&status=S]`: the first N requests for this exact target answer S (default 503)
+///   with `Retry-After: 0`, later ones 200 (`ok after N`); see ``requestCount(target:)``.
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
 ///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
-///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify).
+///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify),
+///   `/fault/empty` (closes without answering), `/fault/bad-chunk` (a chunk size that is not hex).
 ///
 /// With ``TLS`` settings the server speaks https (TLS through OpenSSL, as the client does).
 public final class TestServer: @unchecked Sendable {
@@ -151,6 +155,12 @@ public final class TestServer: @unchecked Sendable {
         return (try? self.loop.submitAndWait { l.value.accepted }) ?? 0
     }
 
+    /// Requests received for `target` (path and query, exactly as sent) so far.
+    public func requestCount(target: String) -> Int {
+        let l = UnsafeTransfer(self.listener)
+        return (try? self.loop.submitAndWait { l.value.requestCounts[target] ?? 0 }) ?? 0
+    }
+
     /// Bytes the `/stream` routes have handed to their sockets so far (a client that stops reading
     /// holds this back once the socket buffers are full).
     public var streamedBytes: Int {
@@ -176,6 +186,8 @@ final class Listener: EventLoopIOHandler {
     var produced = 0
     var notModified = 0
     var streamed = 0
+    /// Requests routed so far, by request target.
+    var requestCounts: [String: Int] = [:]
     var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var closed = false
     private let tls: TLSContext?

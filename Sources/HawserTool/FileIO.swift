@@ -2,11 +2,17 @@
 import Glibc
 #endif
 
-/// Minimal unbuffered file output on a descriptor (stdout, stderr or a file).
+/// Minimal unbuffered file output on a descriptor (stdout, stderr or a file). A file named
+/// for -o is opened when the first byte is written, as curl opens it: a transfer that fails
+/// before any data leaves no file and reports its own error, not a write error.
 final class OutputFile: @unchecked Sendable {
-    let fd: Int32
+    private(set) var fd: Int32
     private let owned: Bool
+    /// The file to create at the first write (or at ``create()``); nil once opened.
+    private var pendingPath: String?
     private(set) var failed = false
+    /// Why the file could not be opened, when it could not.
+    private(set) var openError: String?
 
     static let stdout = OutputFile(fd: 1, owned: false)
     static let stderr = OutputFile(fd: 2, owned: false)
@@ -16,12 +22,23 @@ final class OutputFile: @unchecked Sendable {
         self.owned = owned
     }
 
-    /// Opens (creates, truncates) `path`; "-" is stdout.
+    private init(pendingPath: String) {
+        self.fd = -1
+        self.owned = true
+        self.pendingPath = pendingPath
+    }
+
+    /// Opens (creates, truncates) `path` now; "-" is stdout.
     static func open(_ path: String) throws -> OutputFile {
         if path == "-" { return .stdout }
         let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
         return OutputFile(fd: fd, owned: true)
+    }
+
+    /// `path`, created (truncated) when the first byte is written; "-" is stdout.
+    static func openOnFirstWrite(_ path: String) -> OutputFile {
+        path == "-" ? .stdout : OutputFile(pendingPath: path)
     }
 
     /// Opens `path` to append to it (for -C -), creating it if needed; returns it and its size.
@@ -32,9 +49,40 @@ final class OutputFile: @unchecked Sendable {
         return (OutputFile(fd: fd, owned: true), Int64(max(0, size)))
     }
 
-    var isTerminal: Bool { isatty(self.fd) == 1 }
+    /// A file not opened yet is a file, not a terminal.
+    var isTerminal: Bool { self.pendingPath == nil && isatty(self.fd) == 1 }
+
+    /// Creates a file not opened yet (a transfer that ended well with an empty body leaves an
+    /// empty file, as curl's does). False when it cannot be created.
+    @discardableResult
+    func create() -> Bool {
+        guard let path = self.pendingPath else { return !self.failed }
+        self.pendingPath = nil
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            self.openError = "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))"
+            self.failed = true
+            return false
+        }
+        self.fd = fd
+        return true
+    }
+
+    /// Empties a file (before a retry writes the body again, as curl throws away what a failed
+    /// attempt wrote). False for stdout and pipes.
+    func truncate() -> Bool {
+        guard self.owned else { return false }
+        if self.pendingPath != nil { return true }
+        guard self.fd >= 0, ftruncate(self.fd, 0) == 0, lseek(self.fd, 0, SEEK_SET) == 0 else { return false }
+        return true
+    }
+
+    func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.write($0) }
+    }
 
     func write(_ bytes: UnsafeRawBufferPointer) {
+        if self.pendingPath != nil && !self.create() { return }
         var off = 0
         while off < bytes.count && !self.failed {
             let n = Glibc.write(self.fd, bytes.baseAddress! + off, bytes.count - off)
@@ -53,7 +101,7 @@ final class OutputFile: @unchecked Sendable {
     }
 
     func close() {
-        if self.owned { _ = Glibc.close(self.fd) }
+        if self.owned && self.fd >= 0 { _ = Glibc.close(self.fd) }
     }
 }
 
@@ -64,6 +112,12 @@ enum FileIO {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
         defer { _ = Glibc.close(fd) }
+        return try self.readAll(fd: fd, name: path)
+    }
+
+    /// Reads `fd` to its end (stdin for `@-`).
+    static func readAll(fd: Int32, name: String) throws -> [UInt8] {
+        let path = name
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -75,5 +129,53 @@ enum FileIO {
             if n == 0 { return out }
             out.append(contentsOf: buf[0..<n])
         }
+    }
+}
+
+/// A file read front to back in chunks, for streamed uploads (-T): opened when the body is
+/// produced, so a retried or redirected request reads it again. `@unchecked Sendable`: one
+/// body producer reads it at a time.
+final class InputFile: @unchecked Sendable {
+    let fd: Int32
+    private let owned: Bool
+    let path: String
+
+    /// Opens `path` ("-" is stdin); the size when it is a regular file.
+    init(path: String) throws {
+        self.path = path
+        if path == "-" {
+            self.fd = 0
+            self.owned = false
+            return
+        }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw FileIO.Error(description: "Failed to open/read local data from file '\(path)': \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        self.owned = true
+    }
+
+    /// The size of a regular file; nil for stdin, pipes and other streams.
+    var regularFileSize: Int64? {
+        var st = stat()
+        guard fstat(self.fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, self.owned else { return nil }
+        return Int64(st.st_size)
+    }
+
+    /// Up to `max` next bytes; empty at the end.
+    func read(max: Int) throws -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: max)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileIO.Error(description: "reading '\(self.path)' failed: \(String(cString: strerror(errno)))")
+            }
+            buf.removeSubrange(n...)
+            return buf
+        }
+    }
+
+    deinit {
+        if self.owned { _ = Glibc.close(self.fd) }
     }
 }

@@ -32,6 +32,7 @@ final class Connector: EventLoopIOHandler {
         var tlsResumed: Bool?
         var tlsProtocol: String?
         var tlsCipherSuite: String?
+        var tlsALPN: String?
         var attempts: [ConnectAttempt] = []
     }
 
@@ -513,6 +514,7 @@ final class Connector: EventLoopIOHandler {
             self.timings.tlsResumed = tls.isResumed
             self.timings.tlsProtocol = tls.protocolVersion
             self.timings.tlsCipherSuite = tls.cipherSuite
+            self.timings.tlsALPN = tls.negotiatedALPN
             self.setHandshakeInterest(read: false, write: false)
             // Without a hook (no policy at all) the handshake is the whole check.
             self.feed(self.machine.handshakeFinished(.success(tls.isResumed || self.trustHook == nil)))

@@ -95,6 +95,15 @@ public final class RequestTask: @unchecked Sendable {
         self.onLoop { self.fail(error) }
     }
 
+    /// The request head as encoded for the wire, for the request being executed: the caller's
+    /// fields and what the session added (Host, framing, cookies, Accept-Encoding…). Read it
+    /// from delegate callbacks, on the event loop.
+    public var wireRequestHead: [UInt8] { self.prepared.head }
+
+    /// The metrics gathered so far (the connection, TLS, and the timings reached). Read it from
+    /// delegate callbacks, on the event loop.
+    public var currentMetrics: TaskMetrics { self.metrics }
+
     /// Stops reading the response from the socket until ``resumeReading()``. Safe from any thread.
     public func pauseReading() {
         self.onLoop { self.run(self.machine.pauseReading()) }
@@ -237,6 +246,7 @@ public final class RequestTask: @unchecked Sendable {
         }
         self.metrics.tlsProtocolVersion = connection.connectTimings.tlsProtocol
         self.metrics.tlsCipherSuite = connection.connectTimings.tlsCipherSuite
+        self.metrics.tlsALPN = connection.connectTimings.tlsALPN
         self.metrics.requestStart = now
         self.lastActivity = now
         self.run(self.machine.connectionAssigned())
