@@ -40,6 +40,10 @@ import Glibc
 /// - `GET /range/N[?ignore-range=1]`: the N-byte pattern with a strong `ETag`, `Last-Modified` and
 ///   `Accept-Ranges: bytes`; `Range: bytes=a-[b]` gives 206 with `Content-Range` unless `If-Range`
 ///   names another validator (then 200); a start ≥ N gives 416 `bytes */N`; `ignore-range=1` always 200.
+/// - `/api/…`: the example API of `Tests/HawserOpenAPIExample/openapi.yaml`: `GET /api/greeting[?name=N]`
+///   (JSON; echoes `X-Request-Id`), `POST /api/items` (a JSON item echoed inside `{"id":…,"item":…}`, 201;
+///   415 unless `application/json`), `PUT /api/blobs` (counted and checked like `/sink`; JSON receipt),
+///   `GET /api/blobs/N[?chunked=true]` (like `/stream/N`).
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
 ///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
 ///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify).
@@ -144,6 +148,8 @@ final class Listener: EventLoopIOHandler {
     let port: Int
     let loop: EventLoop
     var accepted = 0
+    /// Items `POST /api/items` has created (their identifiers count up from 1).
+    var createdItems = 0
     var handshakeFailures = 0
     var produced = 0
     var notModified = 0
