@@ -39,7 +39,14 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public typealias Failure = HawserError
 
     /// Bytes the stream buffers for its consumer before it stops reading the socket.
-    public static let highWatermark = 512 * 1024
+    public static let highWatermark = 1024 * 1024
+
+    /// While chunks arrive less than ``coalescingInterval`` nanoseconds after the consumer was last
+    /// woken (a fast transfer), a waiting consumer is woken once this many bytes are buffered, or
+    /// when that interval has passed: one thread hand-off per batch instead of one per read.
+    /// A chunk after a quiet spell wakes the consumer at once.
+    static let wakeBatchBytes = 512 * 1024
+    static let coalescingInterval: UInt64 = 1_000_000
 
     /// Keeps the request alive while the sequence or its iterator exists; cancels it when both are
     /// gone before the end.
@@ -156,6 +163,14 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
         var endDelivered = false
         var consumerGone = false
         var iteratorClaimed = false
+        /// When the consumer was last handed chunks by the loop (monotonic ns).
+        var lastWake: UInt64 = 0
+        /// A wake is deferred (coalescing): the loop's timer will hand the batch over.
+        var wakeDeferred = false
+        /// Body bytes received so far, and how many the head announced (nil: unknown, or a
+        /// content coding is being undone), to size the chunks a fast transfer gathers into.
+        var received = 0
+        var expected: Int?
     }
 
     let state = Mutex(State())
@@ -240,6 +255,7 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
             var out: [[UInt8]] = []
             swap(&out, &s.chunks)
             s.bufferedBytes = 0
+            s.wakeDeferred = false
             if s.paused, let task = s.task {
                 s.paused = false
                 resume = { task.resumeReading() }
@@ -271,6 +287,7 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
         let waiter = self.state.withLock { s -> UnsafeContinuation<HeadResult, Never>? in
             if s.task == nil { s.task = task }
             s.headResult = .success(head)
+            if head.headers["Content-Encoding"] == nil { s.expected = head.headers.contentLength }
             defer { s.headWaiter = nil }
             return s.headWaiter
         }
@@ -279,24 +296,85 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
 
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         if bytes.isEmpty { return }
-        let chunk = [UInt8](bytes)
         var pause = false
-        let waiter = self.state.withLock { s -> UnsafeContinuation<BatchResult, Never>? in
-            if s.consumerGone { return nil }
-            if let w = s.bodyWaiter {
-                s.bodyWaiter = nil
-                return w
+        var armTimer = false
+        var wake: (UnsafeContinuation<BatchResult, Never>, [[UInt8]])?
+        self.state.withLock { s in
+            if s.consumerGone { return }
+            // A waiting consumer is woken now after a quiet spell or once a batch is full; while
+            // chunks stream in, a few accumulate first (the timer bounds the delay).
+            var wakeNow = false
+            var now: UInt64 = 0
+            if s.bodyWaiter != nil {
+                now = TaskMetrics.now()
+                wakeNow = s.bufferedBytes + bytes.count >= ResponseBodyStream.wakeBatchBytes
+                    || now &- s.lastWake > ResponseBodyStream.coalescingInterval
             }
-            s.chunks.append(chunk)
-            s.bufferedBytes += chunk.count
-            if !s.paused && s.bufferedBytes >= self.highWatermark {
+            Self.append(bytes, to: &s, gathering: !wakeNow)
+            if s.bodyWaiter != nil {
+                if wakeNow {
+                    wake = Self.handOver(&s, now: now)
+                } else if !s.wakeDeferred {
+                    s.wakeDeferred = true
+                    armTimer = true
+                }
+            } else if !s.paused && s.bufferedBytes >= self.highWatermark {
                 s.paused = true
                 pause = true
             }
-            return nil
         }
-        if let waiter { waiter.resume(returning: .success([chunk])) }
+        if let (waiter, batch) = wake { waiter.resume(returning: .success(batch)) }
         if pause { task.pauseReading() }
+        if armTimer {
+            _ = task.eventLoop.schedule(in: ResponseBodyStream.coalescingInterval) { [self] in self.deferredWake() }
+        }
+    }
+
+    /// Copies a read into the buffer. While reads are being gathered (a fast transfer), they go
+    /// into the last buffered chunk as long as it has room, and a new chunk reserves room for a
+    /// batch: fewer, larger allocations, whose frees do not keep shrinking and regrowing the
+    /// heap (glibc trims a free top above 128 KiB, and every page is then faulted in again). A
+    /// read handed over at once is copied at its own size.
+    private static func append(_ bytes: UnsafeRawBufferPointer, to s: inout State, gathering: Bool) {
+        let last = s.chunks.count - 1
+        if last >= 0, s.chunks[last].capacity - s.chunks[last].count >= bytes.count {
+            s.chunks[last].append(contentsOf: bytes)
+        } else if gathering {
+            // Room for a batch, but never more than the body has left (a small body is copied at
+            // its size), and for a body of unknown length only once it has proved large.
+            let batch = ResponseBodyStream.wakeBatchBytes
+            let room = s.expected.map { min(batch, $0 - s.received) } ?? (s.received >= batch / 4 ? batch : 0)
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(max(bytes.count, room))
+            chunk.append(contentsOf: bytes)
+            s.chunks.append(chunk)
+        } else {
+            s.chunks.append([UInt8](bytes))
+        }
+        s.bufferedBytes += bytes.count
+        s.received += bytes.count
+    }
+
+    /// Everything buffered, for the waiting consumer (under the lock).
+    private static func handOver(_ s: inout State, now: UInt64) -> (UnsafeContinuation<BatchResult, Never>, [[UInt8]])? {
+        guard let w = s.bodyWaiter, !s.chunks.isEmpty else { return nil }
+        s.bodyWaiter = nil
+        var batch: [[UInt8]] = []
+        swap(&batch, &s.chunks)
+        s.bufferedBytes = 0
+        s.lastWake = now
+        s.wakeDeferred = false
+        return (w, batch)
+    }
+
+    /// The coalescing timer: hands over what accumulated, if the consumer still waits for it.
+    private func deferredWake() {
+        let wake = self.state.withLock { s -> (UnsafeContinuation<BatchResult, Never>, [[UInt8]])? in
+            guard s.wakeDeferred else { return nil }
+            s.wakeDeferred = false
+            return Self.handOver(&s, now: TaskMetrics.now())
+        }
+        if let (waiter, batch) = wake { waiter.resume(returning: .success(batch)) }
     }
 
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
