@@ -290,7 +290,19 @@ final class ServerConnection: EventLoopIOHandler {
             let name = query["name"].map(Self.percentDecoded) ?? "World"
             var extra = [json]
             if let id = h.headers["X-Request-Id"] { extra.append(("X-Request-Id", id)) }
-            self.send(status: 200, body: Array("{\"message\":\"Hello, \(Self.jsonEscaped(name))!\"}".utf8), extra: extra)
+            let body = Array("{\"message\":\"Hello, \(Self.jsonEscaped(name))!\"}".utf8)
+            guard let ms = query["delayMs"].flatMap({ UInt64($0) }), ms > 0 else {
+                self.send(status: 200, body: body, extra: extra)
+                return
+            }
+            self.busy = true
+            let me = UnsafeTransfer2(self)
+            let fields = extra
+            self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
+                me.value.busy = false
+                me.value.send(status: 200, body: body, extra: fields)
+                me.value.process()
+            })
         case (.post, "items", 1):
             // The item is echoed verbatim inside the answer: the server parses no JSON, so a body
             // that is not JSON comes back as invalid JSON, which the client then rejects.

@@ -40,8 +40,8 @@ import Glibc
 /// - `GET /range/N[?ignore-range=1]`: the N-byte pattern with a strong `ETag`, `Last-Modified` and
 ///   `Accept-Ranges: bytes`; `Range: bytes=a-[b]` gives 206 with `Content-Range` unless `If-Range`
 ///   names another validator (then 200); a start ≥ N gives 416 `bytes */N`; `ignore-range=1` always 200.
-/// - `/api/…`: the example API of `Tests/HawserOpenAPIExample/openapi.yaml`: `GET /api/greeting[?name=N]`
-///   (JSON; echoes `X-Request-Id`), `POST /api/items` (a JSON item echoed inside `{"id":…,"item":…}`, 201;
+/// - `/api/…`: the example API of `Tests/HawserOpenAPIExample/openapi.yaml`: `GET /api/greeting[?name=N][&delayMs=MS]`
+///   (JSON, after MS milliseconds; echoes `X-Request-Id`), `POST /api/items` (a JSON item echoed inside `{"id":…,"item":…}`, 201;
 ///   415 unless `application/json`), `PUT /api/blobs` (counted and checked like `/sink`; JSON receipt),
 ///   `GET /api/blobs/N[?chunked=true]` (like `/stream/N`).
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`

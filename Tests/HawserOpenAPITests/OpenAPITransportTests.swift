@@ -181,6 +181,28 @@ extension NetworkTests {
             }
         }
 
+        @Test("the session's timeouts apply: an answer slower than timeoutIntervalForRequest fails with idleTimeout")
+        func sessionTimeout() async throws {
+            try await expectNoFDLeak {
+                let server = try TestServer()
+                defer { server.shutdown() }
+                let loop = try EventLoop()
+                defer { loop.shutdown() }
+                var config = SessionConfiguration()
+                config.timeoutIntervalForRequest = 0.2
+                let session = Session(configuration: config, eventLoop: loop)
+                defer { session.shutdown() }
+                let client = Client(serverURL: URL(string: server.baseURL + "/api")!, transport: HawserTransport(session: session))
+                #expect(try await client.getGreeting(query: .init(delayMs: 20)).ok.body.json.message == "Hello, World!")
+                do {
+                    _ = try await client.getGreeting(query: .init(delayMs: 5000))
+                    Issue.record("an answer after 5 s must time out at 0.2 s")
+                } catch let error as ClientError {
+                    #expect((error.underlyingError as? HawserError)?.code == .idleTimeout, "\(error)")
+                }
+            }
+        }
+
         @Test("the transport's URL is the base URL and the operation's path; a bad path is a typed error")
         func urls() throws {
             let base = URL(string: "http://127.0.0.1:8080/api/")!

@@ -35,7 +35,9 @@ public struct HTTPClientStreamingResponse: Sendable {
 /// `.cancelled`) once the chunks received before it were delivered. One iterator only: a second
 /// one throws `invalidRequest`.
 public struct ResponseBodyStream: AsyncSequence, Sendable {
+    /// A chunk of the body: the bytes of one or more reads, never empty.
     public typealias Element = [UInt8]
+    /// What a broken transfer throws.
     public typealias Failure = HawserError
 
     /// Bytes the stream buffers for its consumer before it stops reading the socket.
@@ -56,6 +58,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         self.lifetime = StreamLifetime(delegate)
     }
 
+    /// The body's one iterator (a second one throws `invalidRequest` from `next()`).
     public func makeAsyncIterator() -> Iterator {
         Iterator(lifetime: self.lifetime, isFirst: self.lifetime.delegate.claimIterator())
     }
@@ -94,6 +97,9 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
             self.isFirst = isFirst
         }
 
+        /// The next chunk; nil at the end of the body (and after the error, once thrown).
+        /// Waits for the network when nothing is buffered; cancelling the waiting task cancels
+        /// the request.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(HawserError) -> [UInt8]? {
             guard self.isFirst else {
                 throw HawserError(.invalidRequest, "a response body can be iterated once, by one iterator")
@@ -115,6 +121,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
             }
         }
 
+        /// The next chunk, as ``next(isolation:)``.
         public mutating func next() async throws(HawserError) -> [UInt8]? {
             try await self.next(isolation: nil)
         }

@@ -73,6 +73,13 @@ public struct Client: APIProtocol {
                     name: "X-Request-Id",
                     value: input.headers.xRequestId
                 )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "delayMs",
+                    value: input.query.delayMs
+                )
                 converter.setAcceptHeader(
                     in: &request.headerFields,
                     contentTypes: input.headers.accept

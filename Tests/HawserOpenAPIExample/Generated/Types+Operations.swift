@@ -26,12 +26,21 @@ public enum Operations {
             public struct Query: Sendable, Hashable {
                 /// - Remark: Generated from `#/paths/greeting/GET/query/name`.
                 public var name: Swift.String?
+                /// Answer only after this many milliseconds.
+                ///
+                /// - Remark: Generated from `#/paths/greeting/GET/query/delayMs`.
+                public var delayMs: Swift.Int?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
                 ///   - name:
-                public init(name: Swift.String? = nil) {
+                ///   - delayMs: Answer only after this many milliseconds.
+                public init(
+                    name: Swift.String? = nil,
+                    delayMs: Swift.Int? = nil
+                ) {
                     self.name = name
+                    self.delayMs = delayMs
                 }
             }
             public var query: Operations.GetGreeting.Input.Query
