@@ -15,6 +15,9 @@
 //                     vs libpsl (dlopen), interleaved; `psl-bench --check FILE|-` compares the two
 //   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)
 //   peer-urlsession   the same load through Foundation's URLSession (FoundationNetworking, libcurl)
+//   openapi-load      the generated OpenAPI example client's getGreeting over HawserTransport or
+//                     AsyncHTTPClientTransport (--transport hawser|ahc; builds AHC: not in CI)
+//   stream-bench      a large download read through the delegate API or the AsyncSequence body
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -32,6 +35,8 @@ let package = Package(
         .executable(name: "psl-bench", targets: ["PSLBench"]),
         .executable(name: "peer-ahc", targets: ["PeerAHC"]),
         .executable(name: "peer-urlsession", targets: ["PeerURLSession"]),
+        .executable(name: "openapi-load", targets: ["OpenAPILoad"]),
+        .executable(name: "stream-bench", targets: ["StreamBench"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -47,6 +52,9 @@ let package = Package(
         // its version is whatever AHC 1.37.0 resolves to (2.101.x from the mirror).
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        // The OpenAPI transport's peer (openapi-load --transport ahc), on the same AHC.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", exact: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
     ],
     targets: [
         .target(
@@ -110,6 +118,27 @@ let package = Package(
             name: "HawserManagerLoad",
             dependencies: [.product(name: "Hawser", package: "Hawser")],
             path: "Sources/HawserManagerLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "OpenAPILoad",
+            dependencies: [
+                "PeerSupport",
+                .product(name: "HawserCore", package: "Hawser"),
+                .product(name: "HawserOpenAPI", package: "Hawser"),
+                .product(name: "HawserOpenAPIExample", package: "Hawser"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Sources/OpenAPILoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "StreamBench",
+            dependencies: [.product(name: "HawserCore", package: "Hawser")],
+            path: "Sources/StreamBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -10,8 +10,10 @@
 #   GET /hello     13 bytes "Hello, World!", Content-Type text/plain
 #   GET /json      a 60-byte JSON object, Content-Type application/json
 #   GET /bytes/1m  a 1 MiB static file, Content-Type application/octet-stream
+#   GET /api/greeting  the OpenAPI example's getGreeting answer (27 bytes of JSON)
 # Environment: NGINX (binary, default /usr/sbin/nginx), NGINX_PORT (force a port),
-#   NGINX_CPU (pin nginx with taskset -c NGINX_CPU, e.g. 0).
+#   NGINX_CPU (pin nginx with taskset -c NGINX_CPU, e.g. 0), NGINX_SENDFILE (on|off [off]: static
+#   files with sendfile(2), for downloads where the server's copying should not be the bottleneck).
 # Opt-in TLS: with NGINX_TLS_CERT and NGINX_TLS_KEY (PEM paths) the same server also listens
 #   with `ssl` on a second free port (NGINX_TLS_PORT to force it), printed on a second line.
 #   Session resumption is set explicitly (nginx's defaults are `ssl_session_cache none`, i.e.
@@ -85,6 +87,7 @@ http {
     access_log off;
     server_tokens off;
     keepalive_requests 1000000;
+    sendfile ${NGINX_SENDFILE:-off};
     keepalive_timeout 300s;
     client_body_temp_path $dir/tmp/client_body;
     proxy_temp_path $dir/tmp/proxy;
@@ -101,6 +104,10 @@ http {
         location = /json {
             default_type application/json;
             return 200 '{"id":12345,"name":"hawser","ok":true,"tags":["a","b","c"]}';
+        }
+        location = /api/greeting {
+            default_type application/json;
+            return 200 '{"message":"Hello, World!"}';
         }
         location /bytes/ {
             root $dir/www;

@@ -117,7 +117,8 @@ final class ServerConnection: EventLoopIOHandler {
             case .head(let h):
                 self.head = h
                 self.body = []
-                self.sink = Self.split(h.target).0 == "/sink" ? (0, true) : nil
+                let path = Self.split(h.target).0
+                self.sink = path == "/sink" || (path == "/api/blobs" && h.method == .put) ? (0, true) : nil
                 if h.headers.contains(name: "Expect", token: "100-continue") {
                     self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                     self.flush()
@@ -259,19 +260,9 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: 200, body: Array("received \(sink.count)".utf8),
                       extra: [("X-Sink-Length", String(sink.count)), ("X-Sink-Pattern", sink.patternOK ? "ok" : "mismatch")], head: isHead)
         case ("stream", 2):
-            let n = max(0, Int(parts[1]) ?? 0)
-            self.streamChunked = query["chunked"] == "1"
-            var out: [UInt8] = []
-            let framing: (String, String) = self.streamChunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", String(n))
-            let headers: HTTPHeaders = [framing.0: framing.1, "Content-Type": "application/octet-stream"]
-            try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers), into: &out)
-            self.outbox.append(contentsOf: out)
-            if isHead { self.flush(); return }
-            self.streamRemaining = n
-            self.streamOffset = 0
-            self.streamActive = true
-            self.busy = true
-            self.flush()
+            self.startStream(size: max(0, Int(parts[1]) ?? 0), chunked: query["chunked"] == "1", head: isHead)
+        case ("api", _):
+            self.routeAPI(h, parts: Array(parts.dropFirst()), query: query, body: body)
         case ("range", 2):
             self.sendRange(h, size: max(0, Int(parts[1]) ?? 0), ignoreRange: query["ignore-range"] == "1", head: isHead)
         case ("obs-text", 1):
@@ -295,6 +286,78 @@ final class ServerConnection: EventLoopIOHandler {
         default:
             self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
         }
+    }
+
+    /// Starts a `/stream`-style body: `size` pattern bytes, produced 256 KiB at a time as the
+    /// client reads (``fillStreamPiece()``).
+    private func startStream(size n: Int, chunked: Bool, head isHead: Bool) {
+        self.streamChunked = chunked
+        var out: [UInt8] = []
+        let framing: (String, String) = chunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", String(n))
+        let headers: HTTPHeaders = [framing.0: framing.1, "Content-Type": "application/octet-stream"]
+        try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers), into: &out)
+        self.outbox.append(contentsOf: out)
+        if isHead { self.flush(); return }
+        self.streamRemaining = n
+        self.streamOffset = 0
+        self.streamActive = true
+        self.busy = true
+        self.flush()
+    }
+
+    /// The example API of `Tests/HawserOpenAPIExample/openapi.yaml`, under `/api`.
+    private func routeAPI(_ h: HTTPRequestHead, parts: [String], query: [String: String], body: [UInt8]) {
+        let json: (String, String) = ("Content-Type", "application/json")
+        switch (h.method, parts.first ?? "", parts.count) {
+        case (.get, "greeting", 1):
+            let name = query["name"].map(Self.percentDecoded) ?? "World"
+            var extra = [json]
+            if let id = h.headers["X-Request-Id"] { extra.append(("X-Request-Id", id)) }
+            let body = Array("{\"message\":\"Hello, \(Self.jsonEscaped(name))!\"}".utf8)
+            guard let ms = query["delayMs"].flatMap({ UInt64($0) }), ms > 0 else {
+                self.send(status: 200, body: body, extra: extra)
+                return
+            }
+            self.busy = true
+            let me = UnsafeTransfer(self)
+            let fields = extra
+            self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
+                me.value.busy = false
+                me.value.send(status: 200, body: body, extra: fields)
+                me.value.process()
+            })
+        case (.post, "items", 1):
+            // The item is echoed verbatim inside the answer: the server parses no JSON, so a body
+            // that is not JSON comes back as invalid JSON, which the client then rejects.
+            guard h.headers["Content-Type"]?.lowercased().hasPrefix("application/json") == true else {
+                self.send(status: 415, body: Array(#"{"message":"the body must be application/json"}"#.utf8), extra: [json])
+                return
+            }
+            self.listener.createdItems += 1
+            let created = Array("{\"id\":\(self.listener.createdItems),\"item\":".utf8) + body + [UInt8(ascii: "}")]
+            self.send(status: 201, body: created, extra: [json])
+        case (.put, "blobs", 1):
+            let sink = self.sink ?? (0, true)
+            self.send(status: 200, body: Array("{\"length\":\(sink.count),\"pattern\":\(sink.patternOK)}".utf8), extra: [json])
+        case (.get, "blobs", 2):
+            self.startStream(size: max(0, Int(parts[1]) ?? 0), chunked: query["chunked"] == "true", head: false)
+        default:
+            self.send(status: 404, body: Array(#"{"message":"no such operation"}"#.utf8), extra: [json])
+        }
+    }
+
+    /// `s` as the inside of a JSON string.
+    static func jsonEscaped(_ s: String) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     private func fault(_ kind: String) {

@@ -43,6 +43,10 @@ import Glibc
 /// - `GET /obs-text`: 200 with `X-Obs-Text: caf\xE9 \xFF\xA0end` (obs-text bytes, not UTF-8) and body `ok`.
 /// - `ANY /flaky?fail=N[&status=S]`: the first N requests for this exact target answer S (default 503)
 ///   with `Retry-After: 0`, later ones 200 (`ok after N`); see ``requestCount(target:)``.
+/// - `/api/…`: the example API of `Tests/HawserOpenAPIExample/openapi.yaml`: `GET /api/greeting[?name=N][&delayMs=MS]`
+///   (JSON, after MS milliseconds; echoes `X-Request-Id`), `POST /api/items` (a JSON item echoed inside `{"id":…,"item":…}`, 201;
+///   415 unless `application/json`), `PUT /api/blobs` (counted and checked like `/sink`; JSON receipt),
+///   `GET /api/blobs/N[?chunked=true]` (like `/stream/N`).
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
 ///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
 ///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify),
@@ -182,6 +186,8 @@ final class Listener: EventLoopIOHandler {
     let loop: EventLoop
     let unixPath: String?
     var accepted = 0
+    /// Items `POST /api/items` has created (their identifiers count up from 1).
+    var createdItems = 0
     var handshakeFailures = 0
     var produced = 0
     var notModified = 0

@@ -23,6 +23,8 @@ public struct PeerOptions: Sendable {
     /// Client-specific mode (`--api future|async` for peer-ahc).
     public var api: String? = nil
     public var url = ""
+
+    public init() {}
 }
 
 public func peerUsage(_ tool: String, _ message: String, extra: String = "") -> Never {
