@@ -75,6 +75,31 @@ extension NetworkTests {
             }
         }
 
+        @Test("a streamed body of known length is sent at its last byte: an early answer leaves the connection reusable")
+        func streamedBodyCompleteAtItsLength() async throws {
+            let payload = [UInt8](repeating: 0x62, count: 1000)
+            let server = try ScriptedServer([[
+                .readRequest(body: payload.count), .sendText(Self.ok), .readRequest(), .sendText(Self.ok), .waitForClose,
+            ]])
+            defer { server.stop() }
+            let producerMayReturn = AsyncStreamBox()
+            try await FaultTests.withSession { session in
+                var put = HTTPClientRequest(method: .put, url: url(server.baseURL + "/upload"))
+                put.expectsContinue = false
+                put.body = .stream(length: Int64(payload.count)) { writer in
+                    try await writer.write(payload)
+                    // The server has every byte and answers; the producer returns only after that.
+                    await producerMayReturn.wait()
+                }
+                let first = try await session.response(for: put)
+                producerMayReturn.signal()
+                #expect(first.status == 200)
+                let second = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/next")))
+                #expect(second.metrics.isReusedConnection, "the upload's connection was kept")
+                #expect(server.connections.load(ordering: .relaxed) == 1)
+            }
+        }
+
         @Test("two kept-alive connections that both died: the GET's one retry goes to a new connection")
         func retryGoesToAFreshConnection() async throws {
             let ok = Self.ok

@@ -134,10 +134,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// Queues `body` (after `head`, which may be empty).
     private func queueBody(_ body: RequestBody?, after head: [UInt8], for task: RequestTask) {
         var head = head
-        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
-            guard error == nil, self.task === task else { return }
-            self.requestWritten(task)
-        }
+        let sent = self.sentCompletion(for: task)
         switch body {
         case nil:
             self.enqueue(PendingWrite(bytes: head, completion: sent))
@@ -151,7 +148,8 @@ final class HTTP1Connection: EventLoopIOHandler {
             self.streamLength = length
             self.streamChunked = length == nil
             self.streamWritten = 0
-            if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
+            // An empty body of known length is complete with the head.
+            self.enqueue(PendingWrite(bytes: head, completion: length == 0 ? sent : nil))
             task.startBodyStream(producer)
         }
     }
@@ -184,28 +182,34 @@ final class HTTP1Connection: EventLoopIOHandler {
             self.enqueue(PendingWrite(bytes: end, completion: completion))
         } else {
             self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count, completion: completion))
+            if self.streamWritten == self.streamLength {
+                // The declared length is reached: the request is complete when these bytes are
+                // written, whenever the producer returns (a server may answer at once).
+                self.enqueue(PendingWrite(bytes: [], completion: self.sentCompletion(for: task)))
+            }
         }
         self.flush()
+    }
+
+    private func sentCompletion(for task: RequestTask) -> (HawserError?) -> Void {
+        { [unowned(unsafe) self] error in
+            guard error == nil, self.task === task else { return }
+            self.requestWritten(task)
+        }
     }
 
     /// The producer returned: the body is complete.
     func finishBodyStream(for task: RequestTask) {
         guard self.task === task, !self.isClosed else { return }
-        if let length = self.streamLength, self.streamWritten != length {
+        if let length = self.streamLength {
+            // A body of known length was complete at its last byte (see writeBodyChunk).
+            if self.streamWritten == length { return }
             task.bodyStreamFailed(HawserError(.invalidRequest, "the body stream ended after \(self.streamWritten) of its declared \(length) bytes"))
             return
         }
-        let sent: (HawserError?) -> Void = { [unowned(unsafe) self] error in
-            guard error == nil, self.task === task else { return }
-            self.requestWritten(task)
-        }
-        if self.streamChunked {
-            var last: [UInt8] = []
-            HTTP1Encoder.writeLastChunk(trailers: nil, into: &last)
-            self.enqueue(PendingWrite(bytes: last, completion: sent))
-        } else {
-            self.enqueue(PendingWrite(bytes: [], completion: sent))
-        }
+        var last: [UInt8] = []
+        HTTP1Encoder.writeLastChunk(trailers: nil, into: &last)
+        self.enqueue(PendingWrite(bytes: last, completion: self.sentCompletion(for: task)))
         self.flush()
     }
 
