@@ -8,8 +8,10 @@ import Foundation
 #endif
 import HawserCore
 
-/// Request parameters as AFNetworking takes them (`id parameters`): a dictionary whose values
-/// are strings, numbers, booleans, arrays, sets, nested dictionaries or ``ParameterNull``.
+/// Request parameters as AFNetworking usually takes them: a dictionary whose values are strings,
+/// numbers, booleans, arrays, sets, nested dictionaries or ``ParameterNull``. AFNetworking's
+/// `id parameters` also takes an array, a set or (for JSON) any value: the serializers and the
+/// manager take those through their overloads with `parameters: (any Sendable)?`.
 public typealias Parameters = [String: any Sendable]
 
 /// The NSHTTPURLResponse role: what a serializer and a completion handler see of a response.
@@ -75,6 +77,23 @@ public protocol RequestSerialization: Sendable {
     /// Returns `request` with `parameters` encoded into it (query or body), plus the
     /// serializer's default headers. Throws a ``SerializationError`` when they cannot be encoded.
     func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest
+
+    /// The same with parameters of any shape, as AFNetworking's `id parameters`: a dictionary
+    /// (of any value type), an array, a set, a ``JSONValue`` … The default implementation hands
+    /// dictionaries (and nil) to the dictionary form and refuses anything else with
+    /// `.invalidParameters`; Hawser's serializers encode every shape they can.
+    @_disfavoredOverload
+    func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest
+}
+
+extension RequestSerialization {
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+        guard let parameters else { return try self.request(bySerializing: request, parameters: nil as Parameters?) }
+        if let dictionary = parameters as? Parameters { return try self.request(bySerializing: request, parameters: dictionary) }
+        throw SerializationError(.invalidParameters, "\(type(of: self)) takes a dictionary of parameters, not \(type(of: parameters))",
+                                 url: request.url)
+    }
 }
 
 /// AFURLResponseSerialization: validates a response and decodes its body.

@@ -44,8 +44,11 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         /// The body is not valid JSON / property list / XML, or does not decode into the
         /// requested `Decodable` type. NSCocoaErrorDomain, 3840 (what NSJSONSerialization reports).
         case cannotParseResponse
-        /// The URL string does not make an absolute URL. Request domain, -1000 (NSURLErrorBadURL).
+        /// The URL string does not make an absolute URL, or the URL has no host. Request domain,
+        /// -1000 (NSURLErrorBadURL).
         case invalidURL
+        /// The URL's scheme is not http or https. Request domain, -1002 (NSURLErrorUnsupportedURL).
+        case unsupportedURL
         /// The parameters cannot be encoded by this serializer (not a JSON object, not a
         /// property list). Request domain, -1016, as AFJSONRequestSerializer reports.
         case invalidParameters
@@ -98,7 +101,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         switch self.code {
         case .unacceptableStatusCode, .unacceptableContentType: return Self.responseDomain
         case .cannotParseResponse: return Self.cocoaDomain
-        case .invalidURL, .invalidParameters, .queryStringSerializationFailed, .invalidFileURL,
+        case .invalidURL, .unsupportedURL, .invalidParameters, .queryStringSerializationFailed, .invalidFileURL,
              .fileNotReachable, .bodyReadFailed, .cannotWriteFile:
             return Self.requestDomain
         }
@@ -111,6 +114,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         case .unacceptableContentType: return -1016
         case .cannotParseResponse: return 3840
         case .invalidURL, .invalidFileURL, .fileNotReachable: return -1000
+        case .unsupportedURL: return -1002
         case .invalidParameters, .queryStringSerializationFailed: return -1016
         case .bodyReadFailed: return -3000
         case .cannotWriteFile: return -3003

@@ -29,6 +29,13 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     }
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        try self.request(bySerializing: request, parameters: parameters as (any Sendable)?)
+    }
+
+    /// Parameters of any property-list shape: a dictionary, an array at the top level, a string,
+    /// a number, a boolean, a date or data.
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
         try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") { parameters in
             guard self.format != .openStep else {
                 throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
