@@ -1,5 +1,5 @@
-// AFURLSessionManager: owns a Session, creates tasks, keeps one TaskDelegate per task, and calls
-// the session- and task-level blocks.
+// AFURLSessionManager: owns a Session, creates tasks (each with its TaskDelegate), keeps the
+// tasks that have not completed, and calls the session- and task-level blocks.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -10,6 +10,7 @@ import Glibc
 #endif
 import Dispatch
 import HawserCore
+import Synchronization
 
 /// What to do with a data task once its response head arrived (NSURLSessionResponseDisposition).
 public enum ResponseDisposition: Sendable, Hashable {
@@ -41,6 +42,13 @@ struct ManagerHooks {
     var downloadTaskDidFinishDownloading: (@Sendable (DownloadTask, URL) -> URL?)?
     var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)?
     var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)?
+
+    /// Whether an observe-only block is set (then the block adapter joins the event channel).
+    var observes: Bool {
+        self.sessionDidBecomeInvalid != nil || self.taskDidSendBodyData != nil || self.taskDidComplete != nil
+            || self.taskDidFinishCollectingMetrics != nil || self.dataTaskDidBecomeDownloadTask != nil
+            || self.dataTaskDidReceiveData != nil || self.downloadTaskDidWriteData != nil || self.downloadTaskDidResume != nil
+    }
 }
 
 struct ManagerSettings {
@@ -49,44 +57,55 @@ struct ManagerSettings {
     var completionGroup: DispatchGroup?
     var interceptor: (any RequestInterceptor)?
     var securityPolicy: SecurityPolicy = .default
-    var waitsForConnectivity = false
 }
 
 /// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
 /// ``Session``, keeps a ``TaskDelegate`` per task (accumulated body, progress, completion),
-/// serializes responses, and reports every step through blocks, events and event monitors.
+/// serializes responses, and reports every step to its ``EventMonitor``s, blocks and observers.
 ///
-/// Completion handlers run on ``completionQueue`` inside ``completionGroup``. Block properties are
-/// called on the session's event loop (keep them quick) unless documented otherwise.
+/// Completion handlers run on ``completionQueue`` inside ``completionGroup``, right after the
+/// response serializer. Block properties are called on the session's event loop (keep them
+/// quick) unless documented otherwise.
 ///
-/// Releasing a manager without ``invalidateSession(cancelingPendingTasks:resetSession:)`` cancels
-/// its tasks (each completes with a `.cancelled` error saying so) and frees its session.
+/// **Lifetime.** A task that was resumed keeps its manager, and so the manager's session, alive
+/// until it completes — as NSURLSession keeps its delegate until it is invalidated. So
+/// `HTTPSessionManager().get(…)` completes although nothing holds the manager. A manager released
+/// with tasks that were never resumed cancels them (each completes with a `.cancelled` error
+/// saying so) and frees its session. ``invalidateSessionCancelingTasks(_:resetSession:)`` ends a
+/// manager's session as AFNetworking's does.
 public class SessionManager: @unchecked Sendable {
-    private struct SessionState {
-        var session: Session?
+    struct Registry {
+        /// The tasks that have not completed, by identifier.
+        var tasks: [Int: SessionTask] = [:]
+        var session: Session
+        /// Invalidated without a reset: later tasks fail.
         var invalidated = false
+        /// The tasks an invalidation waits for; nil when none is pending.
         var waitingForInvalidation: Set<Int>?
-        var retiredSession: Session?
-    }
-    private struct Entry {
-        let task: SessionTask
-        let delegate: TaskDelegate
+        /// Sessions to shut down once the invalidation's tasks have ended.
+        var retiring: [Session] = []
     }
 
     /// The session configuration the manager's sessions are made with.
     public let configuration: SessionConfiguration
-    private let eventLoop: EventLoop?
+    let eventLoop: EventLoop?
     /// Answers the session-level challenges of every session this manager makes; holds the
     /// manager weakly (the session keeps its delegate strongly).
     private let sessionDelegate: ManagerSessionDelegate
+    let registry: Mutex<Registry>
+    private let identifiers = Atomic<Int>(0)
     private let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
-    private let sessionState: Locked<SessionState>
-    private let entries = Locked<[Int: Entry]>([:])
-    private let identifiers = Locked(0)
     let hooks = Locked(ManagerHooks())
     let settings: Locked<ManagerSettings>
-    let hub = EventHub()
-    private let monitorList: Locked<[any EventMonitor]>
+    /// Read on every resume and completion; kept apart from `settings` so that costs an atomic
+    /// load, not a lock.
+    private let waitsFlag = Atomic<Bool>(false)
+    private let interceptorSet = Atomic<Bool>(false)
+    let responseBlockSet = Atomic<Bool>(false)
+    /// The one event channel: monitors, the block adapter, the event hub.
+    let channel: MonitorChannel
+    private let hub = EventHub()
+    private let blockMonitor: BlockMonitor
     /// The default completion queue: a serial queue of this manager. AFNetworking uses the main
     /// queue, but a command-line program or server on Linux often never runs the main queue
     /// (`dispatchMain()` / a RunLoop), and completions would never arrive.
@@ -103,25 +122,28 @@ public class SessionManager: @unchecked Sendable {
         self.eventLoop = eventLoop
         let sessionDelegate = ManagerSessionDelegate()
         self.sessionDelegate = sessionDelegate
-        self.sessionState = Locked(SessionState(session: Session(configuration: configuration, eventLoop: eventLoop,
-                                                                 delegate: sessionDelegate)))
+        self.registry = Mutex(Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate)))
         self.settings = Locked(ManagerSettings(responseSerializer: ManagerDefaults.responseSerializer,
                                                completionQueue: nil, completionGroup: nil, interceptor: nil))
-        self.monitorList = Locked(eventMonitors)
+        self.channel = MonitorChannel(eventMonitors)
+        self.blockMonitor = BlockMonitor(hooks: self.hooks)
         self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
         sessionDelegate.manager = self
     }
 
     deinit {
-        let error = HawserError(.cancelled, "the SessionManager was released without invalidateSession(cancelingPendingTasks:resetSession:)")
-        let pending = self.entries.withLock { $0.values.map(\.task) }
+        // Only tasks that were never resumed can be left: a resumed task holds its manager.
+        let error = HawserError(.cancelled, "the SessionManager was released before this task was resumed")
+        let pending = self.registry.withLock { Array($0.tasks.values) }
         for task in pending { task.cancel(with: error) }
     }
 
     // MARK: - Settings
 
-    /// The engine session tasks run on; nil after an invalidation without reset.
-    public var session: Session? { self.sessionState.withLock { $0.invalidated ? nil : $0.session } }
+    /// The engine session tasks run on (AFURLSessionManager.session). After
+    /// ``invalidateSessionCancelingTasks(_:resetSession:)`` without a reset it is still the
+    /// invalidated session (readable, as in AFNetworking); with a reset, the new one.
+    public var session: Session { self.registry.withLock { $0.session } }
 
     /// Validates and decodes responses (AFURLSessionManager.responseSerializer). Read when a task
     /// is created: changing it does not affect tasks already created.
@@ -143,11 +165,18 @@ public class SessionManager: @unchecked Sendable {
         set { self.settings.withLock { $0.completionGroup = newValue } }
     }
 
-    /// Adapts each request before it is sent and decides about retries after failures.
+    /// Adapts each request before it is sent and decides about retries after failures. Its
+    /// `adapt` and `retry` run on the session's event loop (they are async; they must not block).
     public var interceptor: (any RequestInterceptor)? {
         get { self.settings.withLock { $0.interceptor } }
-        set { self.settings.withLock { $0.interceptor = newValue } }
+        set {
+            self.settings.withLock { $0.interceptor = newValue }
+            self.interceptorSet.store(newValue != nil, ordering: .releasing)
+        }
     }
+
+    /// Whether each attempt goes through the interceptor (its adapter, then its retrier).
+    var needsPreparation: Bool { self.interceptorSet.load(ordering: .acquiring) }
 
     /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
     /// ``SecurityPolicy/default`` (the chain must verify against the system store and name the
@@ -157,9 +186,17 @@ public class SessionManager: @unchecked Sendable {
     /// the chain (`peerCertificates`) and the ``TrustFailure`` saying why. Read at each TLS
     /// handshake; a pooled connection that was already accepted is reused without a new check.
     /// It replaces the configuration's `serverTrustEvaluator` for this manager's tasks.
-    public var securityPolicy: SecurityPolicy {
-        get { self.settings.withLock { $0.securityPolicy } }
-        set { self.settings.withLock { $0.securityPolicy = newValue } }
+    ///
+    /// Set it with ``setSecurityPolicy(_:)``, which an ``HTTPSessionManager`` uses to refuse a
+    /// pinning policy on a base URL that is not https (AFNetworking raises there).
+    public var securityPolicy: SecurityPolicy { self.settings.withLock { $0.securityPolicy } }
+
+    /// Sets ``securityPolicy``. A plain `SessionManager` accepts every policy; an
+    /// ``HTTPSessionManager`` refuses a pinning policy unless its base URL is https.
+    /// - Throws: ``SessionManagerError/invalidSecurityPolicy(_:)`` when the policy is refused
+    ///   (the previous policy stays).
+    public func setSecurityPolicy(_ policy: SecurityPolicy) throws(SessionManagerError) {
+        self.settings.withLock { $0.securityPolicy = policy }
     }
 
     /// Watches the network (AFURLSessionManager.reachabilityManager). Made on first use for the
@@ -185,26 +222,64 @@ public class SessionManager: @unchecked Sendable {
     /// `waitsForConnectivity`; not in AFNetworking). Default false.
     ///
     /// A waiting task is ``SessionTaskState/running``; it starts as soon as the status turns
-    /// reachable (or unknown), and fails with `.timedOut` (-1001) if the configuration's
+    /// reachable (or unknown), and fails with `.resourceTimeout` (-1001) if the configuration's
     /// `timeoutIntervalForResource` passes first. When the status is unknown (the manager is not
-    /// monitoring, or has no answer yet), tasks start at once.
+    /// monitoring, or has no answer yet), tasks start at once. A retry waits the same way.
     public var waitsForConnectivity: Bool {
-        get { self.settings.withLock { $0.waitsForConnectivity } }
-        set { self.settings.withLock { $0.waitsForConnectivity = newValue } }
+        get { self.waitsFlag.load(ordering: .acquiring) }
+        set { self.waitsFlag.store(newValue, ordering: .releasing) }
+    }
+
+    /// Whether the next attempt must wait for the network.
+    var mustWaitForConnectivity: Bool {
+        guard self.waitsFlag.load(ordering: .acquiring) else { return false }
+        return self.existingReachabilityManager?.networkReachabilityStatus == .notReachable
     }
 
     /// Adds a monitor that sees every step of every task created afterwards or running.
     public func addEventMonitor(_ monitor: any EventMonitor) {
-        self.monitorList.withLock { $0.append(monitor) }
+        self.channel.add(monitor)
     }
 
-    var monitors: [any EventMonitor] { self.monitorList.withLock { $0 } }
+    /// Whether a `dataTaskDidReceiveResponse` block is set (read on every response head).
+    var hasResponseBlock: Bool { self.responseBlockSet.load(ordering: .acquiring) }
+
+    func refreshBlockMonitor() {
+        let observes = self.hooks.withLock { $0.observes }
+        self.channel.setBlocks(observes ? self.blockMonitor : nil)
+    }
+
+    // MARK: - Copying
+
+    /// A new manager with the same configuration and settings (AFURLSessionManager's
+    /// `copyWithZone:`): its own session, no tasks, the same response serializer, security
+    /// policy, completion queue and group, `waitsForConnectivity`. Serializers and policies are
+    /// values, so the copy shares no mutable state with this manager; blocks, monitors,
+    /// observers, the interceptor and the reachability manager are not copied. The
+    /// configuration's cookie jar, cache and credential store are shared, as copies of an
+    /// NSURLSessionConfiguration share theirs.
+    public func copy() -> SessionManager {
+        let copy = SessionManager(configuration: self.configuration, eventLoop: self.eventLoop)
+        copy.copySettings(from: self)
+        return copy
+    }
+
+    func copySettings(from other: SessionManager) {
+        let s = other.settings.withLock { $0 }
+        self.settings.withLock { mine in
+            mine.responseSerializer = s.responseSerializer
+            mine.completionQueue = s.completionQueue
+            mine.completionGroup = s.completionGroup
+            mine.securityPolicy = s.securityPolicy
+        }
+        self.waitsForConnectivity = other.waitsForConnectivity
+    }
 
     // MARK: - Tasks
 
     /// The tasks that have not completed yet.
     public var tasks: [SessionTask] {
-        self.entries.withLock { $0.values.map(\.task) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        self.registry.withLock { Array($0.tasks.values) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
     }
     /// The data tasks (upload tasks excluded) that have not completed yet.
     public var dataTasks: [DataTask] { self.tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask } }
@@ -215,12 +290,16 @@ public class SessionManager: @unchecked Sendable {
 
     /// The upload progress of a task that has not completed; nil otherwise.
     public func uploadProgress(for task: SessionTask) -> TransferProgress? {
-        self.entries.withLock { $0[task.taskIdentifier] }.flatMap { $0.task === task ? $0.delegate.uploadProgress : nil }
+        self.isRegistered(task) ? task.uploadProgress : nil
     }
 
     /// The download progress of a task that has not completed; nil otherwise.
     public func downloadProgress(for task: SessionTask) -> TransferProgress? {
-        self.entries.withLock { $0[task.taskIdentifier] }.flatMap { $0.task === task ? $0.delegate.downloadProgress : nil }
+        self.isRegistered(task) ? task.downloadProgress : nil
+    }
+
+    private func isRegistered(_ task: SessionTask) -> Bool {
+        self.registry.withLock { $0.tasks[task.taskIdentifier] === task }
     }
 
     /// Creates a data task (suspended: call `resume()`). `completionHandler` runs once on the
@@ -230,10 +309,19 @@ public class SessionManager: @unchecked Sendable {
                          uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
                          downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
                          completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> DataTask {
-        let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
-        self.register(task, delegate: TaskDelegate(manager: self, completion: completionHandler),
-                      upload: uploadProgress, download: downloadProgress)
-        return task
+        self.makeDataTask(request, completion: Self.completion(completionHandler), upload: uploadProgress, download: downloadProgress)
+    }
+
+    static func completion(_ handler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+        guard let handler else { return .none }
+        return .handler { _, response, object, error in handler(response, object, error) }
+    }
+
+    func makeDataTask(_ request: HTTPClientRequest, completion: TaskDelegate.Completion,
+                      upload: (@Sendable (TransferProgress) -> Void)? = nil,
+                      download: (@Sendable (TransferProgress) -> Void)? = nil) -> DataTask {
+        let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, delegate: nil)
+        return self.register(task, completion: completion, upload: upload, download: download)
     }
 
     /// Creates an upload task sending `bodyData` (suspended).
@@ -242,7 +330,7 @@ public class SessionManager: @unchecked Sendable {
                            completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
         var r = request
         r.body = .bytes(Array(bodyData))
-        return self.makeUpload(r, preflightError: nil, progress: progress, completion: completionHandler)
+        return self.makeUpload(r, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
     }
 
     /// Creates an upload task streaming the file at `fileURL` in 64 KiB chunks (suspended). Memory
@@ -260,7 +348,7 @@ public class SessionManager: @unchecked Sendable {
             let length = Int64(st.st_size)
             r.body = .stream(length: length) { writer in try await FileStreamer.stream(path: path, length: length, to: writer) }
         }
-        return self.makeUpload(r, preflightError: preflight, progress: progress, completion: completionHandler)
+        return self.makeUpload(r, preflightError: preflight, progress: progress, completion: Self.completion(completionHandler))
     }
 
     /// Creates an upload task whose request carries its own body — typically a
@@ -269,16 +357,15 @@ public class SessionManager: @unchecked Sendable {
     public func uploadTask(withStreamedRequest request: HTTPClientRequest,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
                            completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
-        self.makeUpload(request, preflightError: nil, progress: progress, completion: completionHandler)
+        self.makeUpload(request, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
     }
 
-    private func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
-                            progress: (@Sendable (TransferProgress) -> Void)?,
-                            completion: TaskCompletion?) -> UploadTask {
-        let task = UploadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
+    func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
+                    progress: (@Sendable (TransferProgress) -> Void)?,
+                    completion: TaskDelegate.Completion) -> UploadTask {
+        let task = UploadTask(identifier: self.nextIdentifier(), request: request, manager: self, delegate: nil)
         task.preflightError = preflightError
-        self.register(task, delegate: TaskDelegate(manager: self, completion: completion), upload: progress, download: nil)
-        return task
+        return self.register(task, completion: completion, upload: progress, download: nil)
     }
 
     /// Creates a download task (suspended). The body is written to a temporary file as it arrives;
@@ -288,9 +375,9 @@ public class SessionManager: @unchecked Sendable {
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
                              completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub, resumeFrom: nil)
-        self.registerDownload(task, progress: progress, destination: destination, completion: completionHandler)
-        return task
+        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: nil)
+        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
+                             upload: nil, download: progress)
     }
 
     /// Creates a download task that continues from `resumeData` (see ``DownloadResumeData``)
@@ -318,137 +405,136 @@ public class SessionManager: @unchecked Sendable {
         } catch {
             preflight = error
         }
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub, resumeFrom: resume)
+        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: resume)
         task.preflightError = preflight
-        self.registerDownload(task, progress: progress, destination: destination, completion: completionHandler)
-        return task
+        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
+                             upload: nil, download: progress)
     }
 
-    private func registerDownload(_ task: DownloadTask, progress: (@Sendable (TransferProgress) -> Void)?,
-                                  destination: (@Sendable (URL, HTTPResponse?) -> URL)?,
-                                  completion: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) {
-        var wrapped: TaskCompletion? = nil
-        if let completion {
-            wrapped = { @Sendable (response: HTTPResponse?, object: (any Sendable)?, error: (any Error)?) in
-                completion(response, object as? URL, error)
-            }
-        }
-        self.register(task, delegate: TaskDelegate(manager: self, completion: wrapped, destination: destination),
-                      upload: nil, download: progress)
+    static func downloadCompletion(_ handler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+        guard let handler else { return .none }
+        return .handler { _, response, object, error in handler(response, object as? URL, error) }
     }
 
     private func nextIdentifier() -> Int {
-        self.identifiers.withLock { i in
-            i += 1
-            return i
-        }
+        self.identifiers.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    private func register(_ task: SessionTask, delegate: TaskDelegate,
-                          upload: (@Sendable (TransferProgress) -> Void)?, download: (@Sendable (TransferProgress) -> Void)?) {
-        delegate.wire(to: task)
-        if let upload { delegate.uploadProgress.addObserver(upload) }
-        if let download { delegate.downloadProgress.addObserver(download) }
-        task.delegateRef.withLock { $0 = delegate }
-        self.entries.withLock { $0[task.taskIdentifier] = Entry(task: task, delegate: delegate) }
-        self.monitors.forEach { $0.taskDidCreate(task) }
+    /// Gives `task` its delegate and keeps it until it completes.
+    func register<T: SessionTask>(_ task: T, completion: TaskDelegate.Completion,
+                                  destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+                                  upload: (@Sendable (TransferProgress) -> Void)?,
+                                  download: (@Sendable (TransferProgress) -> Void)?) -> T {
+        let delegate = TaskDelegate(owner: task, manager: self, completion: completion, destination: destination)
+        task.core.withLock { $0.delegate = delegate }
+        if let upload { task.uploadProgress.addObserver(upload) }
+        if let download { task.downloadProgress.addObserver(download) }
+        self.registry.withLock { $0.tasks[task.taskIdentifier] = task }
+        self.channel.forEach { $0.taskDidCreate(task) }
+        return task
     }
 
-    func removeDelegate(for task: SessionTask) {
-        self.entries.withLock { e in
-            if e[task.taskIdentifier]?.task === task { e[task.taskIdentifier] = nil }
+    /// Forgets a completed task. Returns true when that was the last task an invalidation waited for.
+    func unregister(_ task: SessionTask) -> Bool {
+        self.registry.withLock { r in
+            if r.tasks[task.taskIdentifier] === task { r.tasks[task.taskIdentifier] = nil }
+            guard var waiting = r.waitingForInvalidation else { return false }
+            waiting.remove(task.taskIdentifier)
+            r.waitingForInvalidation = waiting
+            return waiting.isEmpty
         }
     }
 
     /// The data task's delegate and the engine attempt move to a new download task (AFNetworking's
-    /// `didBecomeDownloadTask`). Called on the loop from the data task's response handling.
-    func convertToDownload(_ dataTask: DataTask, engineTask: RequestTask, attempt: Int, response: HTTPResponse) {
-        guard let delegate = dataTask.delegateRef.withLock({ d -> TaskDelegate? in defer { d = nil }; return d }) else { return }
-        let download = DownloadTask(identifier: self.nextIdentifier(), request: dataTask.originalRequest, manager: self,
-                                    hub: self.hub, resumeFrom: nil)
-        download.core.withLock { c in
-            c.state = .running
-            c.attempt = attempt
-            c.phase = .engine(engineTask, attempt: attempt)
-            c.currentRequest = dataTask.currentRequest
-            c.response = response
-            c.expectedToReceive = response.expectedContentLength
+    /// `didBecomeDownloadTask`). Called on the loop from the data task's delegate.
+    func convertToDownload(_ dataTask: DataTask, delegate: TaskDelegate, engine: RequestTask, attempt: Int,
+                           response: HTTPResponse) -> DownloadTask {
+        let download = DownloadTask(identifier: self.nextIdentifier(), request: dataTask.originalRequest, manager: self, resumeFrom: nil)
+        let current = dataTask.currentRequest
+        download.core.withLock { s in
+            s.lifecycle = .continuing(attempt: attempt, engine: engine)
+            s.currentRequest = current
+            s.response = response
+            s.expectedToReceive = response.expectedContentLength
+            s.delegate = delegate
         }
-        download.delegateRef.withLock { $0 = delegate }
-        dataTask.core.withLock { c in
-            c.phase = .done
-            c.state = .completed
+        dataTask.core.withLock { s in
+            s.lifecycle.handOver()
+            s.delegate = nil
         }
-        dataTask.convertedTo.withLock { $0 = download }
-        self.entries.withLock { e in
-            e[dataTask.taskIdentifier] = nil
-            e[download.taskIdentifier] = Entry(task: download, delegate: delegate)
+        self.registry.withLock { r in
+            r.tasks[dataTask.taskIdentifier] = nil
+            r.tasks[download.taskIdentifier] = download
+            if r.waitingForInvalidation?.remove(dataTask.taskIdentifier) != nil {
+                r.waitingForInvalidation?.insert(download.taskIdentifier)
+            }
         }
-        download.didReceiveResponse(response, engineTask: engineTask, attempt: attempt)
-        self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask }?(dataTask, download)
+        return download
     }
 
     // MARK: - Session lifetime
 
     /// The session to launch an attempt on; throws once the manager was invalidated (not reset).
     func activeSession() throws(SessionManagerError) -> Session {
-        let s = self.sessionState.withLock { $0.invalidated ? nil : $0.session }
+        let s = self.registry.withLock { $0.invalidated ? nil : $0.session }
         guard let s else { throw .sessionInvalidated }
         return s
     }
 
     /// Invalidates the manager's session (AFURLSessionManager `invalidateSessionCancelingTasks:resetSession:`).
     ///
-    /// With `cancelingPendingTasks`, every task is cancelled; otherwise running tasks finish.
-    /// Once the tasks that existed have completed, ``sessionDidBecomeInvalid`` is called and
-    /// ``SessionEvent/sessionDidInvalidate(error:)`` posted. Without `resetSession`, later tasks
-    /// fail with ``SessionManagerError/sessionInvalidated``; with it, the manager gets a fresh
-    /// session at once and stays usable.
-    public func invalidateSession(cancelingPendingTasks: Bool, resetSession: Bool = false) {
-        let pending = self.entries.withLock { $0.values.map(\.task) }
-        let finishNow = self.sessionState.withLock { s -> Bool in
-            s.retiredSession = s.session
+    /// With `cancelPendingTasks` every task is cancelled (NSURLSession's `invalidateAndCancel`);
+    /// otherwise running tasks finish (`finishTasksAndInvalidate`). Once the tasks that existed
+    /// have completed, ``sessionDidBecomeInvalid`` is called, ``SessionEvent/sessionDidInvalidate(error:)``
+    /// posted, and the invalidated session shut down (its connections closed).
+    ///
+    /// Without `resetSession`, ``session`` stays the invalidated session (readable, as in
+    /// AFNetworking) and tasks resumed later fail with ``SessionManagerError/sessionInvalidated``
+    /// (NSURLSession raises an exception there). With it, a fresh session replaces the old one at
+    /// once and the manager stays usable.
+    public func invalidateSessionCancelingTasks(_ cancelPendingTasks: Bool, resetSession: Bool) {
+        let pending = self.registry.withLock { r -> [SessionTask] in
+            let pending = Array(r.tasks.values)
+            r.retiring.append(r.session)
             if resetSession {
-                s.session = Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
-                s.invalidated = false
+                r.session = Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
+                r.invalidated = false
             } else {
-                s.invalidated = true
-                s.session = nil
+                r.invalidated = true
             }
-            s.waitingForInvalidation = Set(pending.map(\.taskIdentifier))
-            return pending.isEmpty
+            r.waitingForInvalidation = Set(pending.map(\.taskIdentifier)).union(r.waitingForInvalidation ?? [])
+            return pending
         }
-        if cancelingPendingTasks {
+        if cancelPendingTasks {
             let error = HawserError(.cancelled, "the session was invalidated with its tasks cancelled")
             for t in pending { t.cancel(with: error) }
         }
-        if finishNow { self.finishInvalidation() }
+        let done = self.registry.withLock { r -> Bool in
+            r.waitingForInvalidation?.isEmpty ?? false
+        }
+        if done { self.finishInvalidation() }
     }
 
-    /// Called after every task completion (on the completion path).
-    func taskFinished() {
-        let ready = self.sessionState.withLock { s -> Bool in
-            guard var waiting = s.waitingForInvalidation else { return false }
-            let live = Set(self.entries.withLock { Array($0.keys) })
-            waiting.formIntersection(live)
-            s.waitingForInvalidation = waiting
-            return waiting.isEmpty
-        }
-        if ready { self.finishInvalidation() }
+    /// The name this method had before it took AFNetworking's.
+    @available(*, deprecated, renamed: "invalidateSessionCancelingTasks(_:resetSession:)")
+    public func invalidateSession(cancelingPendingTasks: Bool, resetSession: Bool = false) {
+        self.invalidateSessionCancelingTasks(cancelingPendingTasks, resetSession: resetSession)
     }
 
-    private func finishInvalidation() {
-        let retired = self.sessionState.withLock { s -> Session? in
-            guard s.waitingForInvalidation != nil else { return nil }
-            s.waitingForInvalidation = nil
-            defer { s.retiredSession = nil }
-            return s.retiredSession
+    /// The invalidation's tasks have all ended: shut the retired sessions down and report it.
+    func finishInvalidation() {
+        let retiring = self.registry.withLock { r -> [Session]? in
+            guard r.waitingForInvalidation != nil else { return nil }
+            r.waitingForInvalidation = nil
+            defer { r.retiring = [] }
+            return r.retiring
         }
-        // Releasing the last reference shuts the retired session down (its pool and connections).
-        _ = retired
-        self.hooks.withLock { $0.sessionDidBecomeInvalid }?(nil)
-        self.monitors.forEach { $0.sessionDidInvalidate(error: nil) }
-        self.hub.post(.sessionDidInvalidate(error: nil))
+        guard let retiring else { return }
+        for session in retiring {
+            // On its loop: from there `shutdown()` does not block.
+            session.eventLoop.execute { session.shutdown() }
+        }
+        self.channel.forEach { $0.sessionDidInvalidate(error: nil) }
     }
 
     // MARK: - Events
@@ -457,21 +543,22 @@ public class SessionManager: @unchecked Sendable {
     /// on a serial queue of the manager. Thread-safe.
     @discardableResult
     public func addObserver(_ handler: @escaping @Sendable (SessionEvent) -> Void) -> SessionObserverToken {
-        self.hub.add(handler)
+        let (token, first) = self.hub.add(handler)
+        if first { self.channel.setHub(self.hub) }
+        return token
     }
 
     /// Stops delivering events to the observer registered with `token`.
     public func removeObserver(_ token: SessionObserverToken) {
-        self.hub.remove(token)
+        if self.hub.remove(token) { self.channel.setHub(nil) }
     }
 
     /// The manager's events as an AsyncSequence. Each call makes a new subscription, which ends
     /// when the consuming task stops iterating.
     public func events(bufferingPolicy: AsyncStream<SessionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<SessionEvent> {
         AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
-            let token = self.hub.add { continuation.yield($0) }
-            let hub = self.hub
-            continuation.onTermination = { _ in hub.remove(token) }
+            let token = self.addObserver { continuation.yield($0) }
+            continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
         }
     }
 
@@ -480,7 +567,7 @@ public class SessionManager: @unchecked Sendable {
     /// Called once the session was invalidated and its tasks ended (URLSession:didBecomeInvalidWithError:).
     public var sessionDidBecomeInvalid: (@Sendable ((any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.sessionDidBecomeInvalid } }
-        set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue } }
+        set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue }; self.refreshBlockMonitor() }
     }
     /// Answers the challenges no task-level block answered: the server's TLS chain and, once the
     /// engine asks, 401/407 (URLSession:didReceiveChallenge:completionHandler:). Return the
@@ -518,32 +605,36 @@ public class SessionManager: @unchecked Sendable {
     /// Upload progress: (task, bytes sent now, total sent, total expected or -1).
     public var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.taskDidSendBodyData } }
-        set { self.hooks.withLock { $0.taskDidSendBodyData = newValue } }
+        set { self.hooks.withLock { $0.taskDidSendBodyData = newValue }; self.refreshBlockMonitor() }
     }
     /// A task completed, before its completion handler (URLSession:task:didCompleteWithError:).
+    /// Called where the task completed (usually the event loop): be quick.
     public var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.taskDidComplete } }
-        set { self.hooks.withLock { $0.taskDidComplete = newValue } }
+        set { self.hooks.withLock { $0.taskDidComplete = newValue }; self.refreshBlockMonitor() }
     }
     /// A task's metrics are final (URLSession:task:didFinishCollectingMetrics:), before didComplete.
     public var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)? {
         get { self.hooks.withLock { $0.taskDidFinishCollectingMetrics } }
-        set { self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue } }
+        set { self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue }; self.refreshBlockMonitor() }
     }
     /// A data task's response head arrived: allow, cancel, or become a download.
     public var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveResponse } }
-        set { self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue } }
+        set {
+            self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue }
+            self.responseBlockSet.store(newValue != nil, ordering: .releasing)
+        }
     }
     /// A data task became a download task (after ``ResponseDisposition/becomeDownload``).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (DataTask, DownloadTask) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask } }
-        set { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue } }
+        set { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue }; self.refreshBlockMonitor() }
     }
     /// A data task received body bytes (a copy; setting this block costs one copy per chunk).
     public var dataTaskDidReceiveData: (@Sendable (DataTask, Data) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveData } }
-        set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue } }
+        set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue }; self.refreshBlockMonitor() }
     }
     /// Whether a response may be stored in the session's HTTP cache
     /// (URLSession:dataTask:willCacheResponse:; false = do not store). Called only when the
@@ -553,7 +644,8 @@ public class SessionManager: @unchecked Sendable {
         set { self.hooks.withLock { $0.dataTaskWillCacheResponse = newValue } }
     }
     /// Where to move a finished download (given the temporary file); takes precedence over the
-    /// task's destination when it returns a URL. Called on the completion path.
+    /// task's destination when it returns a URL. Called on the completion queue (or in the
+    /// awaiting task), before the completion handler.
     public var downloadTaskDidFinishDownloading: (@Sendable (DownloadTask, URL) -> URL?)? {
         get { self.hooks.withLock { $0.downloadTaskDidFinishDownloading } }
         set { self.hooks.withLock { $0.downloadTaskDidFinishDownloading = newValue } }
@@ -561,13 +653,13 @@ public class SessionManager: @unchecked Sendable {
     /// Download progress: (task, bytes written now, total written, total expected or -1).
     public var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidWriteData } }
-        set { self.hooks.withLock { $0.downloadTaskDidWriteData = newValue } }
+        set { self.hooks.withLock { $0.downloadTaskDidWriteData = newValue }; self.refreshBlockMonitor() }
     }
     /// A download resumed: (task, file offset it continues from, expected total or -1). A server
     /// that ignored Range gives offset 0.
     public var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidResume } }
-        set { self.hooks.withLock { $0.downloadTaskDidResume = newValue } }
+        set { self.hooks.withLock { $0.downloadTaskDidResume = newValue }; self.refreshBlockMonitor() }
     }
 
     // MARK: - async
@@ -576,49 +668,40 @@ public class SessionManager: @unchecked Sendable {
     /// Cancelling the calling Swift task cancels the task.
     ///
     /// The awaiting task is the completion here: the response serializer runs in it once the
-    /// task ends (still off the event loop), and ``completionQueue`` and ``completionGroup`` are
-    /// not used, since there is no handler to call. The didComplete event is posted before this
-    /// returns. The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
+    /// task ends (off the event loop), and ``completionQueue`` and ``completionGroup`` are not
+    /// used, since there is no handler to call. The didFinish event is sent before this returns.
+    /// The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
     public func data(for request: HTTPClientRequest) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let outcome: TaskOutcome = try await Self.run { done in
-            let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
-            self.register(task, delegate: TaskDelegate(manager: self, completion: nil, deliver: { done(.success($0)) }),
-                          upload: nil, download: nil)
-            return task
-        }
-        return try outcome.value()
+        let task = self.makeDataTask(request, completion: .awaiting)
+        return try await Self.outcome(of: task).value()
     }
 
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
     public func download(for request: HTTPClientRequest,
                          to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL) async throws -> (url: URL, response: HTTPResponse) {
-        try await Self.run { done in
-            self.downloadTask(with: request, destination: destination) { response, url, error in
-                if let error { done(.failure(error)) }
-                else if let url, let response { done(.success((url, response))) }
-                else { done(.failure(SessionManagerError.noRequest)) }
-            }
-        }
+        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: nil)
+        _ = self.register(task, completion: .awaiting, destination: destination, upload: nil, download: nil)
+        let (value, response) = try await Self.outcome(of: task).value()
+        guard let url = value as? URL else { throw SessionManagerError.noRequest }
+        return (url, response)
     }
 
-    /// Bridges a task's completion handler to async/await: resumes it, cancels it with the Swift task.
-    static func run<T: Sendable>(_ make: (@escaping @Sendable (Result<T, any Error>) -> Void) -> SessionTask?) async throws -> T {
-        let box = Locked<SessionTask?>(nil)
-        let result: Result<T, any Error> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (cont: CheckedContinuation<Result<T, any Error>, Never>) in
-                let task = make { cont.resume(returning: $0) }
-                guard let task else { return }
-                let cancelled = box.withLock { b -> Bool in
-                    b = task
-                    return Task.isCancelled
-                }
+    /// Resumes a task made with the `.awaiting` completion and waits for its outcome. Cancelling
+    /// the calling Swift task cancels the task.
+    static func outcome(of task: SessionTask) async -> TaskOutcome {
+        guard let delegate = task.delegate else {
+            preconditionFailure("an awaited task is resumed once, right after it was made")
+        }
+        return await withTaskCancellationHandler {
+            // Unsafe is sound: the lifecycle completes a task exactly once, and the delegate's
+            // slot hands the outcome over once, whichever of the two arrives first.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskOutcome, Never>) in
+                delegate.install(continuation)
                 task.resume()
-                if cancelled { task.cancel() }
             }
         } onCancel: {
-            box.withLock { $0 }?.cancel()
+            task.cancel()
         }
-        return try result.get()
     }
 }
 

@@ -152,3 +152,15 @@ func pattern(_ n: Int, from offset: Int = 0) -> [UInt8] {
 func tempURL(_ name: String) -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("hawser-test-\(UUID().uuidString)-\(name)")
 }
+
+/// Waits until `condition` holds, polling, for at most `timeout` seconds; returns whether it held.
+/// For what other threads finish asynchronously after the event a test waited for (a completion
+/// queue letting go of the objects its closure held).
+func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        try? await Task.sleep(nanoseconds: 1_000_000)
+    }
+    return true
+}

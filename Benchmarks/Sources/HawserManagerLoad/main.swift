@@ -154,7 +154,7 @@ let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?)
     return all
 }
 let elapsed = Double(now() - start) / 1e9
-manager.invalidateSession(cancelingPendingTasks: true)
+manager.invalidateSessionCancelingTasks(true, resetSession: false)
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)
