@@ -25,7 +25,7 @@ import HawserCore
 /// | the Foundation error a parser returned | ``cause`` |
 ///
 /// Match on ``code``; use ``contains(_:)`` for AF's `AFErrorOrUnderlyingErrorHasCodeInDomain`.
-public struct SerializationError: Error, Sendable, CustomStringConvertible {
+public struct SerializationError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// AFURLResponseSerializationErrorDomain.
     public static let responseDomain = "com.alamofire.error.serialization.response"
     /// AFURLRequestSerializationErrorDomain.
@@ -84,6 +84,8 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
     /// The error a lower layer reported (JSONSerialization, PropertyListSerialization, a
     /// `DecodingError`, a file-system errno, the custom query closure's error).
     public var cause: (any Error & Sendable)?
+    /// AF's failure reason, where AF gives one (see ``failureReason``).
+    var reason: String?
 
     public init(_ code: Code, _ message: String, url: URL? = nil, response: HTTPResponse? = nil,
                 data: [UInt8]? = nil, underlying: (any Error & Sendable)? = nil, cause: (any Error & Sendable)? = nil) {
@@ -140,6 +142,20 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         }
         return false
     }
+
+    /// The domain and code an `NSError` made from this error has (``domain``, ``errorCode``):
+    /// AF's, per error, which a static `CustomNSError.errorDomain` could not give.
+    /// HawserFoundation's ``nsError`` adds AF's user info.
+    public var _domain: String { self.domain }
+    public var _code: Int { self.errorCode }
+
+    /// AF's `NSLocalizedDescriptionKey`: ``message`` ("Request failed: unacceptable
+    /// content-type: text/html", "Request failed: not found (404)" …).
+    public var errorDescription: String? { self.message }
+
+    /// AF's `NSLocalizedFailureReasonErrorKey` where AF sets one: "The `parameters` argument is not
+    /// valid JSON." for parameters the JSON request serializer cannot write; nil otherwise.
+    public var failureReason: String? { self.reason }
 
     public var description: String {
         var s = "\(self.domain) \(self.errorCode): \(self.message)"

@@ -9,7 +9,7 @@ import Glibc
 
 /// Errors of the session-manager layer itself (the engine's are ``HawserError``, the serializers'
 /// are their own). Each says what was wrong.
-public enum SessionManagerError: Error, Sendable, CustomStringConvertible {
+public enum SessionManagerError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// The manager's session was invalidated; create tasks on a manager that was reset, or a new one.
     case sessionInvalidated
     /// The task has no request (a data task created without one).
@@ -49,6 +49,9 @@ public enum SessionManagerError: Error, Sendable, CustomStringConvertible {
             return "invalid security policy: \(why)"
         }
     }
+
+    /// The description (``description``), for `localizedDescription`.
+    public var errorDescription: String? { self.description }
 
     /// The NSURLError number Foundation would report, where one fits.
     public var urlErrorCode: Int {

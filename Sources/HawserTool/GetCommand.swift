@@ -258,6 +258,7 @@ enum GetCommand {
         case .connectTimeout, .idleTimeout, .resourceTimeout: return 28
         case .protocolError: return 8
         case .invalidRequest: return 3
+        case .unsupportedURL: return 1
         case .connectionLost:
             return e.message.contains("before sending a response") ? 52 : 56
         case .limitExceeded: return 63
