@@ -102,6 +102,11 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         self.httpRequestHeaders[field]
     }
 
+    /// Replaces every default header (decoding).
+    mutating func replaceDefaultHeaders(with headers: HTTPHeaders) {
+        self.httpRequestHeaders = headers
+    }
+
     // MARK: AFURLRequestSerialization
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
@@ -373,7 +378,9 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
                 }
                 return try JSONWriter.write(parameters, options: self.writingOptions)
             } catch {
-                throw error.with(url: request.url)
+                var e = error.with(url: request.url)
+                e.reason = "The `parameters` argument is not valid JSON."
+                throw e
             }
         }
     }

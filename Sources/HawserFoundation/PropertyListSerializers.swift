@@ -154,3 +154,56 @@ extension JSONValue {
         }
     }
 }
+
+// MARK: - Codable and copy() (AF's NSSecureCoding and NSCopying)
+
+extension PropertyListRequestSerializer: Codable {
+    private enum Keys: String, CodingKey { case format, writeOptions, httpSerializer }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
+            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        }
+        self.init(format: format, writeOptions: try c.decode(PropertyListSerialization.WriteOptions.self, forKey: .writeOptions),
+                  httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(self.format.rawValue, forKey: .format)
+        try c.encode(self.writeOptions, forKey: .writeOptions)
+        try c.encode(self.httpSerializer, forKey: .httpSerializer)
+    }
+
+    /// A copy (AF's NSCopying).
+    public func copy() -> PropertyListRequestSerializer { self }
+}
+
+extension PropertyListResponseSerializer: CodableResponseSerialization {
+    /// Register it before decoding a compound serializer that holds one:
+    /// `CompoundResponseSerializer.register(PropertyListResponseSerializer.self)`.
+    public static var codingName: String { "propertyList" }
+    private enum Keys: String, CodingKey { case acceptableStatusCodes, acceptableContentTypes, format, readOptions }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
+            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        }
+        self.init(format: format, readOptions: PropertyListSerialization.ReadOptions(rawValue: try c.decode(UInt.self, forKey: .readOptions)))
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(StatusCodesCoding.encode(self.acceptableStatusCodes), forKey: .acceptableStatusCodes)
+        try c.encode(self.acceptableContentTypes?.sorted(), forKey: .acceptableContentTypes)
+        try c.encode(self.format.rawValue, forKey: .format)
+        try c.encode(self.readOptions.rawValue, forKey: .readOptions)
+    }
+
+    /// A copy (AF's NSCopying).
+    public func copy() -> PropertyListResponseSerializer { self }
+}
