@@ -119,8 +119,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
     let file = Locked(FileState())
 
-    init(identifier: Int, request: HTTPClientRequest?, manager: SessionManager?, resumeFrom: DownloadResumeData?) {
-        super.init(identifier: identifier, request: request, manager: manager, delegate: nil)
+    init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore, resumeFrom: DownloadResumeData?) {
+        super.init(identifier: identifier, request: request, core: core)
         self.file.withLock { f in
             guard let r = resumeFrom else { return }
             f.url = URL(fileURLWithPath: r.temporaryFilePath)
@@ -161,6 +161,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     // MARK: - Attempts
+
+    override var changesRequestForAttempts: Bool { true }
 
     override func prepareForAttempt(_ request: HTTPClientRequest) -> HTTPClientRequest {
         var r = request
@@ -227,7 +229,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
         let total = self.file.withLock { ($0.written, $0.expectedTotal) }
         self.receivedBytes.store(total.0, ordering: .relaxed)
-        self.downloadProgressRef.load()?.set(completed: total.0, total: total.1)
+        self.existingDownloadProgress?.set(completed: total.0, total: total.1)
         if case .at(let offset, let expected) = resumed {
             channel?.forEach { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
         }
@@ -257,7 +259,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             engineTask.fail(with: HawserError(.ioError, "\(e)", underlying: e))
         case .success(let (written, total)):
             self.receivedBytes.store(written, ordering: .relaxed)
-            self.downloadProgressRef.load()?.set(completed: written, total: total)
+            self.existingDownloadProgress?.set(completed: written, total: total)
             let n = Int64(bytes.count)
             channel?.forEach { $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total) }
         }

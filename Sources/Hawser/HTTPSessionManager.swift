@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HawserCore
+import Synchronization
 
 /// The AFHTTPSessionManager role: builds requests from a URL string relative to ``baseURL`` and
 /// parameters (through ``requestSerializer``), runs them as data tasks, and reports the serialized
@@ -33,6 +34,9 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL relative URL strings resolve against; a path always ends with `/`.
     public let baseURL: URL?
     private let requestSerializerBox = Locked<any RequestSerialization>(ManagerDefaults.requestSerializer)
+    /// The last URL string resolved and checked, and its URL: an endpoint called again (the usual
+    /// case) is not parsed again. A URL is a value, so a remembered one is as good as a new one.
+    private let lastURL = Mutex<(string: String, url: URL)?>(nil)
 
     /// Creates a manager (AFHTTPSessionManager `initWithBaseURL:sessionConfiguration:`).
     public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
@@ -149,10 +153,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// `urlString` against ``baseURL``, checked as AFNetworking's serializers and NSURLSession
     /// check it: a URL (-1000), http or https (-1002), with a host (-1000).
     private func checkedURL(_ urlString: String) throws(SerializationError) -> URL {
+        if let last = self.lastURL.withLock({ $0 }), last.string == urlString { return last.url }
         guard let url = self.url(for: urlString) else {
             throw SerializationError(.invalidURL, "'\(urlString)' is not a valid URL (alone or relative to the base URL \(self.baseURL?.absoluteString ?? "(none)"))")
         }
-        return try HTTPRequestSerializer.checked(url)
+        let checked = try HTTPRequestSerializer.checked(url)
+        self.lastURL.withLock { $0 = (urlString, checked) }
+        return checked
     }
 
     // MARK: - Conveniences (resumed tasks)
@@ -319,7 +326,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
         guard let failure else { return }
-        let settings = self.settings.withLock { $0 }
+        let settings = self.core.currentSettings
         (settings.completionQueue ?? self.defaultCompletionQueue).async(group: settings.completionGroup ?? defaultCompletionGroup) {
             failure(nil, error)
         }

@@ -40,7 +40,12 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
 
     /// Methods whose parameters go into the URL query instead of the body. Upper-case;
     /// default GET, HEAD, DELETE.
-    public var httpMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+    public var httpMethodsEncodingParametersInURI: Set<String> = Self.defaultMethodsEncodingParametersInURI {
+        didSet { self.methodsInURIAreDefault = self.httpMethodsEncodingParametersInURI == Self.defaultMethodsEncodingParametersInURI }
+    }
+    private static let defaultMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+    /// Whether the set is the default one, so a request's method is compared, not hashed.
+    private var methodsInURIAreDefault = true
 
     /// The encoding of query strings and form bodies. Only UTF-8 is supported: the escaping
     /// rules are defined on UTF-8 bytes and every server reads form bodies as UTF-8.
@@ -107,6 +112,13 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         self.httpRequestHeaders = headers
     }
 
+    /// Sets the methods encoding parameters in the URI from an initializer (where `didSet` does
+    /// not run).
+    mutating func setMethodsEncodingParametersInURI(_ methods: Set<String>) {
+        self.httpMethodsEncodingParametersInURI = methods
+        self.methodsInURIAreDefault = methods == Self.defaultMethodsEncodingParametersInURI
+    }
+
     // MARK: AFURLRequestSerialization
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
@@ -158,7 +170,16 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
 
     /// Whether `method`'s parameters go into the query.
     public func encodesParametersInURI(_ method: HTTPMethod) -> Bool {
-        self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
+        if self.methodsInURIAreDefault {
+            switch method.rawValue {
+            case "GET", "HEAD", "DELETE": return true
+            case "POST", "PUT", "PATCH": return false
+            default: break
+            }
+        }
+        // Methods are upper-case nearly always: look the name up as it is first.
+        return self.httpMethodsEncodingParametersInURI.contains(method.rawValue)
+            || self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
     }
 
     /// The body serializers' common frame (AFJSONRequestSerializer, AFPropertyListRequestSerializer):
@@ -181,6 +202,11 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// `request` with every default header it does not set itself.
     public func addingDefaultHeaders(to request: HTTPClientRequest) -> HTTPClientRequest {
         var out = request
+        if request.headers.count == 0 {
+            // The common case: the defaults are the headers, shared (copy-on-write), not copied.
+            out.headers = self.httpRequestHeaders
+            return out
+        }
         for (name, value) in self.httpRequestHeaders where !request.headers.contains(name: name) {
             out.headers.add(name: name, value: value)
         }
@@ -307,7 +333,8 @@ extension HTTPRequestSerializer {
     /// `url` if a request can be made of it, as NSURLSession would judge it: http or https
     /// (else `.unsupportedURL`, -1002) and a host (else `.invalidURL`, -1000).
     public static func checked(_ url: URL) throws(SerializationError) -> URL {
-        let scheme = url.scheme?.lowercased() ?? ""
+        var scheme = url.scheme ?? ""
+        if scheme != "http" && scheme != "https" { scheme = scheme.lowercased() }
         guard scheme == "http" || scheme == "https" else {
             throw SerializationError(.unsupportedURL, scheme.isEmpty ? "'\(url.absoluteString)' has no scheme" : "the URL scheme '\(scheme)' is not supported (http and https are)",
                                      url: url)

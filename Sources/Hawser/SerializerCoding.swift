@@ -76,7 +76,7 @@ extension HTTPRequestSerializer: Codable {
             headers.add(name: pair[0], value: pair[1])
         }
         self.replaceDefaultHeaders(with: headers)
-        self.httpMethodsEncodingParametersInURI = Set(try c.decode([String].self, forKey: .httpMethodsEncodingParametersInURI))
+        self.setMethodsEncodingParametersInURI(Set(try c.decode([String].self, forKey: .httpMethodsEncodingParametersInURI)))
         self.timeoutInterval = try c.decodeIfPresent(Double.self, forKey: .timeoutInterval)
         if let name = try c.decodeIfPresent(String.self, forKey: .cachePolicy) {
             guard let policy = CachePolicy(codingName: name) else {

@@ -139,18 +139,24 @@ extension EventMonitor {
 // MARK: - The channel
 
 /// Monitors added to every manager of the process (HawserFoundation's NotificationCenter adapter).
-private let processMonitors = Mutex<[any EventMonitor]>([])
-/// `processMonitors.count`, read without the lock on every step.
-private let processMonitorCount = Atomic<Int>(0)
+/// Each channel keeps a reference to the one instance, so a step reads an instance's atomic, not a
+/// lazily initialized global.
+final class ProcessMonitors: Sendable {
+    static let shared = ProcessMonitors()
+    let list = Mutex<[any EventMonitor]>([])
+    /// `list.count`, read without the lock on every step.
+    let count = Atomic<Int>(0)
+}
 
 extension SessionManager {
     /// Adds a monitor that sees every step of every task of every manager in the process, after
     /// each manager's own monitors. HawserFoundation posts AFNetworking's notifications on
     /// `NotificationCenter` through one of these.
     public static func addProcessEventMonitor(_ monitor: any EventMonitor) {
-        processMonitors.withLock { list in
+        let process = ProcessMonitors.shared
+        process.list.withLock { list in
             list.append(monitor)
-            processMonitorCount.store(list.count, ordering: .releasing)
+            process.count.store(list.count, ordering: .releasing)
         }
     }
 }
@@ -175,6 +181,7 @@ final class MonitorChannel: Sendable {
     }
     private let lists: Mutex<Lists>
     private let ownCount = Atomic<Int>(0)
+    private let process = ProcessMonitors.shared
 
     init(_ monitors: [any EventMonitor]) {
         var lists = Lists(own: monitors)
@@ -186,14 +193,14 @@ final class MonitorChannel: Sendable {
     /// Whether any monitor (the manager's or the process's) would hear a step.
     @inline(__always)
     var isActive: Bool {
-        self.ownCount.load(ordering: .acquiring) != 0 || processMonitorCount.load(ordering: .acquiring) != 0
+        self.ownCount.load(ordering: .acquiring) != 0 || self.process.count.load(ordering: .acquiring) != 0
     }
 
     /// Every monitor, in order. Call only when ``isActive``.
     var all: [any EventMonitor] {
         let own = self.lists.withLock { $0.snapshot }
-        if processMonitorCount.load(ordering: .acquiring) == 0 { return own }
-        return own + processMonitors.withLock { $0 }
+        if self.process.count.load(ordering: .acquiring) == 0 { return own }
+        return own + self.process.list.withLock { $0 }
     }
 
     /// Calls `body` with each monitor, if there is any.

@@ -51,12 +51,150 @@ struct ManagerHooks {
     }
 }
 
-struct ManagerSettings {
-    var responseSerializer: any ResponseSerialization
-    var completionQueue: DispatchQueue?
-    var completionGroup: DispatchGroup?
-    var interceptor: (any RequestInterceptor)?
-    var securityPolicy: SecurityPolicy = .default
+/// A manager's settings at one moment. Replaced as a whole when one changes, so a task takes
+/// them with one reference when it is made (AFNetworking's manager hands its response serializer
+/// and completion queue to each task's delegate).
+final class ManagerSettings: Sendable {
+    struct Values {
+        var responseSerializer: any ResponseSerialization
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var interceptor: (any RequestInterceptor)?
+        var securityPolicy: SecurityPolicy = .default
+    }
+    let values: Values
+
+    init(_ values: Values) { self.values = values }
+
+    var responseSerializer: any ResponseSerialization { self.values.responseSerializer }
+    var completionQueue: DispatchQueue? { self.values.completionQueue }
+    var completionGroup: DispatchGroup? { self.values.completionGroup }
+    var interceptor: (any RequestInterceptor)? { self.values.interceptor }
+    var securityPolicy: SecurityPolicy { self.values.securityPolicy }
+
+    /// These settings with one change.
+    func with(_ change: (inout Values) -> Void) -> ManagerSettings {
+        var v = self.values
+        change(&v)
+        return ManagerSettings(v)
+    }
+}
+
+/// What a manager's tasks need of it: the registry, settings, flags, blocks and event channel.
+/// Tasks and their delegates hold it strongly; nothing holds it weakly, so its reference counting
+/// stays on the fast path (a weak reference gives an object a side table, and every retain of it
+/// then takes the slow path — the manager, which tasks and the session delegate reference
+/// weakly, is touched only when a task starts and ends).
+final class ManagerCore: @unchecked Sendable {
+    struct Registry {
+        /// The tasks that have not completed, by identifier.
+        var tasks: [Int: SessionTask] = [:]
+        var session: Session
+        /// Invalidated without a reset: later tasks fail.
+        var invalidated = false
+        /// The tasks an invalidation waits for; nil when none is pending.
+        var waitingForInvalidation: Set<Int>?
+        /// Sessions to shut down once the invalidation's tasks have ended.
+        var retiring: [Session] = []
+    }
+
+    let configuration: SessionConfiguration
+    let eventLoop: EventLoop?
+    /// Answers the session-level challenges of every session this manager makes; holds the
+    /// manager weakly (the session keeps its delegate strongly).
+    let sessionDelegate: ManagerSessionDelegate
+    let registry: Mutex<Registry>
+    let identifiers = Atomic<Int>(0)
+    let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
+    let hooks = Locked(ManagerHooks())
+    let settings: Mutex<ManagerSettings>
+    /// Read on every resume and completion: an atomic load, not a lock.
+    let waitsFlag = Atomic<Bool>(false)
+    let interceptorSet = Atomic<Bool>(false)
+    let responseBlockSet = Atomic<Bool>(false)
+    /// The one event channel: monitors, the block adapter, the event hub.
+    let channel: MonitorChannel
+    /// The default completion queue: a serial queue of this manager. AFNetworking uses the main
+    /// queue, but a command-line program or server on Linux often never runs the main queue
+    /// (`dispatchMain()` / a RunLoop), and completions would never arrive.
+    let defaultCompletionQueue: DispatchQueue
+    /// The manager, for a task that starts (it holds its manager until it completes).
+    weak var owner: SessionManager?
+
+    init(configuration: SessionConfiguration, eventLoop: EventLoop?, eventMonitors: [any EventMonitor]) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        let sessionDelegate = ManagerSessionDelegate()
+        self.sessionDelegate = sessionDelegate
+        self.registry = Mutex(Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate)))
+        self.settings = Mutex(ManagerSettings(.init(responseSerializer: ManagerDefaults.responseSerializer)))
+        self.channel = MonitorChannel(eventMonitors)
+        self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
+    }
+
+    func makeSession() -> Session {
+        Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
+    }
+
+    var currentSettings: ManagerSettings { self.settings.withLock { $0 } }
+
+    func updateSettings(_ change: (inout ManagerSettings.Values) -> Void) {
+        self.settings.withLock { $0 = $0.with(change) }
+    }
+
+    var interceptor: (any RequestInterceptor)? { self.currentSettings.interceptor }
+
+    /// Whether each attempt goes through the interceptor (its adapter, then its retrier).
+    var needsPreparation: Bool { self.interceptorSet.load(ordering: .acquiring) }
+
+    /// Whether a `dataTaskDidReceiveResponse` block is set (read on every response head).
+    var hasResponseBlock: Bool { self.responseBlockSet.load(ordering: .acquiring) }
+
+    /// The reachability manager if one was made or set, without making one.
+    var existingReachabilityManager: NetworkReachabilityManager? { self.reachabilityState.withLock { $0 } }
+
+    /// Whether the next attempt must wait for the network.
+    var mustWaitForConnectivity: Bool {
+        guard self.waitsFlag.load(ordering: .acquiring) else { return false }
+        return self.existingReachabilityManager?.networkReachabilityStatus == .notReachable
+    }
+
+    func nextIdentifier() -> Int {
+        self.identifiers.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// The session to launch an attempt on; throws once the manager was invalidated (not reset).
+    func activeSession() throws(SessionManagerError) -> Session {
+        let s = self.registry.withLock { $0.invalidated ? nil : $0.session }
+        guard let s else { throw .sessionInvalidated }
+        return s
+    }
+
+    /// Forgets a completed task. Returns true when that was the last task an invalidation waited for.
+    func unregister(_ task: SessionTask) -> Bool {
+        self.registry.withLock { r in
+            if r.tasks[task.taskIdentifier] === task { r.tasks[task.taskIdentifier] = nil }
+            guard r.waitingForInvalidation != nil else { return false }
+            r.waitingForInvalidation!.remove(task.taskIdentifier)
+            return r.waitingForInvalidation!.isEmpty
+        }
+    }
+
+    /// The invalidation's tasks have all ended: shut the retired sessions down and report it.
+    func finishInvalidation() {
+        let retiring = self.registry.withLock { r -> [Session]? in
+            guard r.waitingForInvalidation != nil else { return nil }
+            r.waitingForInvalidation = nil
+            defer { r.retiring = [] }
+            return r.retiring
+        }
+        guard let retiring else { return }
+        for session in retiring {
+            // On its loop: from there `shutdown()` does not block.
+            session.eventLoop.execute { session.shutdown() }
+        }
+        self.channel.forEach { $0.sessionDidInvalidate(error: nil) }
+    }
 }
 
 /// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
@@ -74,42 +212,16 @@ struct ManagerSettings {
 /// saying so) and frees its session. ``invalidateSessionCancelingTasks(_:resetSession:)`` ends a
 /// manager's session as AFNetworking's does.
 public class SessionManager: @unchecked Sendable {
-    struct Registry {
-        /// The tasks that have not completed, by identifier.
-        var tasks: [Int: SessionTask] = [:]
-        var session: Session
-        /// Invalidated without a reset: later tasks fail.
-        var invalidated = false
-        /// The tasks an invalidation waits for; nil when none is pending.
-        var waitingForInvalidation: Set<Int>?
-        /// Sessions to shut down once the invalidation's tasks have ended.
-        var retiring: [Session] = []
-    }
-
     /// The session configuration the manager's sessions are made with.
     public let configuration: SessionConfiguration
-    let eventLoop: EventLoop?
-    /// Answers the session-level challenges of every session this manager makes; holds the
-    /// manager weakly (the session keeps its delegate strongly).
-    private let sessionDelegate: ManagerSessionDelegate
-    let registry: Mutex<Registry>
-    private let identifiers = Atomic<Int>(0)
-    private let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
-    let hooks = Locked(ManagerHooks())
-    let settings: Locked<ManagerSettings>
-    /// Read on every resume and completion; kept apart from `settings` so that costs an atomic
-    /// load, not a lock.
-    private let waitsFlag = Atomic<Bool>(false)
-    private let interceptorSet = Atomic<Bool>(false)
-    let responseBlockSet = Atomic<Bool>(false)
-    /// The one event channel: monitors, the block adapter, the event hub.
-    let channel: MonitorChannel
+    let core: ManagerCore
     private let hub = EventHub()
     private let blockMonitor: BlockMonitor
-    /// The default completion queue: a serial queue of this manager. AFNetworking uses the main
-    /// queue, but a command-line program or server on Linux often never runs the main queue
-    /// (`dispatchMain()` / a RunLoop), and completions would never arrive.
-    let defaultCompletionQueue: DispatchQueue
+
+    var eventLoop: EventLoop? { self.core.eventLoop }
+    var hooks: Locked<ManagerHooks> { self.core.hooks }
+    var channel: MonitorChannel { self.core.channel }
+    var defaultCompletionQueue: DispatchQueue { self.core.defaultCompletionQueue }
 
     /// Creates a manager with its own ``Session`` (AFURLSessionManager `initWithSessionConfiguration:`).
     /// - Parameters:
@@ -119,22 +231,16 @@ public class SessionManager: @unchecked Sendable {
     public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
                 eventMonitors: [any EventMonitor] = []) {
         self.configuration = configuration
-        self.eventLoop = eventLoop
-        let sessionDelegate = ManagerSessionDelegate()
-        self.sessionDelegate = sessionDelegate
-        self.registry = Mutex(Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate)))
-        self.settings = Locked(ManagerSettings(responseSerializer: ManagerDefaults.responseSerializer,
-                                               completionQueue: nil, completionGroup: nil, interceptor: nil))
-        self.channel = MonitorChannel(eventMonitors)
-        self.blockMonitor = BlockMonitor(hooks: self.hooks)
-        self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
-        sessionDelegate.manager = self
+        self.core = ManagerCore(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
+        self.blockMonitor = BlockMonitor(hooks: self.core.hooks)
+        self.core.sessionDelegate.manager = self
+        self.core.owner = self
     }
 
     deinit {
         // Only tasks that were never resumed can be left: a resumed task holds its manager.
         let error = HawserError(.cancelled, "the SessionManager was released before this task was resumed")
-        let pending = self.registry.withLock { Array($0.tasks.values) }
+        let pending = self.core.registry.withLock { Array($0.tasks.values) }
         for task in pending { task.cancel(with: error) }
     }
 
@@ -143,40 +249,37 @@ public class SessionManager: @unchecked Sendable {
     /// The engine session tasks run on (AFURLSessionManager.session). After
     /// ``invalidateSessionCancelingTasks(_:resetSession:)`` without a reset it is still the
     /// invalidated session (readable, as in AFNetworking); with a reset, the new one.
-    public var session: Session { self.registry.withLock { $0.session } }
+    public var session: Session { self.core.registry.withLock { $0.session } }
 
     /// Validates and decodes responses (AFURLSessionManager.responseSerializer). Read when a task
     /// is created: changing it does not affect tasks already created.
     public var responseSerializer: any ResponseSerialization {
-        get { self.settings.withLock { $0.responseSerializer } }
-        set { self.settings.withLock { $0.responseSerializer = newValue } }
+        get { self.core.currentSettings.responseSerializer }
+        set { self.core.updateSettings { $0.responseSerializer = newValue } }
     }
 
     /// Where completion handlers run. nil (the default) means a serial queue of this manager —
     /// not the main queue as in AFNetworking (see ``SessionManager``).
     public var completionQueue: DispatchQueue? {
-        get { self.settings.withLock { $0.completionQueue } }
-        set { self.settings.withLock { $0.completionQueue = newValue } }
+        get { self.core.currentSettings.completionQueue }
+        set { self.core.updateSettings { $0.completionQueue = newValue } }
     }
 
     /// The group completion handlers run in; nil means a private process-wide group.
     public var completionGroup: DispatchGroup? {
-        get { self.settings.withLock { $0.completionGroup } }
-        set { self.settings.withLock { $0.completionGroup = newValue } }
+        get { self.core.currentSettings.completionGroup }
+        set { self.core.updateSettings { $0.completionGroup = newValue } }
     }
 
     /// Adapts each request before it is sent and decides about retries after failures. Its
     /// `adapt` and `retry` run on the session's event loop (they are async; they must not block).
     public var interceptor: (any RequestInterceptor)? {
-        get { self.settings.withLock { $0.interceptor } }
+        get { self.core.interceptor }
         set {
-            self.settings.withLock { $0.interceptor = newValue }
-            self.interceptorSet.store(newValue != nil, ordering: .releasing)
+            self.core.updateSettings { $0.interceptor = newValue }
+            self.core.interceptorSet.store(newValue != nil, ordering: .releasing)
         }
     }
-
-    /// Whether each attempt goes through the interceptor (its adapter, then its retrier).
-    var needsPreparation: Bool { self.interceptorSet.load(ordering: .acquiring) }
 
     /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
     /// ``SecurityPolicy/default`` (the chain must verify against the system store and name the
@@ -189,14 +292,14 @@ public class SessionManager: @unchecked Sendable {
     ///
     /// Set it with ``setSecurityPolicy(_:)``, which an ``HTTPSessionManager`` uses to refuse a
     /// pinning policy on a base URL that is not https (AFNetworking raises there).
-    public var securityPolicy: SecurityPolicy { self.settings.withLock { $0.securityPolicy } }
+    public var securityPolicy: SecurityPolicy { self.core.currentSettings.securityPolicy }
 
     /// Sets ``securityPolicy``. A plain `SessionManager` accepts every policy; an
     /// ``HTTPSessionManager`` refuses a pinning policy unless its base URL is https.
     /// - Throws: ``SessionManagerError/invalidSecurityPolicy(_:)`` when the policy is refused
     ///   (the previous policy stays).
     public func setSecurityPolicy(_ policy: SecurityPolicy) throws(SessionManagerError) {
-        self.settings.withLock { $0.securityPolicy = policy }
+        self.core.updateSettings { $0.securityPolicy = policy }
     }
 
     /// Watches the network (AFURLSessionManager.reachabilityManager). Made on first use for the
@@ -204,18 +307,15 @@ public class SessionManager: @unchecked Sendable {
     /// (it is not started or stopped for you). ``waitsForConnectivity`` consults it.
     public var reachabilityManager: NetworkReachabilityManager {
         get {
-            self.reachabilityState.withLock { r in
+            self.core.reachabilityState.withLock { r in
                 if let r { return r }
                 let made = NetworkReachabilityManager()
                 r = made
                 return made
             }
         }
-        set { self.reachabilityState.withLock { $0 = newValue } }
+        set { self.core.reachabilityState.withLock { $0 = newValue } }
     }
-
-    /// The reachability manager if one was made or set, without making one.
-    var existingReachabilityManager: NetworkReachabilityManager? { self.reachabilityState.withLock { $0 } }
 
     /// Whether a task resumed while ``reachabilityManager`` reports the network not reachable
     /// waits for it to become reachable before it starts (URLSessionConfiguration's
@@ -226,23 +326,14 @@ public class SessionManager: @unchecked Sendable {
     /// `timeoutIntervalForResource` passes first. When the status is unknown (the manager is not
     /// monitoring, or has no answer yet), tasks start at once. A retry waits the same way.
     public var waitsForConnectivity: Bool {
-        get { self.waitsFlag.load(ordering: .acquiring) }
-        set { self.waitsFlag.store(newValue, ordering: .releasing) }
-    }
-
-    /// Whether the next attempt must wait for the network.
-    var mustWaitForConnectivity: Bool {
-        guard self.waitsFlag.load(ordering: .acquiring) else { return false }
-        return self.existingReachabilityManager?.networkReachabilityStatus == .notReachable
+        get { self.core.waitsFlag.load(ordering: .acquiring) }
+        set { self.core.waitsFlag.store(newValue, ordering: .releasing) }
     }
 
     /// Adds a monitor that sees every step of every task created afterwards or running.
     public func addEventMonitor(_ monitor: any EventMonitor) {
         self.channel.add(monitor)
     }
-
-    /// Whether a `dataTaskDidReceiveResponse` block is set (read on every response head).
-    var hasResponseBlock: Bool { self.responseBlockSet.load(ordering: .acquiring) }
 
     func refreshBlockMonitor() {
         let observes = self.hooks.withLock { $0.observes }
@@ -265,8 +356,8 @@ public class SessionManager: @unchecked Sendable {
     }
 
     func copySettings(from other: SessionManager) {
-        let s = other.settings.withLock { $0 }
-        self.settings.withLock { mine in
+        let s = other.core.currentSettings
+        self.core.updateSettings { mine in
             mine.responseSerializer = s.responseSerializer
             mine.completionQueue = s.completionQueue
             mine.completionGroup = s.completionGroup
@@ -279,7 +370,7 @@ public class SessionManager: @unchecked Sendable {
 
     /// The tasks that have not completed yet.
     public var tasks: [SessionTask] {
-        self.registry.withLock { Array($0.tasks.values) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        self.core.registry.withLock { Array($0.tasks.values) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
     }
     /// The data tasks (upload tasks excluded) that have not completed yet.
     public var dataTasks: [DataTask] { self.tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask } }
@@ -299,7 +390,7 @@ public class SessionManager: @unchecked Sendable {
     }
 
     private func isRegistered(_ task: SessionTask) -> Bool {
-        self.registry.withLock { $0.tasks[task.taskIdentifier] === task }
+        self.core.registry.withLock { $0.tasks[task.taskIdentifier] === task }
     }
 
     /// Creates a data task (suspended: call `resume()`). `completionHandler` runs once on the
@@ -320,7 +411,7 @@ public class SessionManager: @unchecked Sendable {
     func makeDataTask(_ request: HTTPClientRequest, completion: TaskDelegate.Completion,
                       upload: (@Sendable (TransferProgress) -> Void)? = nil,
                       download: (@Sendable (TransferProgress) -> Void)? = nil) -> DataTask {
-        let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, delegate: nil)
+        let task = DataTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
         return self.register(task, completion: completion, upload: upload, download: download)
     }
 
@@ -363,7 +454,7 @@ public class SessionManager: @unchecked Sendable {
     func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
                     progress: (@Sendable (TransferProgress) -> Void)?,
                     completion: TaskDelegate.Completion) -> UploadTask {
-        let task = UploadTask(identifier: self.nextIdentifier(), request: request, manager: self, delegate: nil)
+        let task = UploadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
         task.preflightError = preflightError
         return self.register(task, completion: completion, upload: progress, download: nil)
     }
@@ -375,7 +466,7 @@ public class SessionManager: @unchecked Sendable {
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
                              completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: nil)
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
         return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
                              upload: nil, download: progress)
     }
@@ -405,7 +496,7 @@ public class SessionManager: @unchecked Sendable {
         } catch {
             preflight = error
         }
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: resume)
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: resume)
         task.preflightError = preflight
         return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
                              upload: nil, download: progress)
@@ -416,53 +507,38 @@ public class SessionManager: @unchecked Sendable {
         return .handler { _, response, object, error in handler(response, object as? URL, error) }
     }
 
-    private func nextIdentifier() -> Int {
-        self.identifiers.wrappingAdd(1, ordering: .relaxed).newValue
-    }
-
     /// Gives `task` its delegate and keeps it until it completes.
     func register<T: SessionTask>(_ task: T, completion: TaskDelegate.Completion,
                                   destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
                                   upload: (@Sendable (TransferProgress) -> Void)?,
                                   download: (@Sendable (TransferProgress) -> Void)?) -> T {
-        let delegate = TaskDelegate(owner: task, manager: self, completion: completion, destination: destination)
-        task.core.withLock { $0.delegate = delegate }
+        let delegate = TaskDelegate(owner: task, core: self.core, completion: completion, destination: destination)
+        task.locked.withLock { $0.delegate = delegate }
         if let upload { task.uploadProgress.addObserver(upload) }
         if let download { task.downloadProgress.addObserver(download) }
-        self.registry.withLock { $0.tasks[task.taskIdentifier] = task }
-        self.channel.forEach { $0.taskDidCreate(task) }
+        self.core.registry.withLock { $0.tasks[task.taskIdentifier] = task }
+        self.core.channel.forEach { $0.taskDidCreate(task) }
         return task
-    }
-
-    /// Forgets a completed task. Returns true when that was the last task an invalidation waited for.
-    func unregister(_ task: SessionTask) -> Bool {
-        self.registry.withLock { r in
-            if r.tasks[task.taskIdentifier] === task { r.tasks[task.taskIdentifier] = nil }
-            guard var waiting = r.waitingForInvalidation else { return false }
-            waiting.remove(task.taskIdentifier)
-            r.waitingForInvalidation = waiting
-            return waiting.isEmpty
-        }
     }
 
     /// The data task's delegate and the engine attempt move to a new download task (AFNetworking's
     /// `didBecomeDownloadTask`). Called on the loop from the data task's delegate.
     func convertToDownload(_ dataTask: DataTask, delegate: TaskDelegate, engine: RequestTask, attempt: Int,
                            response: HTTPResponse) -> DownloadTask {
-        let download = DownloadTask(identifier: self.nextIdentifier(), request: dataTask.originalRequest, manager: self, resumeFrom: nil)
+        let download = DownloadTask(identifier: self.core.nextIdentifier(), request: dataTask.originalRequest, core: self.core, resumeFrom: nil)
         let current = dataTask.currentRequest
-        download.core.withLock { s in
+        download.locked.withLock { s in
             s.lifecycle = .continuing(attempt: attempt, engine: engine)
             s.currentRequest = current
             s.response = response
             s.expectedToReceive = response.expectedContentLength
             s.delegate = delegate
         }
-        dataTask.core.withLock { s in
+        dataTask.locked.withLock { s in
             s.lifecycle.handOver()
             s.delegate = nil
         }
-        self.registry.withLock { r in
+        self.core.registry.withLock { r in
             r.tasks[dataTask.taskIdentifier] = nil
             r.tasks[download.taskIdentifier] = download
             if r.waitingForInvalidation?.remove(dataTask.taskIdentifier) != nil {
@@ -473,13 +549,6 @@ public class SessionManager: @unchecked Sendable {
     }
 
     // MARK: - Session lifetime
-
-    /// The session to launch an attempt on; throws once the manager was invalidated (not reset).
-    func activeSession() throws(SessionManagerError) -> Session {
-        let s = self.registry.withLock { $0.invalidated ? nil : $0.session }
-        guard let s else { throw .sessionInvalidated }
-        return s
-    }
 
     /// Invalidates the manager's session (AFURLSessionManager `invalidateSessionCancelingTasks:resetSession:`).
     ///
@@ -493,11 +562,11 @@ public class SessionManager: @unchecked Sendable {
     /// (NSURLSession raises an exception there). With it, a fresh session replaces the old one at
     /// once and the manager stays usable.
     public func invalidateSessionCancelingTasks(_ cancelPendingTasks: Bool, resetSession: Bool) {
-        let pending = self.registry.withLock { r -> [SessionTask] in
+        let pending = self.core.registry.withLock { r -> [SessionTask] in
             let pending = Array(r.tasks.values)
             r.retiring.append(r.session)
             if resetSession {
-                r.session = Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
+                r.session = self.core.makeSession()
                 r.invalidated = false
             } else {
                 r.invalidated = true
@@ -509,32 +578,16 @@ public class SessionManager: @unchecked Sendable {
             let error = HawserError(.cancelled, "the session was invalidated with its tasks cancelled")
             for t in pending { t.cancel(with: error) }
         }
-        let done = self.registry.withLock { r -> Bool in
+        let done = self.core.registry.withLock { r -> Bool in
             r.waitingForInvalidation?.isEmpty ?? false
         }
-        if done { self.finishInvalidation() }
+        if done { self.core.finishInvalidation() }
     }
 
     /// The name this method had before it took AFNetworking's.
     @available(*, deprecated, renamed: "invalidateSessionCancelingTasks(_:resetSession:)")
     public func invalidateSession(cancelingPendingTasks: Bool, resetSession: Bool = false) {
         self.invalidateSessionCancelingTasks(cancelingPendingTasks, resetSession: resetSession)
-    }
-
-    /// The invalidation's tasks have all ended: shut the retired sessions down and report it.
-    func finishInvalidation() {
-        let retiring = self.registry.withLock { r -> [Session]? in
-            guard r.waitingForInvalidation != nil else { return nil }
-            r.waitingForInvalidation = nil
-            defer { r.retiring = [] }
-            return r.retiring
-        }
-        guard let retiring else { return }
-        for session in retiring {
-            // On its loop: from there `shutdown()` does not block.
-            session.eventLoop.execute { session.shutdown() }
-        }
-        self.channel.forEach { $0.sessionDidInvalidate(error: nil) }
     }
 
     // MARK: - Events
@@ -623,7 +676,7 @@ public class SessionManager: @unchecked Sendable {
         get { self.hooks.withLock { $0.dataTaskDidReceiveResponse } }
         set {
             self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue }
-            self.responseBlockSet.store(newValue != nil, ordering: .releasing)
+            self.core.responseBlockSet.store(newValue != nil, ordering: .releasing)
         }
     }
     /// A data task became a download task (after ``ResponseDisposition/becomeDownload``).
@@ -679,7 +732,7 @@ public class SessionManager: @unchecked Sendable {
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
     public func download(for request: HTTPClientRequest,
                          to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL) async throws -> (url: URL, response: HTTPResponse) {
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, resumeFrom: nil)
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
         _ = self.register(task, completion: .awaiting, destination: destination, upload: nil, download: nil)
         let (value, response) = try await Self.outcome(of: task).value()
         guard let url = value as? URL else { throw SessionManagerError.noRequest }

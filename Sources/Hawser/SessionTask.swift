@@ -47,7 +47,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var currentRequest: HTTPClientRequest?
         var response: HTTPResponse?
         var error: (any Error)?
-        var expectedToSend: Int64 = 0
+        var expectedToSend: Int64
         var expectedToReceive: Int64 = -1
         var priority: Float = 0.5
         var metrics: TaskMetrics?
@@ -60,21 +60,31 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var timer: Scheduled?
         /// The reachability observation of a task waiting for the network.
         var connectivity: (manager: NetworkReachabilityManager, observation: NetworkReachabilityManager.Observation)?
+
+        init(currentRequest: HTTPClientRequest?, expectedToSend: Int64) {
+            self.currentRequest = currentRequest
+            self.expectedToSend = expectedToSend
+        }
     }
 
     /// Unique among the tasks of one manager (NSURLSessionTask.taskIdentifier).
     public let taskIdentifier: Int
     /// The request the task was created with.
     public let originalRequest: HTTPClientRequest?
-    let core: Mutex<State>
+    let locked: Mutex<State>
     /// Request body bytes written; response body bytes received (after decoding).
     let sentBytes = Atomic<Int64>(0)
     let receivedBytes = Atomic<Int64>(0)
-    /// The progress objects, made on first use (most tasks never have one).
-    let uploadProgressRef = AtomicLazyReference<TransferProgress>()
-    let downloadProgressRef = AtomicLazyReference<TransferProgress>()
-    /// The manager, for resuming; the delegate holds it strongly while the task is in flight.
-    weak var manager: SessionManager?
+    /// The progress objects, made on first use (most tasks never have one); `progressMade` says
+    /// whether either was, so the engine's events pay one relaxed load when none was.
+    private let uploadProgressRef = AtomicLazyReference<TransferProgress>()
+    private let downloadProgressRef = AtomicLazyReference<TransferProgress>()
+    private let progressMade = Atomic<Bool>(false)
+    /// What the task needs of its manager (strongly: a manager's core is never referenced weakly,
+    /// so retaining it stays cheap).
+    let core: ManagerCore
+    /// The manager, for a task that starts: the delegate then holds it until the task completes.
+    var manager: SessionManager? { self.core.owner }
     /// A problem found when the task was created (unreadable upload file, invalid resume data);
     /// the task fails with it when resumed, instead of the creating call trapping. Set before
     /// the task is resumed.
@@ -84,54 +94,50 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// again; an arbitrary stream cannot). Set before the task is resumed.
     var replayableBody: (@Sendable () -> RequestBody)?
 
-    init(identifier: Int, request: HTTPClientRequest?, manager: SessionManager?, delegate: TaskDelegate?) {
+    init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore) {
         self.taskIdentifier = identifier
         self.originalRequest = request
-        self.manager = manager
-        var s = State()
-        s.currentRequest = request
-        s.expectedToSend = request?.body.map { $0.knownLength ?? -1 } ?? 0
-        s.delegate = delegate
-        self.core = Mutex(s)
+        self.core = core
+        self.locked = Mutex(State(currentRequest: request, expectedToSend: request?.body.map { $0.knownLength ?? -1 } ?? 0))
     }
 
     // MARK: - Properties
 
     /// A description the caller may set (NSURLSessionTask.taskDescription).
     public var taskDescription: String? {
-        get { self.core.withLock { $0.taskDescription } }
-        set { self.core.withLock { $0.taskDescription = newValue } }
+        get { self.locked.withLock { $0.taskDescription } }
+        set { self.locked.withLock { $0.taskDescription = newValue } }
     }
     /// The request of the current attempt: after adapters, with resume headers, and the target of
     /// the last redirect followed (NSURLSessionTask.currentRequest).
-    public var currentRequest: HTTPClientRequest? { self.core.withLock { $0.currentRequest } }
+    public var currentRequest: HTTPClientRequest? { self.locked.withLock { $0.currentRequest } }
     /// The final response head, once it arrived.
-    public var response: HTTPResponse? { self.core.withLock { $0.response } }
+    public var response: HTTPResponse? { self.locked.withLock { $0.response } }
     /// The task's state.
-    public var state: SessionTaskState { self.core.withLock { $0.lifecycle.state } }
+    public var state: SessionTaskState { self.locked.withLock { $0.lifecycle.state } }
     /// Why the task failed, once it completed (nil on success).
-    public var error: (any Error)? { self.core.withLock { $0.error } }
+    public var error: (any Error)? { self.locked.withLock { $0.error } }
     /// Request body bytes written to the socket.
     public var countOfBytesSent: Int64 { self.sentBytes.load(ordering: .relaxed) }
     /// Response body bytes received (after chunked framing and content decoding).
     public var countOfBytesReceived: Int64 { self.receivedBytes.load(ordering: .relaxed) }
     /// Request body size; -1 for a stream of unknown length (sent chunked).
-    public var countOfBytesExpectedToSend: Int64 { self.core.withLock { $0.expectedToSend } }
+    public var countOfBytesExpectedToSend: Int64 { self.locked.withLock { $0.expectedToSend } }
     /// The response's Content-Length; -1 while unknown (NSURLSessionTransferSizeUnknown).
-    public var countOfBytesExpectedToReceive: Int64 { self.core.withLock { $0.expectedToReceive } }
+    public var countOfBytesExpectedToReceive: Int64 { self.locked.withLock { $0.expectedToReceive } }
     /// A hint in 0…1 (NSURLSessionTaskPriority). Stored and reported; the engine does not reorder
     /// its queue by it.
     public var priority: Float {
-        get { self.core.withLock { $0.priority } }
-        set { self.core.withLock { $0.priority = min(1, max(0, newValue.isNaN ? 0.5 : newValue)) } }
+        get { self.locked.withLock { $0.priority } }
+        set { self.locked.withLock { $0.priority = min(1, max(0, newValue.isNaN ? 0.5 : newValue)) } }
     }
     /// The timings of the last attempt, once the task completed.
-    public var metrics: TaskMetrics? { self.core.withLock { $0.metrics } }
+    public var metrics: TaskMetrics? { self.locked.withLock { $0.metrics } }
     /// How many times the task's retrier sent it again.
-    public var retryCount: Int { self.core.withLock { $0.lifecycle.retryCount } }
+    public var retryCount: Int { self.locked.withLock { $0.lifecycle.retryCount } }
 
     public var description: String {
-        let c = self.core.withLock { ($0.lifecycle.state, $0.currentRequest) }
+        let c = self.locked.withLock { ($0.lifecycle.state, $0.currentRequest) }
         let what = c.1.map { "\($0.method) \($0.url.absoluteString)" } ?? "no request"
         return "\(type(of: self))(\(self.taskIdentifier), \(c.0), \(what))"
     }
@@ -152,6 +158,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let made = TransferProgress(totalUnitCount: self.countOfBytesExpectedToSend)
         made.set(completed: self.countOfBytesSent, total: self.countOfBytesExpectedToSend)
         self.wire(made)
+        defer { self.progressMade.store(true, ordering: .releasing) }
         return self.uploadProgressRef.storeIfNil(made)
     }
 
@@ -161,7 +168,20 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let made = TransferProgress()
         made.set(completed: self.countOfBytesReceived, total: self.countOfBytesExpectedToReceive)
         self.wire(made)
+        defer { self.progressMade.store(true, ordering: .releasing) }
         return self.downloadProgressRef.storeIfNil(made)
+    }
+
+    /// The upload progress if one was made (a relaxed load when none was).
+    @inline(__always)
+    var existingUploadProgress: TransferProgress? {
+        self.progressMade.load(ordering: .acquiring) ? self.uploadProgressRef.load() : nil
+    }
+
+    /// The download progress if one was made.
+    @inline(__always)
+    var existingDownloadProgress: TransferProgress? {
+        self.progressMade.load(ordering: .acquiring) ? self.downloadProgressRef.load() : nil
     }
 
     /// NSProgress's cancel / pause / resume handlers, wired to the task.
@@ -169,7 +189,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         p.cancellationHandler = { [weak self] in self?.cancel() }
         p.pausingHandler = { [weak self] in self?.suspend() }
         p.resumingHandler = { [weak self] in self?.resume() }
-        if self.core.withLock({ $0.lifecycle.isCompleted && $0.error == nil }) { p.markFinished() }
+        if self.locked.withLock({ $0.lifecycle.isCompleted && $0.error == nil }) { p.markFinished() }
     }
 
     // MARK: - Control
@@ -177,10 +197,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Starts a task that was never started, or continues a suspended one (reading resumes).
     /// Does nothing to a running, canceling or completed task.
     public func resume() {
+        let core = self.core
+        let networkDown = core.mustWaitForConnectivity
+        let needsPreparation = core.needsPreparation
         let manager = self.manager
-        let networkDown = manager?.mustWaitForConnectivity ?? false
-        let needsPreparation = manager?.needsPreparation ?? false
-        let action = self.core.withLock { s -> TaskLifecycle<RequestTask>.Action? in
+        let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action? in
             guard let manager else {
                 // The manager is being released: its deinit cancels this task.
                 return s.lifecycle.cancel(HawserError(.cancelled, "the SessionManager of this task was released", url: self.originalRequest?.url))
@@ -192,16 +213,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             return s.lifecycle.resume(networkDown: networkDown, needsPreparation: needsPreparation)
         }
         guard let action else { return }
-        if case .complete = action {} else { manager?.channel.forEach { $0.taskDidResume(self) } }
+        if case .complete = action {} else { core.channel.forEach { $0.taskDidResume(self) } }
         self.perform(action)
     }
 
     /// Suspends a running task: it stops reading the response, and TCP's flow control holds the
     /// server back until ``resume()``. The idle timeout does not run while suspended.
     public func suspend() {
-        guard let action = self.core.withLock({ $0.lifecycle.suspend() }) else { return }
+        guard let action = self.locked.withLock({ $0.lifecycle.suspend() }) else { return }
         self.perform(action)
-        self.manager?.channel.forEach { $0.taskDidSuspend(self) }
+        self.core.channel.forEach { $0.taskDidSuspend(self) }
     }
 
     /// Cancels the task. It completes (once) with a ``HawserError`` of code `.cancelled`
@@ -211,14 +232,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     func cancel(with error: HawserError) {
-        guard let action = self.core.withLock({ $0.lifecycle.cancel(error) }) else { return }
-        self.manager?.channel.forEach { $0.taskDidCancel(self) }
+        guard let action = self.locked.withLock({ $0.lifecycle.cancel(error) }) else { return }
+        self.core.channel.forEach { $0.taskDidCancel(self) }
         self.perform(action)
     }
 
     /// Feeds one input to the lifecycle under the lock and performs the answer.
     func feed(_ input: (inout TaskLifecycle<RequestTask>) -> TaskLifecycle<RequestTask>.Action) {
-        let action = self.core.withLock { input(&$0.lifecycle) }
+        let action = self.locked.withLock { input(&$0.lifecycle) }
         self.perform(action)
     }
 
@@ -257,12 +278,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         }
     }
 
-    var delegate: TaskDelegate? { self.core.withLock { $0.delegate } }
+    var delegate: TaskDelegate? { self.locked.withLock { $0.delegate } }
 
     private func feedRestart(attempt: Int) {
-        let manager = self.manager
-        let networkDown = manager?.mustWaitForConnectivity ?? false
-        let needsPreparation = manager?.needsPreparation ?? false
+        let networkDown = self.core.mustWaitForConnectivity
+        let needsPreparation = self.core.needsPreparation
         self.feed { $0.restartDue(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
     }
 
@@ -273,16 +293,17 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Runs the interceptor's adapter for `attempt` on the session's event loop (adapters are
     /// async; they must not block), then feeds the result.
     private func prepare(attempt: Int) {
-        guard let manager = self.delegate?.manager, let adapter = manager.interceptor, let request = self.requestForAttempt() else {
+        let core = self.core
+        guard let adapter = core.interceptor, let request = self.requestForAttempt() else {
             self.feed { $0.prepared(attempt: attempt) }
             return
         }
-        let loop = manager.session.eventLoop
+        let loop = core.registry.withLock { $0.session.eventLoop }
         Task(executorPreference: loop) {
             do {
                 let adapted = try await adapter.adapt(request, for: self)
-                manager.channel.forEach { $0.task(self, didAdapt: request, to: adapted) }
-                let action = self.core.withLock { s -> TaskLifecycle<RequestTask>.Action in
+                core.channel.forEach { $0.task(self, didAdapt: request, to: adapted) }
+                let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action in
                     s.prepared = adapted
                     return s.lifecycle.prepared(attempt: attempt)
                 }
@@ -297,25 +318,29 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     private func launch(attempt: Int) {
         let fail: (any Error) -> Void = { e in self.feed { $0.preparationFailed(attempt: attempt, error: e) } }
         if let e = self.preflightError { return fail(e) }
-        let (delegate, prepared) = self.core.withLock { s -> (TaskDelegate?, HTTPClientRequest?) in
+        let (delegate, prepared) = self.locked.withLock { s -> (TaskDelegate?, HTTPClientRequest?) in
             defer { s.prepared = nil }
             return (s.delegate, s.prepared)
         }
-        guard let delegate, let manager = delegate.manager else {
-            return fail(HawserError(.cancelled, "the SessionManager of this task was released", url: self.originalRequest?.url))
+        guard let delegate else {
+            return fail(HawserError(.cancelled, "the task's delegate is gone", url: self.originalRequest?.url))
         }
         guard let original = prepared ?? self.requestForAttempt() else { return fail(SessionManagerError.noRequest) }
         let session: Session
         do {
-            session = try manager.activeSession()
+            session = try self.core.activeSession()
         } catch {
             return fail(error)
         }
         let request = self.prepareForAttempt(original)
-        let expected = request.body.map { $0.knownLength ?? -1 } ?? 0
-        self.core.withLock { s in
-            s.currentRequest = request
-            s.expectedToSend = expected
+        if attempt > 1 || prepared != nil || self.changesRequestForAttempts {
+            // The first attempt of a task without an adapter sends the request it was made with,
+            // which is already its currentRequest.
+            let expected = request.body.map { $0.knownLength ?? -1 } ?? 0
+            self.locked.withLock { s in
+                s.currentRequest = request
+                s.expectedToSend = expected
+            }
         }
         delegate.attempt = attempt
         delegate.eventLoop = session.eventLoop
@@ -327,27 +352,28 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// looks (so a change between the two is not missed), and arms the resource timeout on the
     /// event loop.
     private func waitForConnectivity(attempt: Int) {
-        guard let manager = self.delegate?.manager, let reachability = manager.existingReachabilityManager else {
-            let needsPreparation = self.manager?.needsPreparation ?? false
+        let core = self.core
+        guard let reachability = core.existingReachabilityManager else {
+            let needsPreparation = core.needsPreparation
             self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
             return
         }
         let returned: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
-            let needsPreparation = self.manager?.needsPreparation ?? false
+            let needsPreparation = self.core.needsPreparation
             self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
         }
         let observation = reachability.addObserver { change in
             if change.status != .notReachable { returned() }
         }
-        let seconds = manager.configuration.timeoutIntervalForResource
-        let timer = manager.session.eventLoop.schedule(in: Self.nanoseconds(seconds)) { [weak self] in
+        let seconds = core.configuration.timeoutIntervalForResource
+        let timer = core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(seconds)) { [weak self] in
             guard let self else { return }
             let error = HawserError(.resourceTimeout, "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
                                     url: self.originalRequest?.url)
             self.feed { $0.connectivityTimedOut(attempt: attempt, error: error) }
         }
-        let stillWaiting = self.core.withLock { s -> Bool in
+        let stillWaiting = self.locked.withLock { s -> Bool in
             guard case .waitingForConnectivity(let a) = s.lifecycle.phase, a == attempt else { return false }
             s.connectivity = (reachability, observation)
             s.timer = timer
@@ -359,20 +385,21 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             timer.cancel()
             return
         }
-        manager.channel.forEach { $0.taskIsWaitingForConnectivity(self) }
+        core.channel.forEach { $0.taskIsWaitingForConnectivity(self) }
         if reachability.networkReachabilityStatus != .notReachable { returned() }
     }
 
     /// Asks the retrier about `attempt`, on the session's event loop.
     private func askRetrier(attempt: Int, error: (any Error)?) {
-        guard let manager = self.delegate?.manager, let retrier = manager.interceptor, let request = self.currentRequest else {
+        let core = self.core
+        guard let retrier = core.interceptor, let request = self.currentRequest else {
             self.feed { $0.retryDecided(attempt: attempt, delay: nil, networkDown: false, needsPreparation: false) }
             return
         }
         let response = self.response
         let hawserError = error as? HawserError
         let retryCount = self.retryCount
-        Task(executorPreference: manager.session.eventLoop) {
+        Task(executorPreference: core.registry.withLock { $0.session.eventLoop }) {
             let decision = await retrier.retry(self, request: request, response: response, error: hawserError, retryCount: retryCount)
             let delay: Double?
             switch decision {
@@ -380,10 +407,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             case .retry: delay = 0
             case .retryWithDelay(let d): delay = max(0, min(d, 3600))
             }
-            if let delay { manager.channel.forEach { $0.task(self, willRetryAfter: delay, error: hawserError) } }
-            let networkDown = manager.mustWaitForConnectivity
-            let needsPreparation = manager.needsPreparation
-            let action = self.core.withLock {
+            if let delay { core.channel.forEach { $0.task(self, willRetryAfter: delay, error: hawserError) } }
+            let networkDown = core.mustWaitForConnectivity
+            let needsPreparation = core.needsPreparation
+            let action = self.locked.withLock {
                 $0.lifecycle.retryDecided(attempt: attempt, delay: delay, networkDown: networkDown, needsPreparation: needsPreparation)
             }
             switch action {
@@ -396,15 +423,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Schedules the retry of `attempt` on the session's event loop.
     private func scheduleRetry(attempt: Int, delay: Double) {
-        guard let manager = self.delegate?.manager else { return }
-        let timer = manager.session.eventLoop.schedule(in: Self.nanoseconds(delay)) { [weak self] in
+        let timer = self.core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(delay)) { [weak self] in
             guard let self else { return }
-            let m = self.manager
-            let networkDown = m?.mustWaitForConnectivity ?? false
-            let needsPreparation = m?.needsPreparation ?? false
+            let networkDown = self.core.mustWaitForConnectivity
+            let needsPreparation = self.core.needsPreparation
             self.feed { $0.retryDelayElapsed(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
         }
-        let keep = self.core.withLock { s -> Bool in
+        let keep = self.locked.withLock { s -> Bool in
             guard case .retryDelay(let a, _) = s.lifecycle.phase, a == attempt else { return false }
             s.timer = timer
             return true
@@ -421,6 +446,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// The request actually sent for an attempt (a download adds its resume headers).
     func prepareForAttempt(_ request: HTTPClientRequest) -> HTTPClientRequest { request }
+
+    /// Whether ``prepareForAttempt(_:)`` may change the request (a download's does).
+    var changesRequestForAttempts: Bool { false }
 
     /// Whether a retrier may send the task again (a streamed upload whose producer already ran
     /// cannot be replayed).
@@ -439,9 +467,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     func resetForRetry() {
         self.sentBytes.store(0, ordering: .relaxed)
         self.receivedBytes.store(0, ordering: .relaxed)
-        self.core.withLock { $0.response = nil }
-        self.uploadProgressRef.load()?.reset(total: self.countOfBytesExpectedToSend)
-        self.downloadProgressRef.load()?.reset(total: -1)
+        self.locked.withLock { $0.response = nil }
+        self.existingUploadProgress?.reset(total: self.countOfBytesExpectedToSend)
+        self.existingDownloadProgress?.reset(total: -1)
         self.delegate?.resetForRetry()
     }
 
@@ -452,7 +480,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// The one place a task completes; the lifecycle answered `.complete`, so this runs once.
     private func finish(error: (any Error)?) {
-        let (delegate, timer, connectivity, metrics) = self.core.withLock { s in
+        let (delegate, timer, connectivity, metrics) = self.locked.withLock { s in
             s.error = error
             defer {
                 s.delegate = nil
@@ -463,21 +491,21 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         }
         timer?.cancel()
         if let c = connectivity { c.manager.removeObserver(c.observation) }
-        let manager = delegate?.manager ?? self.manager
-        let invalidationDone = manager?.unregister(self) ?? false
-        if let manager, manager.channel.isActive {
-            for m in manager.channel.all {
+        let core = self.core
+        let invalidationDone = core.unregister(self)
+        if core.channel.isActive {
+            for m in core.channel.all {
                 if let metrics { m.task(self, didFinishCollecting: metrics) }
                 m.task(self, didCompleteWith: error)
             }
         }
         let finalError = self.willComplete(error: error)
         if finalError == nil {
-            self.uploadProgressRef.load()?.markFinished()
-            self.downloadProgressRef.load()?.markFinished()
+            self.existingUploadProgress?.markFinished()
+            self.existingDownloadProgress?.markFinished()
         }
-        delegate?.finish(self, error: finalError, metrics: metrics, manager: manager)
-        if invalidationDone { manager?.finishInvalidation() }
+        delegate?.finish(self, error: finalError, metrics: metrics)
+        if invalidationDone { core.finishInvalidation() }
     }
 }
 

@@ -47,7 +47,10 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     /// The task the delegate was made for; its completion handler gets this task.
     let owner: SessionTask
-    let serializer: any ResponseSerialization
+    let core: ManagerCore
+    /// The manager's settings when the task was made: its response serializer, completion queue
+    /// and group.
+    let settings: ManagerSettings
     let completionQueue: DispatchQueue
     let completionGroup: DispatchGroup
     let completion: Completion
@@ -69,24 +72,28 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     var eventLoop: EventLoop?
     private var body: [UInt8] = []
     private var expectedToReceive: Int64 = -1
+    /// The final response head of the current attempt (also in the task's state, for readers).
+    private var response: HTTPResponse?
 
-    init(owner: SessionTask, manager: SessionManager, completion: Completion,
+    init(owner: SessionTask, core: ManagerCore, completion: Completion,
          destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil) {
         self.owner = owner
+        self.core = core
         self.task = owner
         self.download = owner as? DownloadTask
         self.completion = completion
         self.destination = destination
-        let settings = manager.settings.withLock { ($0.responseSerializer, $0.completionQueue, $0.completionGroup) }
-        self.serializer = settings.0
-        self.completionQueue = settings.1 ?? manager.defaultCompletionQueue
-        self.completionGroup = settings.2 ?? defaultCompletionGroup
-        self.bodyLimit = manager.configuration.maximumBufferedBodySize
+        let settings = core.currentSettings
+        self.settings = settings
+        self.completionQueue = settings.completionQueue ?? core.defaultCompletionQueue
+        self.completionGroup = settings.completionGroup ?? defaultCompletionGroup
+        self.bodyLimit = core.configuration.maximumBufferedBodySize
     }
 
     func resetForRetry() {
         self.body = []
         self.expectedToReceive = -1
+        self.response = nil
     }
 
     // MARK: - The engine's events (on the event loop)
@@ -94,21 +101,22 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     func task(_ engine: RequestTask, didReceiveHead head: HTTPResponseHead) {
         let task = self.task
         let response = HTTPResponse(url: engine.request.url, statusCode: head.status, headers: head.headers, version: head.version)
-        let expected = response.expectedContentLength
+        let expected = head.headers.contentLength.map(Int64.init) ?? -1
         self.expectedToReceive = expected
-        task.core.withLock { s in
+        self.response = response
+        task.locked.withLock { s in
             s.response = response
             s.expectedToReceive = expected
         }
         task.receivedBytes.store(0, ordering: .relaxed)
-        let channel = self.manager?.channel
-        channel?.forEach { $0.task(task, didReceive: response) }
+        let channel = self.core.channel
+        channel.forEach { $0.task(task, didReceive: response) }
         if let download = self.download {
             download.didReceiveResponse(response, engine: engine, channel: channel)
             return
         }
-        if let data = task as? DataTask, let manager = self.manager, manager.hasResponseBlock,
-           let block = manager.hooks.withLock({ $0.dataTaskDidReceiveResponse }) {
+        if self.core.hasResponseBlock, let data = task as? DataTask, let manager = self.manager,
+           let block = self.core.hooks.withLock({ $0.dataTaskDidReceiveResponse }) {
             switch block(data, response) {
             case .allow:
                 break
@@ -120,7 +128,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
                 self.task = download
                 self.download = download
                 download.didReceiveResponse(response, engine: engine, channel: channel)
-                channel?.forEach { $0.dataTask(data, didBecome: download) }
+                channel.forEach { $0.dataTask(data, didBecome: download) }
                 return
             }
         }
@@ -130,13 +138,13 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         }
         self.body = []
         if expected > 0 { self.body.reserveCapacity(Int(expected)) }
-        task.downloadProgressRef.load()?.set(completed: 0, total: expected)
+        task.existingDownloadProgress?.set(completed: 0, total: expected)
     }
 
     func task(_ engine: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         let task = self.task
         if let download = self.download {
-            download.write(bytes, engine: engine, channel: self.manager?.channel)
+            download.write(bytes, engine: engine, channel: self.core.channel)
             return
         }
         if self.body.count + bytes.count > self.bodyLimit {
@@ -145,8 +153,9 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         }
         self.body.append(contentsOf: bytes)
         let received = task.receivedBytes.wrappingAdd(Int64(bytes.count), ordering: .relaxed).newValue
-        task.downloadProgressRef.load()?.set(completed: received, total: self.expectedToReceive)
-        if let channel = self.manager?.channel, channel.isActive, let data = task as? DataTask {
+        task.existingDownloadProgress?.set(completed: received, total: self.expectedToReceive)
+        let channel = self.core.channel
+        if channel.isActive, let data = task as? DataTask {
             for m in channel.all { m.dataTask(data, didReceive: bytes) }
         }
     }
@@ -162,12 +171,12 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         let total: Int64
         if let expected {
             total = expected
-            task.core.withLock { $0.expectedToSend = expected }
+            task.locked.withLock { $0.expectedToSend = expected }
         } else {
             total = -1
         }
-        task.uploadProgressRef.load()?.set(completed: totalSent, total: total)
-        self.manager?.channel.forEach { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
+        task.existingUploadProgress?.set(completed: totalSent, total: total)
+        self.core.channel.forEach { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
     }
 
     func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
@@ -176,11 +185,11 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         if case .failure(let e) = result { error = e }
         let restart = error == nil && task.needsRestart()
         var retry = false
-        if let manager = self.manager, manager.needsPreparation, task.canRetry {
+        if self.core.needsPreparation, task.canRetry {
             retry = error != nil || (task.response.map { $0.statusCode >= 400 } ?? false)
         }
         let attempt = self.attempt
-        let action = task.core.withLock { s in
+        let action = task.locked.withLock { s in
             s.metrics = metrics
             return s.lifecycle.engineCompleted(attempt: attempt, error: error, restart: restart, retry: retry)
         }
@@ -204,13 +213,13 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
               completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
         let task = self.task
         var chosen: HTTPClientRequest? = newRequest
-        if let block = self.manager?.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
+        if let block = self.core.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
             // `engine.request` is still the request that was redirected.
             let redirect = HTTPResponse(url: engine.request.url, statusCode: response.status, headers: response.headers,
                                         version: response.version)
             chosen = block(task, redirect, newRequest)
         }
-        if let chosen { task.core.withLock { $0.currentRequest = chosen } }
+        if let chosen { task.locked.withLock { $0.currentRequest = chosen } }
         completion(chosen)
     }
 
@@ -218,7 +227,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// stored; without it, it is stored as proposed.
     func task(_ engine: RequestTask, willCacheResponse proposed: CachedResponse,
               completion: @escaping @Sendable (CachedResponse?) -> Void) {
-        guard let data = self.task as? DataTask, let block = self.manager?.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
+        guard let data = self.task as? DataTask, let block = self.core.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
             completion(proposed)
             return
         }
@@ -231,7 +240,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// multipart form), else nil (the engine fails the task).
     func task(_ engine: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
         let task = self.task
-        if let block = self.manager?.hooks.withLock({ $0.taskNeedNewBodyStream }) {
+        if let block = self.core.hooks.withLock({ $0.taskNeedNewBodyStream }) {
             completion(block(task))
             return
         }
@@ -242,13 +251,15 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     /// Ends the task (called once, by the task, after its lifecycle completed): hands the outcome
     /// to the awaiting caller, or runs the serializer and the handler on the completion queue.
-    func finish(_ task: SessionTask, error: (any Error)?, metrics: TaskMetrics?, manager: SessionManager?) {
+    func finish(_ task: SessionTask, error: (any Error)?, metrics: TaskMetrics?) {
         let data = self.body
         self.body = []
+        // The outcome takes over the manager until the completion path has run.
+        let pin = self.manager
         self.manager = nil
-        let outcome = TaskOutcome(task: task, response: task.response, data: data, download: self.download,
-                                  serializer: self.serializer, error: error, metrics: metrics,
-                                  destination: self.destination, manager: manager)
+        let outcome = TaskOutcome(task: task, response: self.response, data: data, download: self.download,
+                                  settings: self.settings, error: error, metrics: metrics,
+                                  destination: self.destination, core: self.core, pin: pin)
         switch self.completion {
         case .awaiting:
             self.deliver(outcome)
@@ -261,7 +272,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             }
         case .none:
             // Nothing to call: a download still has its file to move, and observers their event.
-            guard self.download != nil || (manager?.channel.isActive ?? false) else { return }
+            guard self.download != nil || self.core.channel.isActive else { return }
             self.completionQueue.async(group: self.completionGroup) {
                 let (object, failure) = outcome.complete()
                 outcome.announce(object: object, error: failure)
@@ -304,12 +315,14 @@ struct TaskOutcome: @unchecked Sendable {
     let response: HTTPResponse?
     let data: [UInt8]
     let download: DownloadTask?
-    let serializer: any ResponseSerialization
+    let settings: ManagerSettings
     /// The task's own error (nil on success); the serializer's error comes from ``complete()``.
     let error: (any Error)?
     let metrics: TaskMetrics?
     let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
-    let manager: SessionManager?
+    let core: ManagerCore
+    /// Keeps the manager of a task that was in flight until the handler and the event have run.
+    let pin: SessionManager?
 
     /// Off the loop: moves a download's file, then runs the serializer unless the task failed.
     /// Returns the object (a download's moved file) and the final error.
@@ -327,7 +340,7 @@ struct TaskOutcome: @unchecked Sendable {
         var object: (any Sendable)? = nil
         var failure: (any Error)? = nil
         do {
-            object = try self.serializer.responseObject(for: self.response, data: self.download == nil ? self.data : nil)
+            object = try self.settings.responseSerializer.responseObject(for: self.response, data: self.download == nil ? self.data : nil)
         } catch {
             failure = error
         }
@@ -338,9 +351,10 @@ struct TaskOutcome: @unchecked Sendable {
     /// The didFinish event (AFNetworkingTaskDidCompleteNotification), to the monitors. Its payload
     /// is built only when someone listens: it copies the body into `Data`.
     func announce(object: (any Sendable)?, error: (any Error)?) {
-        guard let channel = self.manager?.channel, channel.isActive else { return }
+        let channel = self.core.channel
+        guard channel.isActive else { return }
         let asset = (object as? URL).flatMap { self.download != nil ? $0 : nil }
-        let info = TaskCompletionInfo(responseSerializer: self.serializer,
+        let info = TaskCompletionInfo(responseSerializer: self.settings.responseSerializer,
                                       responseData: self.download == nil ? Data(self.data) : nil,
                                       assetPath: asset, serializedResponse: object, error: error, metrics: self.metrics)
         for m in channel.all { m.task(self.task, didFinishWith: info) }
@@ -363,21 +377,21 @@ struct TaskOutcome: @unchecked Sendable {
     /// nobody wants is removed, as NSURLSession removes it.
     private func moveDownloadedFile(_ task: DownloadTask) -> MoveResult {
         guard let location = task.temporaryFileURL else { return .notMoved }
-        let managerBlock = self.manager?.hooks.withLock { $0.downloadTaskDidFinishDownloading }
+        let managerBlock = self.core.hooks.withLock { $0.downloadTaskDidFinishDownloading }
         let target = managerBlock?(task, location) ?? self.destination?(location, self.response)
         guard let target else {
             try? FileManager.default.removeItem(at: location)
             return .notMoved
         }
-        let channel = self.manager?.channel
+        let channel = self.core.channel
         do {
             try FileManager.default.moveItem(at: location, to: target)
-            channel?.forEach { $0.downloadTask(task, didMoveFileTo: target) }
+            channel.forEach { $0.downloadTask(task, didMoveFileTo: target) }
             return .moved(target)
         } catch {
             try? FileManager.default.removeItem(at: location)
             let e = SessionManagerError.cannotMoveDownloadedFile(to: target, underlying: error)
-            channel?.forEach { $0.downloadTask(task, didFailToMoveFileTo: target, error: e) }
+            channel.forEach { $0.downloadTask(task, didFailToMoveFileTo: target, error: e) }
             return .failed(e)
         }
     }
