@@ -83,6 +83,8 @@ struct JSONParser: ~Copyable {
         self.i += 1
         var members: [String: JSONValue] = [:]
         self.skipWhitespace()
+        // Room for a small object up front: growing a dictionary rehashes every member.
+        if self.current != UInt8(ascii: "}") { members.reserveCapacity(4) }
         while self.current != UInt8(ascii: "}") {
             guard self.current == UInt8(ascii: "\"") else { throw self.error("expected a member name in quotes") }
             let key = try self.string()
@@ -91,8 +93,9 @@ struct JSONParser: ~Copyable {
             self.i += 1
             self.skipWhitespace()
             let member = try self.value()
-            // A repeated name keeps its first value, as Foundation's JSONDecoder does.
-            if members.index(forKey: key) == nil { members[key] = member }
+            // A repeated name keeps its first value, as Foundation's JSONDecoder does. One hash
+            // lookup for a new name (the usual case), a second to put the first value back.
+            if let first = members.updateValue(member, forKey: key) { members[key] = first }
             try self.afterElement(closing: UInt8(ascii: "}"), "expected ',' or '}' in an object")
         }
         self.i += 1
@@ -105,6 +108,7 @@ struct JSONParser: ~Copyable {
         self.i += 1
         var elements: [JSONValue] = []
         self.skipWhitespace()
+        if self.current != UInt8(ascii: "]") { elements.reserveCapacity(4) }
         while self.current != UInt8(ascii: "]") {
             elements.append(try self.value())
             try self.afterElement(closing: UInt8(ascii: "]"), "expected ',' or ']' in an array")

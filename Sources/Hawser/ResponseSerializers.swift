@@ -33,13 +33,14 @@ extension HTTPResponseValidating {
         let bodyIsEmpty = data?.isEmpty ?? true
         if let types = self.acceptableContentTypes, !bodyIsEmpty {
             let mime = response.mimeType
-            if mime == nil || !types.contains(where: { $0.lowercased() == mime }) {
+            // `mime` is lower-case; so are acceptable types nearly always: a set lookup first.
+            if mime == nil || (!types.contains(mime!) && !types.contains(where: { $0.lowercased() == mime })) {
                 error = SerializationError(.unacceptableContentType,
                                            "Request failed: unacceptable content-type: \(mime ?? "(none)")",
                                            url: response.url, response: response, data: data)
             }
         }
-        if let codes = self.acceptableStatusCodes, response.statusCode < 0 || !codes.contains(response.statusCode) {
+        if let codes = self.acceptableStatusCodes, response.statusCode < 0 || !accepts(codes, response.statusCode) {
             let status = SerializationError(.unacceptableStatusCode,
                                             "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
                                             url: response.url, response: response, data: data)
@@ -60,6 +61,23 @@ extension HTTPResponseValidating {
             return e
         }
     }
+}
+
+/// AF's empty-body rule: no bytes, or one space (Rails' `head :ok`). Compared in place (an
+/// array literal to compare with would be allocated on every response).
+@inline(__always)
+func isEmptyJSONBody(_ data: [UInt8]) -> Bool {
+    data.isEmpty || (data.count == 1 && data[0] == UInt8(ascii: " "))
+}
+
+/// Whether `code` is in `codes`: the ranges searched here, where `RangeSet.contains` is a generic
+/// call that costs more than the rest of validation.
+@inline(__always)
+func accepts(_ codes: RangeSet<Int>, _ code: Int) -> Bool {
+    for range in codes.ranges where range.lowerBound <= code {
+        if code < range.upperBound { return true }
+    }
+    return false
 }
 
 /// AFHTTPResponseSerializer: validates status code and content type, returns the body bytes
@@ -113,7 +131,7 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
     /// ``responseObject(for:data:)`` with its static type.
     public func json(for response: HTTPResponse?, data: [UInt8]?) throws -> JSONValue? {
         let statusFailure = try self.validationFailure(response: response, data: data)
-        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+        guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
             return nil
         }
@@ -159,7 +177,7 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
     /// ``responseObject(for:data:)`` with its static type.
     public func value(for response: HTTPResponse?, data: [UInt8]?) throws -> T? {
         let statusFailure = try self.validationFailure(response: response, data: data)
-        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+        guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
             return nil
         }

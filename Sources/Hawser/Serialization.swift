@@ -34,7 +34,10 @@ public struct HTTPResponse: Sendable {
     public var mimeType: String? {
         guard let ct = self.headers["Content-Type"] else { return nil }
         let media = Self.trimmed(ct.utf8.prefix { $0 != UInt8(ascii: ";") })
-        return media.isEmpty ? nil : Self.asciiLowercased(media)
+        if media.isEmpty { return nil }
+        // The usual value (`application/json`): already the media type, in lower case.
+        if media.count == ct.utf8.count, !media.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { return ct }
+        return Self.asciiLowercased(media)
     }
 
     /// The `charset` parameter of `Content-Type`, lower-cased, without quotes.
