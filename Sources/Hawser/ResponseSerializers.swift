@@ -13,12 +13,21 @@ public protocol HTTPResponseValidating: ResponseSerialization {
     /// Status codes that are not an error (AF's `NSIndexSet`; here a `RangeSet`, e.g.
     /// `RangeSet(200..<300)`); nil accepts any. Default 200..<300.
     var acceptableStatusCodes: RangeSet<Int>? { get set }
+    /// Whether `code` is in ``acceptableStatusCodes`` (nil accepts any). The default asks the
+    /// `RangeSet`; Hawser's serializers answer from a plain array kept next to it, because
+    /// `RangeSet`'s lookups are generic calls that cost more than the rest of validation.
+    func isAcceptableStatusCode(_ code: Int) -> Bool
     /// MIME types (no parameters, compared case-insensitively) that are not an error; nil
     /// accepts any.
     var acceptableContentTypes: Set<String>? { get set }
 }
 
 extension HTTPResponseValidating {
+    public func isAcceptableStatusCode(_ code: Int) -> Bool {
+        guard let codes = self.acceptableStatusCodes else { return true }
+        return codes.contains(code)
+    }
+
     /// AF's `validateResponse:data:error:`.
     ///
     /// - A MIME type outside ``acceptableContentTypes`` is a `.unacceptableContentType`
@@ -40,7 +49,7 @@ extension HTTPResponseValidating {
                                            url: response.url, response: response, data: data)
             }
         }
-        if let codes = self.acceptableStatusCodes, response.statusCode < 0 || !accepts(codes, response.statusCode) {
+        if response.statusCode < 0 || !self.isAcceptableStatusCode(response.statusCode) {
             let status = SerializationError(.unacceptableStatusCode,
                                             "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
                                             url: response.url, response: response, data: data)
@@ -70,20 +79,37 @@ func isEmptyJSONBody(_ data: [UInt8]) -> Bool {
     data.isEmpty || (data.count == 1 && data[0] == UInt8(ascii: " "))
 }
 
-/// Whether `code` is in `codes`: the ranges searched here, where `RangeSet.contains` is a generic
-/// call that costs more than the rest of validation.
-@inline(__always)
-func accepts(_ codes: RangeSet<Int>, _ code: Int) -> Bool {
-    for range in codes.ranges where range.lowerBound <= code {
-        if code < range.upperBound { return true }
+/// ``HTTPResponseValidating/acceptableStatusCodes`` kept twice: the `RangeSet` the property
+/// gives and takes, and its ranges in an array that a lookup reads without generic calls.
+package struct AcceptableStatusCodes: Sendable {
+    package private(set) var rangeSet: RangeSet<Int>?
+    private var ranges: [Range<Int>]
+
+    package init(_ codes: RangeSet<Int>?) {
+        self.rangeSet = codes
+        self.ranges = codes.map { Array($0.ranges) } ?? []
     }
-    return false
+
+    /// AF's default: 200..<300.
+    package static var successful: AcceptableStatusCodes { AcceptableStatusCodes(RangeSet(200..<300)) }
+
+    @inline(__always)
+    package func contains(_ code: Int) -> Bool {
+        guard self.rangeSet != nil else { return true }
+        for r in self.ranges where r.lowerBound <= code && code < r.upperBound { return true }
+        return false
+    }
 }
 
 /// AFHTTPResponseSerializer: validates status code and content type, returns the body bytes
 /// (`[UInt8]`, or nil without a body).
 public struct HTTPResponseSerializer: HTTPResponseValidating {
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>?
 
     public init(acceptableContentTypes: Set<String>? = nil) {
@@ -113,7 +139,12 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
         public static let json5Allowed = ReadingOptions(rawValue: 1 << 3)
     }
 
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     public var readingOptions: ReadingOptions
     /// Remove `null` object members and array elements, recursively.
@@ -152,7 +183,12 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
 /// the same validation and empty-body rule as ``JSONResponseSerializer``: an empty body is nil
 /// unless `T` can be decoded from nothing, which JSON cannot.
 public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponseValidating {
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     /// Turns the body bytes into a `T`.
     public var decode: @Sendable ([UInt8]) throws -> T
@@ -199,7 +235,12 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
 /// ``HTTPResponseSerializer`` does.
 public struct CompoundResponseSerializer: HTTPResponseValidating {
     public var responseSerializers: [any ResponseSerialization]
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>?
 
     public init(_ responseSerializers: [any ResponseSerialization]) {
