@@ -82,11 +82,14 @@ func isEmptyJSONBody(_ data: [UInt8]) -> Bool {
 /// ``HTTPResponseValidating/acceptableStatusCodes`` kept twice: the `RangeSet` the property
 /// gives and takes, and its ranges in an array that a lookup reads without generic calls.
 package struct AcceptableStatusCodes: Sendable {
-    package private(set) var rangeSet: RangeSet<Int>?
-    private var ranges: [Range<Int>]
+    package let rangeSet: RangeSet<Int>?
+    /// `rangeSet` is nil: every code is acceptable. A flag, so a lookup copies no `RangeSet`.
+    private let acceptsAny: Bool
+    private let ranges: [Range<Int>]
 
     package init(_ codes: RangeSet<Int>?) {
         self.rangeSet = codes
+        self.acceptsAny = codes == nil
         self.ranges = codes.map { Array($0.ranges) } ?? []
     }
 
@@ -95,9 +98,11 @@ package struct AcceptableStatusCodes: Sendable {
 
     @inline(__always)
     package func contains(_ code: Int) -> Bool {
-        guard self.rangeSet != nil else { return true }
-        for r in self.ranges where r.lowerBound <= code && code < r.upperBound { return true }
-        return false
+        if self.acceptsAny { return true }
+        return self.ranges.withUnsafeBufferPointer { ranges in
+            for r in ranges where r.lowerBound <= code && code < r.upperBound { return true }
+            return false
+        }
     }
 }
 

@@ -184,8 +184,12 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
     }
 
     @Test("invalid UTF-8 in a string is an error")
-    func invalidUTF8() {
+    func invalidUTF8() throws {
         #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0xC3, 0x28, 0x22, 0x5D]) }
+        // After an escape (the copying path), and a sequence cut short by the closing quote.
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0x5C, 0x6E, 0xFF, 0x22, 0x5D]) }
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0x61, 0xE2, 0x82, 0x22, 0x5D]) }
+        #expect(try JSONValue(parsing: [0x5B, 0x22, 0x5C, 0x6E, 0xE2, 0x82, 0xAC, 0x22, 0x5D]) == ["\n€"])
     }
 
     @Test("513 '[' (the depth limit's error on the last byte, which traps Foundation's JSON scanner) is an error, in JSON and JSON5", arguments: [false, true])
