@@ -31,6 +31,9 @@ public struct XMLDocumentResponseSerializer: HTTPResponseValidating {
     /// `XMLDocument`'s input options (AF's `options`). Default: none.
     public var options: XMLNode.Options
 
+    /// A serializer that accepts `application/xml` and `text/xml` with a 2xx status.
+    /// - Parameter options: `XMLDocument`'s input options; `nodeLoadExternalEntitiesNever` is
+    ///   added whatever is given.
     public init(options: XMLNode.Options = []) {
         self.options = options
     }
