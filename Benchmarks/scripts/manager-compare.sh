@@ -165,7 +165,8 @@ echo "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/header.txt
 allocs="$OUT/allocs.tsv"
 : > "$allocs"
 if [[ "$ALLOCS" == 1 ]]; then
-    libc="$(ldconfig -p | awk '/libc\.so\.6 .*x86-64/ { print $NF; exit }')"
+    # (awk reads to the end: an early exit would SIGPIPE ldconfig and fail the pipeline)
+    libc="$(ldconfig -p | awk '/libc\.so\.6 .*x86-64/ && !found { print $NF; found = 1 }')"
     perf probe -l 2>/dev/null | grep -q 'probe_libc:malloc' || perf probe -x "$libc" --add malloc >/dev/null 2>&1
     lo="$(n_of 2000)"; hi="$(n_of 10000)"
     count() {   # command words… → malloc count of one run

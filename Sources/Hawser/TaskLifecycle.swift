@@ -3,7 +3,7 @@
 // mutating methods; each returns what the task must do next. No sockets, clocks, locks or
 // callbacks: the task (`SessionTask`) feeds it under its lock and performs the actions outside.
 //
-// Phases and their transitions (docs/AFNETWORKING.md, "The per-task path"):
+// Phases and their transitions (docs/AFNETWORKING.md, "Tasks"):
 //
 //   idle ──resume──▶ waitingForConnectivity(n) ──connectivityReturned──▶ preparing(n) ──prepared──▶ running(n)
 //     │                      │ connectivityTimedOut                  │ (adapter)                │
