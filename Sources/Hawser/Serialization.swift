@@ -33,6 +33,9 @@ public struct HTTPResponse: Sendable {
     /// The media type of `Content-Type` without parameters, lower-cased (`application/json`).
     public var mimeType: String? {
         guard let ct = self.headers["Content-Type"] else { return nil }
+        // The usual value (`application/json`) is already the media type, in lower case: one
+        // pass over its bytes says so.
+        if ct.utf8.withContiguousStorageIfAvailable(Self.isBareLowercaseMediaType) == true { return ct }
         let media = Self.trimmed(ct.utf8.prefix { $0 != UInt8(ascii: ";") })
         if media.isEmpty { return nil }
         // The usual value (`application/json`): already the media type, in lower case.
@@ -56,6 +59,14 @@ public struct HTTPResponse: Sendable {
 
     // Content-Type is read on bytes: every response asks, and Foundation's Unicode trimming
     // cost more than the rest of the check; a ';' followed by a combining mark still separates.
+
+    /// Not empty, no blank at either end, no parameters, no upper case.
+    private static func isBareLowercaseMediaType(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, let last = bytes.last,
+              first != 0x20, first != 0x09, last != 0x20, last != 0x09 else { return false }
+        for c in bytes where c == UInt8(ascii: ";") || (c >= 0x41 && c <= 0x5A) { return false }
+        return true
+    }
 
     /// `s` without the blanks (SP, HTAB) around it.
     private static func trimmed(_ s: Substring.UTF8View) -> Substring.UTF8View {

@@ -72,6 +72,20 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         try s.validate(response: nil, data: bytes("x"))
     }
 
+    @Test("mimeType: the media type without parameters or blanks, lower-cased (NSURLResponse.MIMEType)", arguments: [
+        ("application/json", "application/json"), ("Application/JSON", "application/json"),
+        ("text/html; charset=utf-8", "text/html"), (" text/plain ", "text/plain"), ("\ttext/plain;x=y", "text/plain"),
+        ("TEXT/XML ;charset=x", "text/xml"),
+    ])
+    func mimeType(header: String, expected: String) {
+        #expect(response(200, header).mimeType == expected)
+    }
+
+    @Test("mimeType is nil without Content-Type, or with only parameters or blanks", arguments: [nil, "", " ", "; charset=utf-8"])
+    func noMimeType(header: String?) {
+        #expect(response(200, header).mimeType == nil)
+    }
+
     @Test("custom acceptable status codes")
     func customCodes() throws {
         var s = HTTPResponseSerializer()
