@@ -10,7 +10,8 @@
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
-//   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
+//   hawser-manager-load  the same load through HTTPSessionManager.get (--serializer json|http,
+//                     --cacert FILE for https)
 //   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)
 //   peer-urlsession   the same load through Foundation's URLSession (FoundationNetworking, libcurl)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
