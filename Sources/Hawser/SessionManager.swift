@@ -198,7 +198,7 @@ final class ManagerCore: @unchecked Sendable {
 }
 
 /// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
-/// ``Session``, keeps a ``TaskDelegate`` per task (accumulated body, progress, completion),
+/// `Session`, keeps a `TaskDelegate` per task (accumulated body, progress, completion),
 /// serializes responses, and reports every step to its ``EventMonitor``s, blocks and observers.
 ///
 /// Completion handlers run on ``completionQueue`` inside ``completionGroup``, right after the
@@ -223,7 +223,7 @@ public class SessionManager: @unchecked Sendable {
     var channel: MonitorChannel { self.core.channel }
     var defaultCompletionQueue: DispatchQueue { self.core.defaultCompletionQueue }
 
-    /// Creates a manager with its own ``Session`` (AFURLSessionManager `initWithSessionConfiguration:`).
+    /// Creates a manager with its own `Session` (AFURLSessionManager `initWithSessionConfiguration:`).
     /// - Parameters:
     ///   - configuration: the engine settings (timeouts, limits, additional headers).
     ///   - eventLoop: the loop the session runs on (default: the next loop of the shared group).
@@ -282,11 +282,11 @@ public class SessionManager: @unchecked Sendable {
     }
 
     /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
-    /// ``SecurityPolicy/default`` (the chain must verify against the system store and name the
+    /// `SecurityPolicy/default` (the chain must verify against the system store and name the
     /// host). Used for every server-trust challenge that no challenge block answers, as
     /// AFURLSessionManager does: an accepted chain is trusted (`.useServerTrust`), a refused one
-    /// fails the task with ``HawserError`` `.serverCertificateUntrusted` (-1202) carrying the URL,
-    /// the chain (`peerCertificates`) and the ``TrustFailure`` saying why. Read at each TLS
+    /// fails the task with `HawserError` `.serverCertificateUntrusted` (-1202) carrying the URL,
+    /// the chain (`peerCertificates`) and the `TrustFailure` saying why. Read at each TLS
     /// handshake; a pooled connection that was already accepted is reused without a new check.
     /// It replaces the configuration's `serverTrustEvaluator` for this manager's tasks.
     ///

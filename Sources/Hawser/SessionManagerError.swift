@@ -7,7 +7,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Errors of the session-manager layer itself (the engine's are ``HawserError``, the serializers'
+/// Errors of the session-manager layer itself (the engine's are `HawserError`, the serializers'
 /// are their own). Each says what was wrong.
 public enum SessionManagerError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// The manager's session was invalidated; create tasks on a manager that was reset, or a new one.

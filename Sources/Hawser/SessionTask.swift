@@ -225,7 +225,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.core.channel.forEach { $0.taskDidSuspend(self) }
     }
 
-    /// Cancels the task. It completes (once) with a ``HawserError`` of code `.cancelled`
+    /// Cancels the task. It completes (once) with a `HawserError` of code `.cancelled`
     /// (NSURLErrorCancelled, -999), whatever it was doing. Safe from any thread; idempotent.
     public func cancel() {
         self.cancel(with: HawserError(.cancelled, "the task was cancelled", url: self.originalRequest?.url))

@@ -10,7 +10,7 @@ extension HawserError: CustomNSError {
     /// `NSURLErrorDomain`, as NSURLSession's errors.
     public static var errorDomain: String { NSURLErrorDomain }
 
-    /// The `NSURLErrorDomain` code (``HawserError/urlErrorCode``): -1001, -1202 …
+    /// The `NSURLErrorDomain` code (`HawserError/urlErrorCode`): -1001, -1202 …
     public var errorCode: Int { self.urlErrorCode }
 
     /// What an NSURLSession error carries: the description in Foundation's words, the failing
@@ -28,7 +28,7 @@ extension HawserError: CustomNSError {
 }
 
 extension SessionManagerError: CustomNSError {
-    /// `NSURLErrorDomain`, with the code Foundation would report (``SessionManagerError/urlErrorCode``).
+    /// `NSURLErrorDomain`, with the code Foundation would report (`SessionManagerError/urlErrorCode`).
     public static var errorDomain: String { NSURLErrorDomain }
     public var errorCode: Int { self.urlErrorCode }
     public var errorUserInfo: [String: Any] {
@@ -49,9 +49,9 @@ extension SerializationError {
     /// AFNetworking's `AFNetworkingOperationFailingURLResponseDataErrorKey`.
     public static let failingURLResponseDataErrorKey = "com.alamofire.serialization.response.error.data"
 
-    /// The error as AFNetworking's NSError: its domain and code (``domain``, ``errorCode``) and
+    /// The error as AFNetworking's NSError: its domain and code (`domain`, `errorCode`) and
     /// its user info — the description, the failure reason where AF gives one, the failing URL,
-    /// the response (an ``HTTPResponse``) and its data under AF's keys, the underlying error.
+    /// the response (an `HTTPResponse`) and its data under AF's keys, the underlying error.
     /// (`error as NSError` gives the domain, code and description; this adds the rest.)
     public var nsError: NSError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: self.message]

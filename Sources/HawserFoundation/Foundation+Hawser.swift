@@ -65,15 +65,15 @@ struct InputStreamReader: MultipartByteReader {
 
 extension Notification.Name {
     /// Posted on `NotificationCenter.default` (object: the manager) when a monitoring
-    /// ``NetworkReachabilityManager``'s status changes (AFNetworking's
+    /// `NetworkReachabilityManager`'s status changes (AFNetworking's
     /// `AFNetworkingReachabilityDidChangeNotification`, with its name,
     /// `com.alamofire.networking.reachability.change`). The user info holds the status as a
-    /// ``NetworkReachabilityManager/NetworkReachabilityStatus`` under
-    /// ``NetworkReachabilityManager/statusUserInfoKey``, and its raw value (an `Int`, AF's
+    /// `NetworkReachabilityManager/NetworkReachabilityStatus` under
+    /// `NetworkReachabilityManager/statusUserInfoKey`, and its raw value (an `Int`, AF's
     /// NSNumber) under ``AFNetworkingReachabilityNotificationStatusItem``.
     ///
     /// Posting starts the first time this name is used (observing it does), through a
-    /// ``NetworkReachabilityManager/addProcessObserver(_:)`` observer that runs where AF posts.
+    /// `NetworkReachabilityManager/addProcessObserver(_:)` observer that runs where AF posts.
     public static let reachabilityDidChange: Notification.Name = {
         let name = Notification.Name(rawValue: "com.alamofire.networking.reachability.change")
         NetworkReachabilityManager.addProcessObserver { manager, change in

@@ -104,7 +104,7 @@ public let AFNetworkingTaskDidCompleteResponseDataKey = "com.alamofire.networkin
 public let AFNetworkingTaskDidCompleteErrorKey = "com.alamofire.networking.task.complete.error"
 /// `AFNetworkingTaskDidCompleteAssetPathKey`: where a download's file was moved (`URL`).
 public let AFNetworkingTaskDidCompleteAssetPathKey = "com.alamofire.networking.task.complete.assetpath"
-/// `AFNetworkingTaskDidCompleteSessionTaskMetrics`: the task's ``TaskMetrics``.
+/// `AFNetworkingTaskDidCompleteSessionTaskMetrics`: the task's `TaskMetrics`.
 public let AFNetworkingTaskDidCompleteSessionTaskMetrics = "com.alamofire.networking.complete.sessiontaskmetrics"
 
 extension Notification.Name {
