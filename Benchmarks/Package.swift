@@ -10,7 +10,8 @@
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
-//   hawser-manager-load  the same load through HTTPSessionManager.get + JSONResponseSerializer
+//   hawser-manager-load  the same load through HTTPSessionManager.get (--serializer json|http,
+//                     --cacert FILE for https)
 //   psl-bench         `psl-bench [ROUNDS] [ITERATIONS]`: ns per public-suffix lookup, PublicSuffixes
 //                     vs libpsl (dlopen), interleaved; `psl-bench --check FILE|-` compares the two
 //   peer-ahc          the same load through AsyncHTTPClient 1.37 (peer, issue 4 / issue 2 targets)

@@ -123,8 +123,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
     let file = Locked(FileState())
 
-    init(identifier: Int, request: HTTPClientRequest?, manager: SessionManager?, hub: EventHub, resumeFrom: DownloadResumeData?) {
-        super.init(identifier: identifier, request: request, manager: manager, hub: hub)
+    init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore, resumeFrom: DownloadResumeData?) {
+        super.init(identifier: identifier, request: request, core: core)
         self.file.withLock { f in
             guard let r = resumeFrom else { return }
             f.url = URL(fileURLWithPath: r.temporaryFilePath)
@@ -166,6 +166,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
 
     // MARK: - Attempts
 
+    override var changesRequestForAttempts: Bool { true }
+
     override func prepareForAttempt(_ request: HTTPClientRequest) -> HTTPClientRequest {
         var r = request
         r.headers.remove(name: "Range")
@@ -182,7 +184,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         return r
     }
 
-    override func didReceiveResponse(_ response: HTTPResponse, engineTask: RequestTask, attempt: Int) {
+    /// The final head arrived (on the loop, from the task's delegate): decides whether the
+    /// resume worked, opens the file, reports progress and the resume.
+    func didReceiveResponse(_ response: HTTPResponse, engine engineTask: RequestTask, channel: MonitorChannel?) {
         let length = response.expectedContentLength
         enum Resumed { case no, at(Int64, Int64) }
         var resumed = Resumed.no
@@ -228,13 +232,15 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             return
         }
         let total = self.file.withLock { ($0.written, $0.expectedTotal) }
-        self.delegate?.downloadProgress.set(completed: total.0, total: total.1)
+        self.receivedBytes.store(total.0, ordering: .relaxed)
+        self.existingDownloadProgress?.set(completed: total.0, total: total.1)
         if case .at(let offset, let expected) = resumed {
-            if let block = self.manager?.hooks.withLock({ $0.downloadTaskDidResume }) { block(self, offset, expected) }
+            channel?.forEach { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
         }
     }
 
-    override func didReceiveBody(_ bytes: UnsafeRawBufferPointer, received: Int64, expected: Int64, engineTask: RequestTask) {
+    /// Body bytes (on the loop, from the task's delegate): appended to the file.
+    func write(_ bytes: UnsafeRawBufferPointer, engine engineTask: RequestTask, channel: MonitorChannel?) {
         let outcome = self.file.withLock { f -> Result<(Int64, Int64), any Error>? in
             if f.discardBody || f.fd < 0 { return nil }
             var offset = 0
@@ -256,22 +262,21 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             self.file.withLock { $0.writeError = e }
             engineTask.fail(with: HawserError(.ioError, "\(e)", underlying: e))
         case .success(let (written, total)):
-            self.delegate?.downloadProgress.set(completed: written, total: total)
+            self.receivedBytes.store(written, ordering: .relaxed)
+            self.existingDownloadProgress?.set(completed: written, total: total)
             let n = Int64(bytes.count)
-            if let block = self.manager?.hooks.withLock({ $0.downloadTaskDidWriteData }) { block(self, n, written, total) }
-            self.manager?.monitors.forEach { $0.downloadTask(self, didWriteBytes: n, totalWritten: written, expected: total) }
+            channel?.forEach { $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total) }
         }
     }
 
     override func needsRestart() -> Bool { self.file.withLock { $0.restart } }
 
-    override func restartRequest() -> HTTPClientRequest {
+    override func willRestart() {
         self.file.withLock { f in
             f.resumeFrom = nil
             f.restart = false
         }
-        self.core.withLock { $0.received = 0 }
-        return self.originalRequest!
+        self.receivedBytes.store(0, ordering: .relaxed)
     }
 
     override func resetForRetry() {
@@ -288,7 +293,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
-    override func willComplete(error: (any Error)?, then: @escaping @Sendable ((any Error)?) -> Void) {
+    override func willComplete(error: (any Error)?) -> (any Error)? {
         let writeError = self.file.withLock { $0.writeError }
         let error: (any Error)? = writeError ?? error
         let (data, handler) = self.file.withLock { f -> (Data?, (@Sendable (Data?) -> Void)?) in
@@ -312,7 +317,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             return (data, handler)
         }
         handler?(data)
-        then(error)
+        return error
     }
 
     // MARK: - Helpers

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HawserCore
+import Synchronization
 
 /// The AFHTTPSessionManager role: builds requests from a URL string relative to ``baseURL`` and
 /// parameters (through ``requestSerializer``), runs them as data tasks, and reports the serialized
@@ -22,10 +23,20 @@ import HawserCore
 /// | `foo/` | `http://example.com/v1/foo/` (AFNetworking's header says `…/v1/foo`; RFC 3986 keeps the slash) |
 /// | `/foo/` | `http://example.com/foo/` |
 /// | `http://example2.com/` | `http://example2.com/` |
+///
+/// Parameters are what AFNetworking's `id parameters` takes: a dictionary (``Parameters``, the
+/// usual case), or — through the overloads taking `(any Sendable)?` — an array, a set or any JSON
+/// value, as far as ``requestSerializer`` can encode it.
+///
+/// Like every manager, a resumed task keeps it alive until the task completes:
+/// `HTTPSessionManager().get(…)` needs no variable.
 public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL relative URL strings resolve against; a path always ends with `/`.
     public let baseURL: URL?
     private let requestSerializerBox = Locked<any RequestSerialization>(ManagerDefaults.requestSerializer)
+    /// The last URL string resolved and checked, and its URL: an endpoint called again (the usual
+    /// case) is not parsed again. A URL is a value, so a remembered one is as good as a new one.
+    private let lastURL = Mutex<(string: String, url: URL)?>(nil)
 
     /// Creates a manager (AFHTTPSessionManager `initWithBaseURL:sessionConfiguration:`).
     public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
@@ -38,6 +49,28 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     public var requestSerializer: any RequestSerialization {
         get { self.requestSerializerBox.withLock { $0 } }
         set { self.requestSerializerBox.withLock { $0 = newValue } }
+    }
+
+    /// AFHTTPSessionManager's `setSecurityPolicy:` rule: a policy that pins (certificate or public
+    /// key) is refused unless ``baseURL`` is https — pins on plain HTTP would silently protect
+    /// nothing. AFNetworking raises an "Invalid Security Policy" exception; this throws.
+    /// - Throws: ``SessionManagerError/invalidSecurityPolicy(_:)``, naming the pinning mode; the
+    ///   previous policy stays.
+    public override func setSecurityPolicy(_ policy: SecurityPolicy) throws(SessionManagerError) {
+        if policy.pinningMode != .none && self.baseURL?.scheme?.lowercased() != "https" {
+            let mode = policy.pinningMode == .certificate ? "certificate pinning" : "public-key pinning"
+            throw .invalidSecurityPolicy("a security policy configured with \(mode) can only be applied on a manager with a secure base URL (https); the base URL is \(self.baseURL?.absoluteString ?? "not set")")
+        }
+        try super.setSecurityPolicy(policy)
+    }
+
+    /// A new manager with the same base URL, configuration and settings, and a copy of the
+    /// request serializer (AFHTTPSessionManager's `copyWithZone:`); see ``SessionManager/copy()``.
+    public override func copy() -> HTTPSessionManager {
+        let copy = HTTPSessionManager(baseURL: self.baseURL, configuration: self.configuration, eventLoop: self.eventLoop)
+        copy.copySettings(from: self)
+        copy.requestSerializer = self.requestSerializer
+        return copy
     }
 
     /// AFNetworking's rule: a base URL with a non-empty path that does not end with `/` gets one,
@@ -53,7 +86,8 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// `urlString` resolved against ``baseURL`` (or alone when there is none); nil if invalid.
     public func url(for urlString: String) -> URL? {
         if urlString.isEmpty { return self.baseURL }
-        guard let url = URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL, url.scheme != nil else { return nil }
+        let url = self.baseURL == nil ? URL(string: urlString) : URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL
+        guard let url, url.scheme != nil else { return nil }
         return url
     }
 
@@ -63,8 +97,23 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// (AFHTTPSessionManager `dataTaskWithHTTPMethod:URLString:parameters:headers:…`). Per-request
     /// `headers` are set after serialization, so they replace the serializer's. When the URL or the
     /// parameters cannot be serialized, `failure` gets the error (with a nil task) on the
-    /// completion queue and nil is returned.
+    /// completion queue and nil is returned: a ``SerializationError`` — `.invalidURL` (-1000) for
+    /// a string that is no URL or a URL without a host, `.unsupportedURL` (-1002) for a scheme
+    /// other than http and https — or the serializer's.
     public func dataTask(withHTTPMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
+                         headers: HTTPHeaders?,
+                         uploadProgress: (@Sendable (TransferProgress) -> Void)?,
+                         downloadProgress: (@Sendable (TransferProgress) -> Void)?,
+                         success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                         failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.dataTask(withHTTPMethod: method, urlString: urlString, parameters: parameters as (any Sendable)?, headers: headers,
+                      uploadProgress: uploadProgress, downloadProgress: downloadProgress, success: success, failure: failure)
+    }
+
+    /// ``dataTask(withHTTPMethod:urlString:parameters:headers:uploadProgress:downloadProgress:success:failure:)``
+    /// with parameters of any shape (an array, a set, a JSON value; AFNetworking's `id parameters`).
+    @_disfavoredOverload
+    public func dataTask(withHTTPMethod method: HTTPMethod, urlString: String, parameters: (any Sendable)?,
                          headers: HTTPHeaders?,
                          uploadProgress: (@Sendable (TransferProgress) -> Void)?,
                          downloadProgress: (@Sendable (TransferProgress) -> Void)?,
@@ -77,20 +126,40 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             self.reportBuildFailure(error, to: failure)
             return nil
         }
-        let box = Locked<DataTask?>(nil)
-        let task = self.dataTask(with: request, uploadProgress: uploadProgress, downloadProgress: downloadProgress) { _, object, error in
-            guard let task = box.withLock({ $0 }) else { return }
-            if let error { failure?(task, error) } else { success?(task, object) }
-        }
-        box.withLock { $0 = task }
-        return task
+        return self.makeDataTask(request, completion: Self.completion(success: success, failure: failure),
+                                 upload: uploadProgress, download: downloadProgress)
     }
 
-    func makeRequest(method: HTTPMethod, urlString: String, parameters: Parameters?, headers: HTTPHeaders?) throws -> HTTPClientRequest {
-        guard let url = self.url(for: urlString) else { throw SessionManagerError.invalidURL(urlString) }
+    /// AFHTTPSessionManager's success/failure pair as the task's completion: the task it gets
+    /// is the data task itself (also when it became a download).
+    static func completion(success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                           failure: (@Sendable (DataTask?, any Error) -> Void)?) -> TaskDelegate.Completion {
+        if success == nil && failure == nil { return .none }
+        return .handler { task, _, object, error in
+            guard let task = task as? DataTask else { return }
+            if let error { failure?(task, error) } else { success?(task, object) }
+        }
+    }
+
+    func makeRequest(method: HTTPMethod, urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders?) throws -> HTTPClientRequest {
+        let url = try self.checkedURL(urlString)
         var request = try self.requestSerializer.request(bySerializing: HTTPClientRequest(method: method, url: url), parameters: parameters)
-        for field in headers ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
+        if let headers {
+            for field in headers { request.headers.replaceOrAdd(name: field.name, value: field.value) }
+        }
         return request
+    }
+
+    /// `urlString` against ``baseURL``, checked as AFNetworking's serializers and NSURLSession
+    /// check it: a URL (-1000), http or https (-1002), with a host (-1000).
+    private func checkedURL(_ urlString: String) throws(SerializationError) -> URL {
+        if let last = self.lastURL.withLock({ $0 }), last.string == urlString { return last.url }
+        guard let url = self.url(for: urlString) else {
+            throw SerializationError(.invalidURL, "'\(urlString)' is not a valid URL (alone or relative to the base URL \(self.baseURL?.absoluteString ?? "(none)"))")
+        }
+        let checked = try HTTPRequestSerializer.checked(url)
+        self.lastURL.withLock { $0 = (urlString, checked) }
+        return checked
     }
 
     // MARK: - Conveniences (resumed tasks)
@@ -99,6 +168,15 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// nil when the request could not be built (`failure` is told).
     @discardableResult
     public func get(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
+                    progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.resumed(.get, urlString, parameters, headers, nil, progress, success, failure)
+    }
+
+    /// GET with parameters of any shape (an array, a set, a JSON value).
+    @_disfavoredOverload @discardableResult
+    public func get(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
@@ -124,9 +202,26 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         self.resumed(.post, urlString, parameters, headers, progress, nil, success, failure)
     }
 
+    /// POST with parameters of any shape (a top-level JSON array with ``JSONRequestSerializer`` …).
+    @_disfavoredOverload @discardableResult
+    public func post(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
+                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.resumed(.post, urlString, parameters, headers, progress, nil, success, failure)
+    }
+
     /// PUT.
     @discardableResult
     public func put(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
+                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.resumed(.put, urlString, parameters, headers, nil, nil, success, failure)
+    }
+
+    /// PUT with parameters of any shape.
+    @_disfavoredOverload @discardableResult
+    public func put(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
         self.resumed(.put, urlString, parameters, headers, nil, nil, success, failure)
@@ -140,9 +235,25 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         self.resumed(.patch, urlString, parameters, headers, nil, nil, success, failure)
     }
 
+    /// PATCH with parameters of any shape.
+    @_disfavoredOverload @discardableResult
+    public func patch(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
+                      success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                      failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.resumed(.patch, urlString, parameters, headers, nil, nil, success, failure)
+    }
+
     /// DELETE: parameters go in the query (with the default serializer).
     @discardableResult
     public func delete(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
+                       success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+                       failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+        self.resumed(.delete, urlString, parameters, headers, nil, nil, success, failure)
+    }
+
+    /// DELETE with parameters of any shape.
+    @_disfavoredOverload @discardableResult
+    public func delete(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
                        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
                        failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
         self.resumed(.delete, urlString, parameters, headers, nil, nil, success, failure)
@@ -173,13 +284,9 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             self.reportBuildFailure(error, to: failure)
             return nil
         }
-        let box = Locked<DataTask?>(nil)
-        let task = self.uploadTask(withStreamedRequest: built.request, progress: progress) { _, object, error in
-            guard let task = box.withLock({ $0 }) else { return }
-            if let error { failure?(task, error) } else { success?(task, object) }
-        }
+        let task = self.makeUpload(built.request, preflightError: nil, progress: progress,
+                                   completion: Self.completion(success: success, failure: failure))
         if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
-        box.withLock { $0 = task }
         task.resume()
         return task
     }
@@ -190,22 +297,16 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
                      constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?) async throws
         -> (value: (any Sendable)?, response: HTTPResponse) {
         let built = try self.makeMultipartRequest(urlString: urlString, parameters: parameters, headers: headers, build: build)
-        return try await Self.run { done in
-            let task = self.uploadTask(withStreamedRequest: built.request, progress: nil) { response, object, error in
-                if let error { done(.failure(error)) }
-                else if let response { done(.success((object, response))) }
-                else { done(.failure(SessionManagerError.noRequest)) }
-            }
-            if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
-            return task
-        }
+        let task = self.makeUpload(built.request, preflightError: nil, progress: nil, completion: .awaiting)
+        if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
+        return try await Self.outcome(of: task).value()
     }
 
     /// The multipart request and its form (nil when the form stayed empty and the request has no
     /// multipart body).
     func makeMultipartRequest(urlString: String, parameters: Parameters?, headers: HTTPHeaders?,
                               build: ((inout MultipartFormData) throws -> Void)?) throws -> (request: HTTPClientRequest, form: MultipartFormData?) {
-        guard let url = self.url(for: urlString) else { throw SessionManagerError.invalidURL(urlString) }
+        let url = try self.checkedURL(urlString)
         let serializer = self.requestSerializer
         let http = (serializer as? any HTTPRequestSerializing) ?? HTTPRequestSerializer()
         // The closure runs once here; the form it filled is captured so the body can be produced
@@ -216,7 +317,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             captured.withLock { $0 = form }
         }
         if !(serializer is any HTTPRequestSerializing) {
-            request = try serializer.request(bySerializing: request, parameters: nil)
+            request = try serializer.request(bySerializing: request, parameters: nil as Parameters?)
         }
         for field in headers ?? [:] { request.headers.replaceOrAdd(name: field.name, value: field.value) }
         let form = captured.withLock { $0 }
@@ -225,13 +326,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
         guard let failure else { return }
-        let settings = self.settings.withLock { $0 }
+        let settings = self.core.currentSettings
         (settings.completionQueue ?? self.defaultCompletionQueue).async(group: settings.completionGroup ?? defaultCompletionGroup) {
             failure(nil, error)
         }
     }
 
-    private func resumed(_ method: HTTPMethod, _ urlString: String, _ parameters: Parameters?, _ headers: HTTPHeaders?,
+    private func resumed(_ method: HTTPMethod, _ urlString: String, _ parameters: (any Sendable)?, _ headers: HTTPHeaders?,
                          _ up: (@Sendable (TransferProgress) -> Void)?, _ down: (@Sendable (TransferProgress) -> Void)?,
                          _ success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
                          _ failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
@@ -247,6 +348,13 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// Throws the request-building, engine or serialization error. Cancelling the Swift task
     /// cancels the request.
     public func request(_ method: HTTPMethod, _ urlString: String, parameters: Parameters? = nil,
+                        headers: HTTPHeaders? = nil) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
+        try await self.request(method, urlString, parameters: parameters as (any Sendable)?, headers: headers)
+    }
+
+    /// ``request(_:_:parameters:headers:)`` with parameters of any shape (an array, a set, a JSON value).
+    @_disfavoredOverload
+    public func request(_ method: HTTPMethod, _ urlString: String, parameters: (any Sendable)?,
                         headers: HTTPHeaders? = nil) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
         let request = try self.makeRequest(method: method, urlString: urlString, parameters: parameters, headers: headers)
         return try await self.data(for: request)
@@ -266,13 +374,31 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         -> (value: (any Sendable)?, response: HTTPResponse) {
         try await self.request(.post, urlString, parameters: parameters, headers: headers)
     }
+    /// POST, async, with parameters of any shape.
+    @_disfavoredOverload
+    public func post(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse) {
+        try await self.request(.post, urlString, parameters: parameters, headers: headers)
+    }
     /// PUT, async.
     public func put(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
         -> (value: (any Sendable)?, response: HTTPResponse) {
         try await self.request(.put, urlString, parameters: parameters, headers: headers)
     }
+    /// PUT, async, with parameters of any shape.
+    @_disfavoredOverload
+    public func put(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse) {
+        try await self.request(.put, urlString, parameters: parameters, headers: headers)
+    }
     /// PATCH, async.
     public func patch(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse) {
+        try await self.request(.patch, urlString, parameters: parameters, headers: headers)
+    }
+    /// PATCH, async, with parameters of any shape.
+    @_disfavoredOverload
+    public func patch(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
         -> (value: (any Sendable)?, response: HTTPResponse) {
         try await self.request(.patch, urlString, parameters: parameters, headers: headers)
     }

@@ -81,8 +81,10 @@ struct JSONParser: ~Copyable {
     private mutating func object() throws(JSONParseError) -> JSONValue {
         try self.enter()
         self.i += 1
-        var members: [String: JSONValue] = [:]
         self.skipWhitespace()
+        // Room for a small object up front: growing a dictionary rehashes every member.
+        // (`init(minimumCapacity:)` is specialized here; `reserveCapacity` is a generic call.)
+        var members = self.current == UInt8(ascii: "}") ? [:] : [String: JSONValue](minimumCapacity: 4)
         while self.current != UInt8(ascii: "}") {
             guard self.current == UInt8(ascii: "\"") else { throw self.error("expected a member name in quotes") }
             let key = try self.string()
@@ -91,8 +93,9 @@ struct JSONParser: ~Copyable {
             self.i += 1
             self.skipWhitespace()
             let member = try self.value()
-            // A repeated name keeps its first value, as Foundation's JSONDecoder does.
-            if members.index(forKey: key) == nil { members[key] = member }
+            // A repeated name keeps its first value, as Foundation's JSONDecoder does. One hash
+            // lookup for a new name (the usual case), a second to put the first value back.
+            if let first = members.updateValue(member, forKey: key) { members[key] = first }
             try self.afterElement(closing: UInt8(ascii: "}"), "expected ',' or '}' in an object")
         }
         self.i += 1
@@ -105,6 +108,7 @@ struct JSONParser: ~Copyable {
         self.i += 1
         var elements: [JSONValue] = []
         self.skipWhitespace()
+        if self.current != UInt8(ascii: "]") { elements.reserveCapacity(4) }
         while self.current != UInt8(ascii: "]") {
             elements.append(try self.value())
             try self.afterElement(closing: UInt8(ascii: "]"), "expected ',' or ']' in an array")
@@ -127,31 +131,41 @@ struct JSONParser: ~Copyable {
         }
     }
 
+    /// `bytes` as a String, or an error if they are not UTF-8. `String(decoding:as:)` is the
+    /// specialized path (`String(validating:as:)` is a generic call that looks up metadata on
+    /// every string); it repairs bad bytes, so a non-ASCII result is compared with the input.
+    private static func decodeUTF8(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool,
+                                   offset: Int) throws(JSONParseError) -> String {
+        let s = String(decoding: bytes, as: UTF8.self)
+        if ascii || s.utf8.elementsEqual(bytes) { return s }
+        throw JSONParseError(message: "a string is not valid UTF-8", offset: offset)
+    }
+
     /// A string starting at the opening quote; the cursor ends after the closing one.
     private mutating func string() throws(JSONParseError) -> String {
         self.i += 1
         let start = self.i
         // The common case: no escapes. Find the closing quote and validate the bytes once.
+        var ascii = true
         while self.i < self.bytes.count {
             let c = self.bytes[self.i]
             if c == UInt8(ascii: "\"") {
-                let raw = UnsafeBufferPointer(rebasing: self.bytes[start..<self.i])
-                guard let s = String(validating: raw, as: UTF8.self) else {
-                    throw JSONParseError(message: "a string is not valid UTF-8", offset: start)
-                }
+                let s = try Self.decodeUTF8(UnsafeBufferPointer(rebasing: self.bytes[start..<self.i]),
+                                            ascii: ascii, offset: start)
                 self.i += 1
                 return s
             }
             if c == UInt8(ascii: "\\") { break }
             if c < 0x20 { throw self.error("a control character in a string must be escaped") }
+            if c >= 0x80 { ascii = false }
             self.i += 1
         }
         var out = Array(UnsafeBufferPointer(rebasing: self.bytes[start..<self.i]))
         while self.i < self.bytes.count {
             let c = self.bytes[self.i]
             if c == UInt8(ascii: "\"") {
-                guard let s = String(validating: out, as: UTF8.self) else {
-                    throw JSONParseError(message: "a string is not valid UTF-8", offset: start)
+                let s = try out.withUnsafeBufferPointer { bytes throws(JSONParseError) in
+                    try Self.decodeUTF8(bytes, ascii: false, offset: start)
                 }
                 self.i += 1
                 return s

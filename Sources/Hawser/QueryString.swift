@@ -42,6 +42,19 @@ extension HTTPRequestSerializer {
         queryStringPairs(from: parameters).map(\.urlEncoded).joined(separator: "&")
     }
 
+    /// AFQueryStringFromParameters for any parameter value, with AF's recursion from an empty
+    /// key: a dictionary (of any value type) as above; an array gives `[]=v` per element (in
+    /// order), a set `=v` per element (sorted), a single value `=v`, nested values as in a
+    /// dictionary (`[][k]=v` for a dictionary in an array). Where AF would write `(null)` for the
+    /// missing key, Hawser writes nothing.
+    @_disfavoredOverload
+    public static func queryString(from parameters: any Sendable) -> String {
+        if let dictionary = parameters as? Parameters { return queryString(from: dictionary) }
+        var pairs: [QueryStringPair] = []
+        flatten(key: nil, value: parameters, into: &pairs)
+        return pairs.map(\.urlEncoded).joined(separator: "&")
+    }
+
     /// AFPercentEscapedStringFromString: escapes `string` for a query key or value following
     /// RFC 3986 §3.4. Everything outside the unreserved set (`A–Z a–z 0–9 - . _ ~`) is escaped
     /// as UTF-8 `%XX`, except `?` and `/`, which a query may carry unescaped; so the reserved
@@ -88,27 +101,30 @@ extension HTTPRequestSerializer {
         return out
     }
 
-    private static func flatten(key: String, value: Any, into out: inout [QueryStringPair]) {
+    /// AFQueryStringPairsFromKeyAndValue. `key` is nil at the top level.
+    private static func flatten(key: String?, value: Any, into out: inout [QueryStringPair]) {
+        func nested(_ k: String) -> String { key.map { "\($0)[\(k)]" } ?? k }
+        let field = key ?? ""
         guard let value = unwrapped(value) else {
-            out.append(QueryStringPair(field: key, value: nil))
+            out.append(QueryStringPair(field: field, value: nil))
             return
         }
         if let json = value as? JSONValue {
             switch json {
             case .object(let o):
-                for k in o.keys.sorted() { flatten(key: "\(key)[\(k)]", value: o[k]!, into: &out) }
+                for k in o.keys.sorted() { flatten(key: nested(k), value: o[k]!, into: &out) }
             case .array(let a):
-                for v in a { flatten(key: "\(key)[]", value: v, into: &out) }
+                for v in a { flatten(key: "\(field)[]", value: v, into: &out) }
             case .null:
-                out.append(QueryStringPair(field: key, value: nil))
+                out.append(QueryStringPair(field: field, value: nil))
             default:
-                out.append(QueryStringPair(field: key, value: json))
+                out.append(QueryStringPair(field: field, value: json))
             }
             return
         }
         // Leaves that Mirror would otherwise take apart.
         if value is String || value is Substring || value is Data || value is URL || value is Date {
-            out.append(QueryStringPair(field: key, value: value))
+            out.append(QueryStringPair(field: field, value: value))
             return
         }
         let mirror = Mirror(reflecting: value)
@@ -121,14 +137,14 @@ extension HTTPRequestSerializer {
                 entries.append((parameterDescription(kv[0].value), kv[1].value))
             }
             entries.sort { $0.key < $1.key }
-            for e in entries { flatten(key: "\(key)[\(e.key)]", value: e.value, into: &out) }
+            for e in entries { flatten(key: nested(e.key), value: e.value, into: &out) }
         case .collection?:
-            for child in mirror.children { flatten(key: "\(key)[]", value: child.value, into: &out) }
+            for child in mirror.children { flatten(key: "\(field)[]", value: child.value, into: &out) }
         case .set?:
             let elements = mirror.children.map(\.value).sorted { parameterDescription($0) < parameterDescription($1) }
             for e in elements { flatten(key: key, value: e, into: &out) }
         default:
-            out.append(QueryStringPair(field: key, value: value))
+            out.append(QueryStringPair(field: field, value: value))
         }
     }
 }

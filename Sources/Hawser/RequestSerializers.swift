@@ -40,7 +40,12 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
 
     /// Methods whose parameters go into the URL query instead of the body. Upper-case;
     /// default GET, HEAD, DELETE.
-    public var httpMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+    public var httpMethodsEncodingParametersInURI: Set<String> = Self.defaultMethodsEncodingParametersInURI {
+        didSet { self.methodsInURIAreDefault = self.httpMethodsEncodingParametersInURI == Self.defaultMethodsEncodingParametersInURI }
+    }
+    private static let defaultMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
+    /// Whether the set is the default one, so a request's method is compared, not hashed.
+    private var methodsInURIAreDefault = true
 
     /// The encoding of query strings and form bodies. Only UTF-8 is supported: the escaping
     /// rules are defined on UTF-8 bytes and every server reads form bodies as UTF-8.
@@ -102,20 +107,47 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         self.httpRequestHeaders[field]
     }
 
+    /// Replaces every default header (decoding).
+    mutating func replaceDefaultHeaders(with headers: HTTPHeaders) {
+        self.httpRequestHeaders = headers
+    }
+
+    /// Sets the methods encoding parameters in the URI from an initializer (where `didSet` does
+    /// not run).
+    mutating func setMethodsEncodingParametersInURI(_ methods: Set<String>) {
+        self.httpMethodsEncodingParametersInURI = methods
+        self.methodsInURIAreDefault = methods == Self.defaultMethodsEncodingParametersInURI
+    }
+
     // MARK: AFURLRequestSerialization
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        try self.request(bySerializing: request, parameters: parameters as (any Sendable)?)
+    }
+
+    /// AFHTTPRequestSerializer's `requestBySerializingRequest:withParameters:error:` for parameters
+    /// of any shape: a dictionary, an array (`[]=a&[]=b`), a set (one pair per element, sorted) or a
+    /// single value, flattened as ``queryString(from:)`` describes. A custom
+    /// ``queryStringSerialization`` closure takes dictionaries only.
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
         var out = self.addingDefaultHeaders(to: request)
         var query: String?
         if let parameters {
             if let custom = self.queryStringSerialization {
+                guard let dictionary = parameters as? Parameters else {
+                    throw SerializationError(.invalidParameters, "the custom query-string serialization takes a dictionary of parameters, not \(type(of: parameters))",
+                                             url: request.url)
+                }
                 do {
-                    query = try custom(request, parameters)
+                    query = try custom(request, dictionary)
                 } catch {
                     throw SerializationError(.queryStringSerializationFailed,
                                              "the query string serialization failed: \(error)",
                                              url: request.url, cause: sendableError(error))
                 }
+            } else if let dictionary = parameters as? Parameters {
+                query = Self.queryString(from: dictionary)
             } else {
                 query = Self.queryString(from: parameters)
             }
@@ -138,14 +170,23 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
 
     /// Whether `method`'s parameters go into the query.
     public func encodesParametersInURI(_ method: HTTPMethod) -> Bool {
-        self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
+        if self.methodsInURIAreDefault {
+            switch method.rawValue {
+            case "GET", "HEAD", "DELETE": return true
+            case "POST", "PUT", "PATCH": return false
+            default: break
+            }
+        }
+        // Methods are upper-case nearly always: look the name up as it is first.
+        return self.httpMethodsEncodingParametersInURI.contains(method.rawValue)
+            || self.httpMethodsEncodingParametersInURI.contains(method.rawValue.uppercased())
     }
 
     /// The body serializers' common frame (AFJSONRequestSerializer, AFPropertyListRequestSerializer):
     /// parameters go in the URI for those methods; otherwise the default headers, `contentType`
     /// unless the request has a Content-Type, and `encode`'s bytes as the body.
-    package func request(_ request: HTTPClientRequest, parameters: Parameters?, bodyContentType contentType: String,
-                 encode: (Parameters) throws -> [UInt8]) throws -> HTTPClientRequest {
+    package func request(_ request: HTTPClientRequest, parameters: (any Sendable)?, bodyContentType contentType: String,
+                 encode: (any Sendable) throws -> [UInt8]) throws -> HTTPClientRequest {
         if self.encodesParametersInURI(request.method) {
             return try self.request(bySerializing: request, parameters: parameters)
         }
@@ -161,6 +202,11 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// `request` with every default header it does not set itself.
     public func addingDefaultHeaders(to request: HTTPClientRequest) -> HTTPClientRequest {
         var out = request
+        if request.headers.count == 0 {
+            // The common case: the defaults are the headers, shared (copy-on-write), not copied.
+            out.headers = self.httpRequestHeaders
+            return out
+        }
         for (name, value) in self.httpRequestHeaders where !request.headers.contains(name: name) {
             out.headers.add(name: name, value: value)
         }
@@ -259,18 +305,44 @@ extension HTTPRequestSerializing {
 
     /// AF's `requestWithMethod:URLString:parameters:error:`: a request for `urlString` with the
     /// request defaults that were set, then serialized with `parameters` by this serializer.
-    /// - Throws: ``SerializationError`` (`.invalidURL` when `urlString` is not an absolute URL,
-    ///   or whatever serializing the parameters throws).
+    /// - Throws: ``SerializationError``: `.invalidURL` (-1000) when `urlString` is not an absolute
+    ///   URL or has no host, `.unsupportedURL` (-1002) for a scheme other than http and https
+    ///   (NSURLSession's -1002), or whatever serializing the parameters throws.
     public func request(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?) throws -> HTTPClientRequest {
-        guard let url = URL(string: urlString), url.scheme != nil else {
+        try self.request(withMethod: method, urlString: urlString, parameters: parameters as (any Sendable)?)
+    }
+
+    /// ``request(withMethod:urlString:parameters:)`` with parameters of any shape (an array, a
+    /// set, a JSON value), as AF's `id parameters`.
+    @_disfavoredOverload
+    public func request(withMethod method: HTTPMethod, urlString: String, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+        guard let parsed = URL(string: urlString), parsed.scheme != nil else {
             throw SerializationError(.invalidURL, "'\(urlString)' is not an absolute URL")
         }
+        let url = try HTTPRequestSerializer.checked(parsed)
         var request = HTTPClientRequest(method: method, url: url)
         let http = self.httpSerializer
         if let t = http.timeoutInterval { request.timeoutInterval = t }
         if let c = http.cachePolicy { request.cachePolicy = c }
         if let c = http.shouldHandleCookies { request.shouldHandleCookies = c }
         return try self.request(bySerializing: request, parameters: parameters)
+    }
+}
+
+extension HTTPRequestSerializer {
+    /// `url` if a request can be made of it, as NSURLSession would judge it: http or https
+    /// (else `.unsupportedURL`, -1002) and a host (else `.invalidURL`, -1000).
+    public static func checked(_ url: URL) throws(SerializationError) -> URL {
+        var scheme = url.scheme ?? ""
+        if scheme != "http" && scheme != "https" { scheme = scheme.lowercased() }
+        guard scheme == "http" || scheme == "https" else {
+            throw SerializationError(.unsupportedURL, scheme.isEmpty ? "'\(url.absoluteString)' has no scheme" : "the URL scheme '\(scheme)' is not supported (http and https are)",
+                                     url: url)
+        }
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
+            throw SerializationError(.invalidURL, "'\(url.absoluteString)' has no host", url: url)
+        }
+        return url
     }
 }
 
@@ -295,7 +367,8 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
         /// (Foundation orders them with a numeric, case-insensitive collation instead; the
         /// two agree on keys of lowercase ASCII letters, `_` and `-`.)
         public static let sortedKeys = WritingOptions(rawValue: 1 << 1)
-        /// Accepted for parity; the parameters are always a dictionary, so never a fragment.
+        /// Allows parameters that are a single string, number, boolean or null (a JSON fragment);
+        /// without it only an object or an array is written, as `JSONSerialization.isValidJSONObject` requires.
         public static let fragmentsAllowed = WritingOptions(rawValue: 1 << 2)
         /// `/` as itself instead of `\/`.
         public static let withoutEscapingSlashes = WritingOptions(rawValue: 1 << 3)
@@ -323,13 +396,42 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
     }
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        try self.request(bySerializing: request, parameters: parameters as (any Sendable)?)
+    }
+
+    /// Parameters of any JSON shape: an object (a dictionary), an array at the top level (AF's
+    /// `testThatJSONRequestSerializationHandlesParametersArray`), a ``JSONValue``, and with
+    /// ``WritingOptions/fragmentsAllowed`` a single string, number, boolean or null.
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
         try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") { parameters in
             do throws(SerializationError) {
+                if !self.writingOptions.contains(.fragmentsAllowed), !isJSONContainer(parameters) {
+                    throw SerializationError(.invalidParameters, "The `parameters` argument is not valid JSON: a top-level \(type(of: parameters)) is a fragment; only an object or an array is written without .fragmentsAllowed")
+                }
                 return try JSONWriter.write(parameters, options: self.writingOptions)
             } catch {
-                throw error.with(url: request.url)
+                var e = error.with(url: request.url)
+                e.reason = "The `parameters` argument is not valid JSON."
+                throw e
             }
         }
+    }
+}
+
+/// Whether `value` is a JSON object or array (NSJSONSerialization's `isValidJSONObject` top level).
+func isJSONContainer(_ value: Any) -> Bool {
+    guard let v = unwrapped(value) else { return false }
+    if let j = v as? JSONValue {
+        switch j {
+        case .object, .array: return true
+        default: return false
+        }
+    }
+    if v is String || v is Substring { return false }
+    switch Mirror(reflecting: v).displayStyle {
+    case .dictionary?, .collection?, .set?: return true
+    default: return false
     }
 }
 

@@ -13,12 +13,21 @@ public protocol HTTPResponseValidating: ResponseSerialization {
     /// Status codes that are not an error (AF's `NSIndexSet`; here a `RangeSet`, e.g.
     /// `RangeSet(200..<300)`); nil accepts any. Default 200..<300.
     var acceptableStatusCodes: RangeSet<Int>? { get set }
+    /// Whether `code` is in ``acceptableStatusCodes`` (nil accepts any). The default asks the
+    /// `RangeSet`; Hawser's serializers answer from a plain array kept next to it, because
+    /// `RangeSet`'s lookups are generic calls that cost more than the rest of validation.
+    func isAcceptableStatusCode(_ code: Int) -> Bool
     /// MIME types (no parameters, compared case-insensitively) that are not an error; nil
     /// accepts any.
     var acceptableContentTypes: Set<String>? { get set }
 }
 
 extension HTTPResponseValidating {
+    public func isAcceptableStatusCode(_ code: Int) -> Bool {
+        guard let codes = self.acceptableStatusCodes else { return true }
+        return codes.contains(code)
+    }
+
     /// AF's `validateResponse:data:error:`.
     ///
     /// - A MIME type outside ``acceptableContentTypes`` is a `.unacceptableContentType`
@@ -33,13 +42,14 @@ extension HTTPResponseValidating {
         let bodyIsEmpty = data?.isEmpty ?? true
         if let types = self.acceptableContentTypes, !bodyIsEmpty {
             let mime = response.mimeType
-            if mime == nil || !types.contains(where: { $0.lowercased() == mime }) {
+            // `mime` is lower-case; so are acceptable types nearly always: a set lookup first.
+            if mime == nil || (!types.contains(mime!) && !types.contains(where: { $0.lowercased() == mime })) {
                 error = SerializationError(.unacceptableContentType,
                                            "Request failed: unacceptable content-type: \(mime ?? "(none)")",
                                            url: response.url, response: response, data: data)
             }
         }
-        if let codes = self.acceptableStatusCodes, response.statusCode < 0 || !codes.contains(response.statusCode) {
+        if response.statusCode < 0 || !self.isAcceptableStatusCode(response.statusCode) {
             let status = SerializationError(.unacceptableStatusCode,
                                             "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
                                             url: response.url, response: response, data: data)
@@ -62,10 +72,49 @@ extension HTTPResponseValidating {
     }
 }
 
+/// AF's empty-body rule: no bytes, or one space (Rails' `head :ok`). Compared in place (an
+/// array literal to compare with would be allocated on every response).
+@inline(__always)
+func isEmptyJSONBody(_ data: [UInt8]) -> Bool {
+    data.isEmpty || (data.count == 1 && data[0] == UInt8(ascii: " "))
+}
+
+/// ``HTTPResponseValidating/acceptableStatusCodes`` kept twice: the `RangeSet` the property
+/// gives and takes, and its ranges in an array that a lookup reads without generic calls.
+package struct AcceptableStatusCodes: Sendable {
+    package let rangeSet: RangeSet<Int>?
+    /// `rangeSet` is nil: every code is acceptable. A flag, so a lookup copies no `RangeSet`.
+    private let acceptsAny: Bool
+    private let ranges: [Range<Int>]
+
+    package init(_ codes: RangeSet<Int>?) {
+        self.rangeSet = codes
+        self.acceptsAny = codes == nil
+        self.ranges = codes.map { Array($0.ranges) } ?? []
+    }
+
+    /// AF's default: 200..<300.
+    package static var successful: AcceptableStatusCodes { AcceptableStatusCodes(RangeSet(200..<300)) }
+
+    @inline(__always)
+    package func contains(_ code: Int) -> Bool {
+        if self.acceptsAny { return true }
+        return self.ranges.withUnsafeBufferPointer { ranges in
+            for r in ranges where r.lowerBound <= code && code < r.upperBound { return true }
+            return false
+        }
+    }
+}
+
 /// AFHTTPResponseSerializer: validates status code and content type, returns the body bytes
 /// (`[UInt8]`, or nil without a body).
 public struct HTTPResponseSerializer: HTTPResponseValidating {
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>?
 
     /// Creates a serializer that accepts a 2xx status and the given content types (any by default).
@@ -96,7 +145,12 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
         public static let json5Allowed = ReadingOptions(rawValue: 1 << 3)
     }
 
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     /// How the body is read: ``ReadingOptions/fragmentsAllowed``, ``ReadingOptions/json5Allowed``; none by default.
     public var readingOptions: ReadingOptions
@@ -120,7 +174,7 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
     /// ``responseObject(for:data:)`` with its static type.
     public func json(for response: HTTPResponse?, data: [UInt8]?) throws -> JSONValue? {
         let statusFailure = try self.validationFailure(response: response, data: data)
-        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+        guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
             return nil
         }
@@ -141,7 +195,12 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
 /// the same validation and empty-body rule as ``JSONResponseSerializer``: an empty body is nil
 /// unless `T` can be decoded from nothing, which JSON cannot.
 public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponseValidating {
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>? = ["application/json", "text/json", "text/javascript"]
     /// Turns the body bytes into a `T`.
     public var decode: @Sendable ([UInt8]) throws -> T
@@ -166,7 +225,7 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
     /// ``responseObject(for:data:)`` with its static type.
     public func value(for response: HTTPResponse?, data: [UInt8]?) throws -> T? {
         let statusFailure = try self.validationFailure(response: response, data: data)
-        guard let data, !data.isEmpty, data != [UInt8(ascii: " ")] else {
+        guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
             return nil
         }
@@ -189,7 +248,12 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
 public struct CompoundResponseSerializer: HTTPResponseValidating {
     /// The serializers asked, in order.
     public var responseSerializers: [any ResponseSerialization]
-    public var acceptableStatusCodes: RangeSet<Int>? = RangeSet(200..<300)
+    private var statusCodes = AcceptableStatusCodes.successful
+    public var acceptableStatusCodes: RangeSet<Int>? {
+        get { self.statusCodes.rangeSet }
+        set { self.statusCodes = AcceptableStatusCodes(newValue) }
+    }
+    public func isAcceptableStatusCode(_ code: Int) -> Bool { self.statusCodes.contains(code) }
     public var acceptableContentTypes: Set<String>?
 
     /// Creates a compound of `responseSerializers`, asked in order; it accepts a 2xx status and any content type.

@@ -8,8 +8,10 @@ import Foundation
 #endif
 import HawserCore
 
-/// Request parameters as AFNetworking takes them (`id parameters`): a dictionary whose values
-/// are strings, numbers, booleans, arrays, sets, nested dictionaries or ``ParameterNull``.
+/// Request parameters as AFNetworking usually takes them: a dictionary whose values are strings,
+/// numbers, booleans, arrays, sets, nested dictionaries or ``ParameterNull``. AFNetworking's
+/// `id parameters` also takes an array, a set or (for JSON) any value: the serializers and the
+/// manager take those through their overloads with `parameters: (any Sendable)?`.
 public typealias Parameters = [String: any Sendable]
 
 /// The NSHTTPURLResponse role: what a serializer and a completion handler see of a response.
@@ -34,8 +36,14 @@ public struct HTTPResponse: Sendable {
     /// The media type of `Content-Type` without parameters, lower-cased (`application/json`).
     public var mimeType: String? {
         guard let ct = self.headers["Content-Type"] else { return nil }
+        // The usual value (`application/json`) is already the media type, in lower case: one
+        // pass over its bytes says so.
+        if ct.utf8.withContiguousStorageIfAvailable(Self.isBareLowercaseMediaType) == true { return ct }
         let media = Self.trimmed(ct.utf8.prefix { $0 != UInt8(ascii: ";") })
-        return media.isEmpty ? nil : Self.asciiLowercased(media)
+        if media.isEmpty { return nil }
+        // The usual value (`application/json`): already the media type, in lower case.
+        if media.count == ct.utf8.count, !media.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { return ct }
+        return Self.asciiLowercased(media)
     }
 
     /// The `charset` parameter of `Content-Type`, lower-cased, without quotes.
@@ -54,6 +62,14 @@ public struct HTTPResponse: Sendable {
 
     // Content-Type is read on bytes: every response asks, and Foundation's Unicode trimming
     // cost more than the rest of the check; a ';' followed by a combining mark still separates.
+
+    /// Not empty, no blank at either end, no parameters, no upper case.
+    private static func isBareLowercaseMediaType(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = bytes.first, let last = bytes.last,
+              first != 0x20, first != 0x09, last != 0x20, last != 0x09 else { return false }
+        for c in bytes where c == UInt8(ascii: ";") || (c >= 0x41 && c <= 0x5A) { return false }
+        return true
+    }
 
     /// `s` without the blanks (SP, HTAB) around it.
     private static func trimmed(_ s: Substring.UTF8View) -> Substring.UTF8View {
@@ -78,6 +94,23 @@ public protocol RequestSerialization: Sendable {
     /// Returns `request` with `parameters` encoded into it (query or body), plus the
     /// serializer's default headers. Throws a ``SerializationError`` when they cannot be encoded.
     func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest
+
+    /// The same with parameters of any shape, as AFNetworking's `id parameters`: a dictionary
+    /// (of any value type), an array, a set, a ``JSONValue`` … The default implementation hands
+    /// dictionaries (and nil) to the dictionary form and refuses anything else with
+    /// `.invalidParameters`; Hawser's serializers encode every shape they can.
+    @_disfavoredOverload
+    func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest
+}
+
+extension RequestSerialization {
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+        guard let parameters else { return try self.request(bySerializing: request, parameters: nil as Parameters?) }
+        if let dictionary = parameters as? Parameters { return try self.request(bySerializing: request, parameters: dictionary) }
+        throw SerializationError(.invalidParameters, "\(type(of: self)) takes a dictionary of parameters, not \(type(of: parameters))",
+                                 url: request.url)
+    }
 }
 
 /// AFURLResponseSerialization: validates a response and decodes its body.

@@ -25,7 +25,7 @@ import HawserCore
 /// | the Foundation error a parser returned | ``cause`` |
 ///
 /// Match on ``code``; use ``contains(_:)`` for AF's `AFErrorOrUnderlyingErrorHasCodeInDomain`.
-public struct SerializationError: Error, Sendable, CustomStringConvertible {
+public struct SerializationError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// AFURLResponseSerializationErrorDomain.
     public static let responseDomain = "com.alamofire.error.serialization.response"
     /// AFURLRequestSerializationErrorDomain.
@@ -44,8 +44,11 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         /// The body is not valid JSON / property list / XML, or does not decode into the
         /// requested `Decodable` type. NSCocoaErrorDomain, 3840 (what NSJSONSerialization reports).
         case cannotParseResponse
-        /// The URL string does not make an absolute URL. Request domain, -1000 (NSURLErrorBadURL).
+        /// The URL string does not make an absolute URL, or the URL has no host. Request domain,
+        /// -1000 (NSURLErrorBadURL).
         case invalidURL
+        /// The URL's scheme is not http or https. Request domain, -1002 (NSURLErrorUnsupportedURL).
+        case unsupportedURL
         /// The parameters cannot be encoded by this serializer (not a JSON object, not a
         /// property list). Request domain, -1016, as AFJSONRequestSerializer reports.
         case invalidParameters
@@ -82,6 +85,8 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
     /// The error a lower layer reported (JSONSerialization, PropertyListSerialization, a
     /// `DecodingError`, a file-system errno, the custom query closure's error).
     public var cause: (any Error & Sendable)?
+    /// AF's failure reason, where AF gives one (see ``failureReason``).
+    var reason: String?
 
     /// Creates an error; each parameter sets the property of the same name.
     public init(_ code: Code, _ message: String, url: URL? = nil, response: HTTPResponse? = nil,
@@ -100,7 +105,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         switch self.code {
         case .unacceptableStatusCode, .unacceptableContentType: return Self.responseDomain
         case .cannotParseResponse: return Self.cocoaDomain
-        case .invalidURL, .invalidParameters, .queryStringSerializationFailed, .invalidFileURL,
+        case .invalidURL, .unsupportedURL, .invalidParameters, .queryStringSerializationFailed, .invalidFileURL,
              .fileNotReachable, .bodyReadFailed, .cannotWriteFile:
             return Self.requestDomain
         }
@@ -113,6 +118,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         case .unacceptableContentType: return -1016
         case .cannotParseResponse: return 3840
         case .invalidURL, .invalidFileURL, .fileNotReachable: return -1000
+        case .unsupportedURL: return -1002
         case .invalidParameters, .queryStringSerializationFailed: return -1016
         case .bodyReadFailed: return -3000
         case .cannotWriteFile: return -3003
@@ -138,6 +144,20 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible {
         }
         return false
     }
+
+    /// The domain and code an `NSError` made from this error has (``domain``, ``errorCode``):
+    /// AF's, per error, which a static `CustomNSError.errorDomain` could not give.
+    /// HawserFoundation's ``nsError`` adds AF's user info.
+    public var _domain: String { self.domain }
+    public var _code: Int { self.errorCode }
+
+    /// AF's `NSLocalizedDescriptionKey`: ``message`` ("Request failed: unacceptable
+    /// content-type: text/html", "Request failed: not found (404)" …).
+    public var errorDescription: String? { self.message }
+
+    /// AF's `NSLocalizedFailureReasonErrorKey` where AF sets one: "The `parameters` argument is not
+    /// valid JSON." for parameters the JSON request serializer cannot write; nil otherwise.
+    public var failureReason: String? { self.reason }
 
     public var description: String {
         var s = "\(self.domain) \(self.errorCode): \(self.message)"

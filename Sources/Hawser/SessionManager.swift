@@ -1,5 +1,5 @@
-// AFURLSessionManager: owns a Session, creates tasks, keeps one TaskDelegate per task, and calls
-// the session- and task-level blocks.
+// AFURLSessionManager: owns a Session, creates tasks (each with its TaskDelegate), keeps the
+// tasks that have not completed, and calls the session- and task-level blocks.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -10,6 +10,7 @@ import Glibc
 #endif
 import Dispatch
 import HawserCore
+import Synchronization
 
 /// What to do with a data task once its response head arrived (NSURLSessionResponseDisposition).
 public enum ResponseDisposition: Sendable, Hashable {
@@ -41,56 +42,186 @@ struct ManagerHooks {
     var downloadTaskDidFinishDownloading: (@Sendable (DownloadTask, URL) -> URL?)?
     var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)?
     var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)?
+
+    /// Whether an observe-only block is set (then the block adapter joins the event channel).
+    var observes: Bool {
+        self.sessionDidBecomeInvalid != nil || self.taskDidSendBodyData != nil || self.taskDidComplete != nil
+            || self.taskDidFinishCollectingMetrics != nil || self.dataTaskDidBecomeDownloadTask != nil
+            || self.dataTaskDidReceiveData != nil || self.downloadTaskDidWriteData != nil || self.downloadTaskDidResume != nil
+    }
 }
 
-struct ManagerSettings {
-    var responseSerializer: any ResponseSerialization
-    var completionQueue: DispatchQueue?
-    var completionGroup: DispatchGroup?
-    var interceptor: (any RequestInterceptor)?
-    var securityPolicy: SecurityPolicy = .default
-    var waitsForConnectivity = false
+/// A manager's settings at one moment. Replaced as a whole when one changes, so a task takes
+/// them with one reference when it is made (AFNetworking's manager hands its response serializer
+/// and completion queue to each task's delegate).
+final class ManagerSettings: Sendable {
+    struct Values {
+        var responseSerializer: any ResponseSerialization
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var interceptor: (any RequestInterceptor)?
+        var securityPolicy: SecurityPolicy = .default
+    }
+    let values: Values
+
+    init(_ values: Values) { self.values = values }
+
+    var responseSerializer: any ResponseSerialization { self.values.responseSerializer }
+    var completionQueue: DispatchQueue? { self.values.completionQueue }
+    var completionGroup: DispatchGroup? { self.values.completionGroup }
+    var interceptor: (any RequestInterceptor)? { self.values.interceptor }
+    var securityPolicy: SecurityPolicy { self.values.securityPolicy }
+
+    /// These settings with one change.
+    func with(_ change: (inout Values) -> Void) -> ManagerSettings {
+        var v = self.values
+        change(&v)
+        return ManagerSettings(v)
+    }
 }
 
-/// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
-/// `Session`, keeps a `TaskDelegate` per task (accumulated body, progress, completion),
-/// serializes responses, and reports every step through blocks, events and event monitors.
-///
-/// Completion handlers run on ``completionQueue`` inside ``completionGroup``. Block properties are
-/// called on the session's event loop (keep them quick) unless documented otherwise.
-///
-/// Releasing a manager without ``invalidateSession(cancelingPendingTasks:resetSession:)`` cancels
-/// its tasks (each completes with a `.cancelled` error saying so) and frees its session.
-public class SessionManager: @unchecked Sendable {
-    private struct SessionState {
-        var session: Session?
+/// What a manager's tasks need of it: the registry, settings, flags, blocks and event channel.
+/// Tasks and their delegates hold it strongly; nothing holds it weakly, so its reference counting
+/// stays on the fast path (a weak reference gives an object a side table, and every retain of it
+/// then takes the slow path — the manager, which tasks and the session delegate reference
+/// weakly, is touched only when a task starts and ends).
+final class ManagerCore: @unchecked Sendable {
+    struct Registry {
+        /// The tasks that have not completed, by identifier.
+        var tasks: [Int: SessionTask] = [:]
+        var session: Session
+        /// Invalidated without a reset: later tasks fail.
         var invalidated = false
+        /// The tasks an invalidation waits for; nil when none is pending.
         var waitingForInvalidation: Set<Int>?
-        var retiredSession: Session?
-    }
-    private struct Entry {
-        let task: SessionTask
-        let delegate: TaskDelegate
+        /// Sessions to shut down once the invalidation's tasks have ended.
+        var retiring: [Session] = []
     }
 
-    /// The session configuration the manager's sessions are made with.
-    public let configuration: SessionConfiguration
-    private let eventLoop: EventLoop?
+    let configuration: SessionConfiguration
+    let eventLoop: EventLoop?
     /// Answers the session-level challenges of every session this manager makes; holds the
     /// manager weakly (the session keeps its delegate strongly).
-    private let sessionDelegate: ManagerSessionDelegate
-    private let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
-    private let sessionState: Locked<SessionState>
-    private let entries = Locked<[Int: Entry]>([:])
-    private let identifiers = Locked(0)
+    let sessionDelegate: ManagerSessionDelegate
+    let registry: Mutex<Registry>
+    let identifiers = Atomic<Int>(0)
+    let reachabilityState = Locked<NetworkReachabilityManager?>(nil)
     let hooks = Locked(ManagerHooks())
-    let settings: Locked<ManagerSettings>
-    let hub = EventHub()
-    private let monitorList: Locked<[any EventMonitor]>
+    let settings: Mutex<ManagerSettings>
+    /// Read on every resume and completion: an atomic load, not a lock.
+    let waitsFlag = Atomic<Bool>(false)
+    let interceptorSet = Atomic<Bool>(false)
+    let responseBlockSet = Atomic<Bool>(false)
+    /// The one event channel: monitors, the block adapter, the event hub.
+    let channel: MonitorChannel
     /// The default completion queue: a serial queue of this manager. AFNetworking uses the main
     /// queue, but a command-line program or server on Linux often never runs the main queue
     /// (`dispatchMain()` / a RunLoop), and completions would never arrive.
     let defaultCompletionQueue: DispatchQueue
+    /// The manager, for a task that starts (it holds its manager until it completes).
+    weak var owner: SessionManager?
+
+    init(configuration: SessionConfiguration, eventLoop: EventLoop?, eventMonitors: [any EventMonitor]) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        let sessionDelegate = ManagerSessionDelegate()
+        self.sessionDelegate = sessionDelegate
+        self.registry = Mutex(Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate)))
+        self.settings = Mutex(ManagerSettings(.init(responseSerializer: ManagerDefaults.responseSerializer)))
+        self.channel = MonitorChannel(eventMonitors)
+        self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
+    }
+
+    func makeSession() -> Session {
+        Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
+    }
+
+    var currentSettings: ManagerSettings { self.settings.withLock { $0 } }
+
+    func updateSettings(_ change: (inout ManagerSettings.Values) -> Void) {
+        self.settings.withLock { $0 = $0.with(change) }
+    }
+
+    var interceptor: (any RequestInterceptor)? { self.currentSettings.interceptor }
+
+    /// Whether each attempt goes through the interceptor (its adapter, then its retrier).
+    var needsPreparation: Bool { self.interceptorSet.load(ordering: .acquiring) }
+
+    /// Whether a `dataTaskDidReceiveResponse` block is set (read on every response head).
+    var hasResponseBlock: Bool { self.responseBlockSet.load(ordering: .acquiring) }
+
+    /// The reachability manager if one was made or set, without making one.
+    var existingReachabilityManager: NetworkReachabilityManager? { self.reachabilityState.withLock { $0 } }
+
+    /// Whether the next attempt must wait for the network.
+    var mustWaitForConnectivity: Bool {
+        guard self.waitsFlag.load(ordering: .acquiring) else { return false }
+        return self.existingReachabilityManager?.networkReachabilityStatus == .notReachable
+    }
+
+    func nextIdentifier() -> Int {
+        self.identifiers.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// The session to launch an attempt on; throws once the manager was invalidated (not reset).
+    func activeSession() throws(SessionManagerError) -> Session {
+        let s = self.registry.withLock { $0.invalidated ? nil : $0.session }
+        guard let s else { throw .sessionInvalidated }
+        return s
+    }
+
+    /// Forgets a completed task. Returns true when that was the last task an invalidation waited for.
+    func unregister(_ task: SessionTask) -> Bool {
+        self.registry.withLock { r in
+            if r.tasks[task.taskIdentifier] === task { r.tasks[task.taskIdentifier] = nil }
+            guard r.waitingForInvalidation != nil else { return false }
+            r.waitingForInvalidation!.remove(task.taskIdentifier)
+            return r.waitingForInvalidation!.isEmpty
+        }
+    }
+
+    /// The invalidation's tasks have all ended: shut the retired sessions down and report it.
+    func finishInvalidation() {
+        let retiring = self.registry.withLock { r -> [Session]? in
+            guard r.waitingForInvalidation != nil else { return nil }
+            r.waitingForInvalidation = nil
+            defer { r.retiring = [] }
+            return r.retiring
+        }
+        guard let retiring else { return }
+        for session in retiring {
+            // On its loop: from there `shutdown()` does not block.
+            session.eventLoop.execute { session.shutdown() }
+        }
+        self.channel.forEach { $0.sessionDidInvalidate(error: nil) }
+    }
+}
+
+/// The AFURLSessionManager role: creates and runs data, upload and download tasks on a HawserCore
+/// `Session`, keeps a `TaskDelegate` per task (accumulated body, progress, completion),
+/// serializes responses, and reports every step to its ``EventMonitor``s, blocks and observers.
+///
+/// Completion handlers run on ``completionQueue`` inside ``completionGroup``, right after the
+/// response serializer. Block properties are called on the session's event loop (keep them
+/// quick) unless documented otherwise.
+///
+/// **Lifetime.** A task that was resumed keeps its manager, and so the manager's session, alive
+/// until it completes — as NSURLSession keeps its delegate until it is invalidated. So
+/// `HTTPSessionManager().get(…)` completes although nothing holds the manager. A manager released
+/// with tasks that were never resumed cancels them (each completes with a `.cancelled` error
+/// saying so) and frees its session. ``invalidateSessionCancelingTasks(_:resetSession:)`` ends a
+/// manager's session as AFNetworking's does.
+public class SessionManager: @unchecked Sendable {
+    /// The session configuration the manager's sessions are made with.
+    public let configuration: SessionConfiguration
+    let core: ManagerCore
+    private let hub = EventHub()
+    private let blockMonitor: BlockMonitor
+
+    var eventLoop: EventLoop? { self.core.eventLoop }
+    var hooks: Locked<ManagerHooks> { self.core.hooks }
+    var channel: MonitorChannel { self.core.channel }
+    var defaultCompletionQueue: DispatchQueue { self.core.defaultCompletionQueue }
 
     /// Creates a manager with its own `Session` (AFURLSessionManager `initWithSessionConfiguration:`).
     /// - Parameters:
@@ -100,66 +231,75 @@ public class SessionManager: @unchecked Sendable {
     public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
                 eventMonitors: [any EventMonitor] = []) {
         self.configuration = configuration
-        self.eventLoop = eventLoop
-        let sessionDelegate = ManagerSessionDelegate()
-        self.sessionDelegate = sessionDelegate
-        self.sessionState = Locked(SessionState(session: Session(configuration: configuration, eventLoop: eventLoop,
-                                                                 delegate: sessionDelegate)))
-        self.settings = Locked(ManagerSettings(responseSerializer: ManagerDefaults.responseSerializer,
-                                               completionQueue: nil, completionGroup: nil, interceptor: nil))
-        self.monitorList = Locked(eventMonitors)
-        self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
-        sessionDelegate.manager = self
+        self.core = ManagerCore(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
+        self.blockMonitor = BlockMonitor(hooks: self.core.hooks)
+        self.core.sessionDelegate.manager = self
+        self.core.owner = self
     }
 
     deinit {
-        let error = HawserError(.cancelled, "the SessionManager was released without invalidateSession(cancelingPendingTasks:resetSession:)")
-        let pending = self.entries.withLock { $0.values.map(\.task) }
+        // Only tasks that were never resumed can be left: a resumed task holds its manager.
+        let error = HawserError(.cancelled, "the SessionManager was released before this task was resumed")
+        let pending = self.core.registry.withLock { Array($0.tasks.values) }
         for task in pending { task.cancel(with: error) }
     }
 
     // MARK: - Settings
 
-    /// The engine session tasks run on; nil after an invalidation without reset.
-    public var session: Session? { self.sessionState.withLock { $0.invalidated ? nil : $0.session } }
+    /// The engine session tasks run on (AFURLSessionManager.session). After
+    /// ``invalidateSessionCancelingTasks(_:resetSession:)`` without a reset it is still the
+    /// invalidated session (readable, as in AFNetworking); with a reset, the new one.
+    public var session: Session { self.core.registry.withLock { $0.session } }
 
     /// Validates and decodes responses (AFURLSessionManager.responseSerializer). Read when a task
     /// is created: changing it does not affect tasks already created.
     public var responseSerializer: any ResponseSerialization {
-        get { self.settings.withLock { $0.responseSerializer } }
-        set { self.settings.withLock { $0.responseSerializer = newValue } }
+        get { self.core.currentSettings.responseSerializer }
+        set { self.core.updateSettings { $0.responseSerializer = newValue } }
     }
 
     /// Where completion handlers run. nil (the default) means a serial queue of this manager —
     /// not the main queue as in AFNetworking (see ``SessionManager``).
     public var completionQueue: DispatchQueue? {
-        get { self.settings.withLock { $0.completionQueue } }
-        set { self.settings.withLock { $0.completionQueue = newValue } }
+        get { self.core.currentSettings.completionQueue }
+        set { self.core.updateSettings { $0.completionQueue = newValue } }
     }
 
     /// The group completion handlers run in; nil means a private process-wide group.
     public var completionGroup: DispatchGroup? {
-        get { self.settings.withLock { $0.completionGroup } }
-        set { self.settings.withLock { $0.completionGroup = newValue } }
+        get { self.core.currentSettings.completionGroup }
+        set { self.core.updateSettings { $0.completionGroup = newValue } }
     }
 
-    /// Adapts each request before it is sent and decides about retries after failures.
+    /// Adapts each request before it is sent and decides about retries after failures. Its
+    /// `adapt` and `retry` run on the session's event loop (they are async; they must not block).
     public var interceptor: (any RequestInterceptor)? {
-        get { self.settings.withLock { $0.interceptor } }
-        set { self.settings.withLock { $0.interceptor = newValue } }
+        get { self.core.interceptor }
+        set {
+            self.core.updateSettings { $0.interceptor = newValue }
+            self.core.interceptorSet.store(newValue != nil, ordering: .releasing)
+        }
     }
 
     /// Decides about servers' certificate chains (AFURLSessionManager.securityPolicy). Default:
-    /// `SecurityPolicy.default` (the chain must verify against the system store and name the
+    /// `SecurityPolicy/default` (the chain must verify against the system store and name the
     /// host). Used for every server-trust challenge that no challenge block answers, as
     /// AFURLSessionManager does: an accepted chain is trusted (`.useServerTrust`), a refused one
     /// fails the task with `HawserError` `.serverCertificateUntrusted` (-1202) carrying the URL,
     /// the chain (`peerCertificates`) and the `TrustFailure` saying why. Read at each TLS
     /// handshake; a pooled connection that was already accepted is reused without a new check.
     /// It replaces the configuration's `serverTrustEvaluator` for this manager's tasks.
-    public var securityPolicy: SecurityPolicy {
-        get { self.settings.withLock { $0.securityPolicy } }
-        set { self.settings.withLock { $0.securityPolicy = newValue } }
+    ///
+    /// Set it with ``setSecurityPolicy(_:)``, which an ``HTTPSessionManager`` uses to refuse a
+    /// pinning policy on a base URL that is not https (AFNetworking raises there).
+    public var securityPolicy: SecurityPolicy { self.core.currentSettings.securityPolicy }
+
+    /// Sets ``securityPolicy``. A plain `SessionManager` accepts every policy; an
+    /// ``HTTPSessionManager`` refuses a pinning policy unless its base URL is https.
+    /// - Throws: ``SessionManagerError/invalidSecurityPolicy(_:)`` when the policy is refused
+    ///   (the previous policy stays).
+    public func setSecurityPolicy(_ policy: SecurityPolicy) throws(SessionManagerError) {
+        self.core.updateSettings { $0.securityPolicy = policy }
     }
 
     /// Watches the network (AFURLSessionManager.reachabilityManager). Made on first use for the
@@ -167,44 +307,70 @@ public class SessionManager: @unchecked Sendable {
     /// (it is not started or stopped for you). ``waitsForConnectivity`` consults it.
     public var reachabilityManager: NetworkReachabilityManager {
         get {
-            self.reachabilityState.withLock { r in
+            self.core.reachabilityState.withLock { r in
                 if let r { return r }
                 let made = NetworkReachabilityManager()
                 r = made
                 return made
             }
         }
-        set { self.reachabilityState.withLock { $0 = newValue } }
+        set { self.core.reachabilityState.withLock { $0 = newValue } }
     }
-
-    /// The reachability manager if one was made or set, without making one.
-    var existingReachabilityManager: NetworkReachabilityManager? { self.reachabilityState.withLock { $0 } }
 
     /// Whether a task resumed while ``reachabilityManager`` reports the network not reachable
     /// waits for it to become reachable before it starts (URLSessionConfiguration's
     /// `waitsForConnectivity`; not in AFNetworking). Default false.
     ///
     /// A waiting task is ``SessionTaskState/running``; it starts as soon as the status turns
-    /// reachable (or unknown), and fails with `.timedOut` (-1001) if the configuration's
+    /// reachable (or unknown), and fails with `.resourceTimeout` (-1001) if the configuration's
     /// `timeoutIntervalForResource` passes first. When the status is unknown (the manager is not
-    /// monitoring, or has no answer yet), tasks start at once.
+    /// monitoring, or has no answer yet), tasks start at once. A retry waits the same way.
     public var waitsForConnectivity: Bool {
-        get { self.settings.withLock { $0.waitsForConnectivity } }
-        set { self.settings.withLock { $0.waitsForConnectivity = newValue } }
+        get { self.core.waitsFlag.load(ordering: .acquiring) }
+        set { self.core.waitsFlag.store(newValue, ordering: .releasing) }
     }
 
     /// Adds a monitor that sees every step of every task created afterwards or running.
     public func addEventMonitor(_ monitor: any EventMonitor) {
-        self.monitorList.withLock { $0.append(monitor) }
+        self.channel.add(monitor)
     }
 
-    var monitors: [any EventMonitor] { self.monitorList.withLock { $0 } }
+    func refreshBlockMonitor() {
+        let observes = self.hooks.withLock { $0.observes }
+        self.channel.setBlocks(observes ? self.blockMonitor : nil)
+    }
+
+    // MARK: - Copying
+
+    /// A new manager with the same configuration and settings (AFURLSessionManager's
+    /// `copyWithZone:`): its own session, no tasks, the same response serializer, security
+    /// policy, completion queue and group, `waitsForConnectivity`. Serializers and policies are
+    /// values, so the copy shares no mutable state with this manager; blocks, monitors,
+    /// observers, the interceptor and the reachability manager are not copied. The
+    /// configuration's cookie jar, cache and credential store are shared, as copies of an
+    /// NSURLSessionConfiguration share theirs.
+    public func copy() -> SessionManager {
+        let copy = SessionManager(configuration: self.configuration, eventLoop: self.eventLoop)
+        copy.copySettings(from: self)
+        return copy
+    }
+
+    func copySettings(from other: SessionManager) {
+        let s = other.core.currentSettings
+        self.core.updateSettings { mine in
+            mine.responseSerializer = s.responseSerializer
+            mine.completionQueue = s.completionQueue
+            mine.completionGroup = s.completionGroup
+            mine.securityPolicy = s.securityPolicy
+        }
+        self.waitsForConnectivity = other.waitsForConnectivity
+    }
 
     // MARK: - Tasks
 
     /// The tasks that have not completed yet.
     public var tasks: [SessionTask] {
-        self.entries.withLock { $0.values.map(\.task) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        self.core.registry.withLock { Array($0.tasks.values) }.sorted { $0.taskIdentifier < $1.taskIdentifier }
     }
     /// The data tasks (upload tasks excluded) that have not completed yet.
     public var dataTasks: [DataTask] { self.tasks.compactMap { $0 is UploadTask ? nil : $0 as? DataTask } }
@@ -215,12 +381,16 @@ public class SessionManager: @unchecked Sendable {
 
     /// The upload progress of a task that has not completed; nil otherwise.
     public func uploadProgress(for task: SessionTask) -> TransferProgress? {
-        self.entries.withLock { $0[task.taskIdentifier] }.flatMap { $0.task === task ? $0.delegate.uploadProgress : nil }
+        self.isRegistered(task) ? task.uploadProgress : nil
     }
 
     /// The download progress of a task that has not completed; nil otherwise.
     public func downloadProgress(for task: SessionTask) -> TransferProgress? {
-        self.entries.withLock { $0[task.taskIdentifier] }.flatMap { $0.task === task ? $0.delegate.downloadProgress : nil }
+        self.isRegistered(task) ? task.downloadProgress : nil
+    }
+
+    private func isRegistered(_ task: SessionTask) -> Bool {
+        self.core.registry.withLock { $0.tasks[task.taskIdentifier] === task }
     }
 
     /// Creates a data task (suspended: call `resume()`). `completionHandler` runs once on the
@@ -230,10 +400,19 @@ public class SessionManager: @unchecked Sendable {
                          uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
                          downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
                          completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> DataTask {
-        let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
-        self.register(task, delegate: TaskDelegate(manager: self, completion: completionHandler),
-                      upload: uploadProgress, download: downloadProgress)
-        return task
+        self.makeDataTask(request, completion: Self.completion(completionHandler), upload: uploadProgress, download: downloadProgress)
+    }
+
+    static func completion(_ handler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+        guard let handler else { return .none }
+        return .handler { _, response, object, error in handler(response, object, error) }
+    }
+
+    func makeDataTask(_ request: HTTPClientRequest, completion: TaskDelegate.Completion,
+                      upload: (@Sendable (TransferProgress) -> Void)? = nil,
+                      download: (@Sendable (TransferProgress) -> Void)? = nil) -> DataTask {
+        let task = DataTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
+        return self.register(task, completion: completion, upload: upload, download: download)
     }
 
     /// Creates an upload task sending `bodyData` (suspended).
@@ -242,7 +421,7 @@ public class SessionManager: @unchecked Sendable {
                            completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
         var r = request
         r.body = .bytes(Array(bodyData))
-        return self.makeUpload(r, preflightError: nil, progress: progress, completion: completionHandler)
+        return self.makeUpload(r, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
     }
 
     /// Creates an upload task streaming the file at `fileURL` in 64 KiB chunks (suspended). Memory
@@ -260,7 +439,7 @@ public class SessionManager: @unchecked Sendable {
             let length = Int64(st.st_size)
             r.body = .stream(length: length) { writer in try await FileStreamer.stream(path: path, length: length, to: writer) }
         }
-        return self.makeUpload(r, preflightError: preflight, progress: progress, completion: completionHandler)
+        return self.makeUpload(r, preflightError: preflight, progress: progress, completion: Self.completion(completionHandler))
     }
 
     /// Creates an upload task whose request carries its own body — typically a
@@ -269,16 +448,15 @@ public class SessionManager: @unchecked Sendable {
     public func uploadTask(withStreamedRequest request: HTTPClientRequest,
                            progress: (@Sendable (TransferProgress) -> Void)? = nil,
                            completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
-        self.makeUpload(request, preflightError: nil, progress: progress, completion: completionHandler)
+        self.makeUpload(request, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
     }
 
-    private func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
-                            progress: (@Sendable (TransferProgress) -> Void)?,
-                            completion: TaskCompletion?) -> UploadTask {
-        let task = UploadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
+    func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
+                    progress: (@Sendable (TransferProgress) -> Void)?,
+                    completion: TaskDelegate.Completion) -> UploadTask {
+        let task = UploadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
         task.preflightError = preflightError
-        self.register(task, delegate: TaskDelegate(manager: self, completion: completion), upload: progress, download: nil)
-        return task
+        return self.register(task, completion: completion, upload: progress, download: nil)
     }
 
     /// Creates a download task (suspended). The body is written to a temporary file as it arrives;
@@ -288,9 +466,9 @@ public class SessionManager: @unchecked Sendable {
                              progress: (@Sendable (TransferProgress) -> Void)? = nil,
                              destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
                              completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub, resumeFrom: nil)
-        self.registerDownload(task, progress: progress, destination: destination, completion: completionHandler)
-        return task
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
+        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
+                             upload: nil, download: progress)
     }
 
     /// Creates a download task that continues from `resumeData` (see ``DownloadResumeData``)
@@ -318,137 +496,98 @@ public class SessionManager: @unchecked Sendable {
         } catch {
             preflight = error
         }
-        let task = DownloadTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub, resumeFrom: resume)
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: resume)
         task.preflightError = preflight
-        self.registerDownload(task, progress: progress, destination: destination, completion: completionHandler)
+        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
+                             upload: nil, download: progress)
+    }
+
+    static func downloadCompletion(_ handler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+        guard let handler else { return .none }
+        return .handler { _, response, object, error in handler(response, object as? URL, error) }
+    }
+
+    /// Gives `task` its delegate and keeps it until it completes.
+    func register<T: SessionTask>(_ task: T, completion: TaskDelegate.Completion,
+                                  destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+                                  upload: (@Sendable (TransferProgress) -> Void)?,
+                                  download: (@Sendable (TransferProgress) -> Void)?) -> T {
+        let delegate = TaskDelegate(owner: task, core: self.core, completion: completion, destination: destination)
+        task.locked.withLock { $0.delegate = delegate }
+        if let upload { task.uploadProgress.addObserver(upload) }
+        if let download { task.downloadProgress.addObserver(download) }
+        self.core.registry.withLock { $0.tasks[task.taskIdentifier] = task }
+        self.core.channel.forEach { $0.taskDidCreate(task) }
         return task
     }
 
-    private func registerDownload(_ task: DownloadTask, progress: (@Sendable (TransferProgress) -> Void)?,
-                                  destination: (@Sendable (URL, HTTPResponse?) -> URL)?,
-                                  completion: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) {
-        var wrapped: TaskCompletion? = nil
-        if let completion {
-            wrapped = { @Sendable (response: HTTPResponse?, object: (any Sendable)?, error: (any Error)?) in
-                completion(response, object as? URL, error)
+    /// The data task's delegate and the engine attempt move to a new download task (AFNetworking's
+    /// `didBecomeDownloadTask`). Called on the loop from the data task's delegate.
+    func convertToDownload(_ dataTask: DataTask, delegate: TaskDelegate, engine: RequestTask, attempt: Int,
+                           response: HTTPResponse) -> DownloadTask {
+        let download = DownloadTask(identifier: self.core.nextIdentifier(), request: dataTask.originalRequest, core: self.core, resumeFrom: nil)
+        let current = dataTask.currentRequest
+        download.locked.withLock { s in
+            s.lifecycle = .continuing(attempt: attempt, engine: engine)
+            s.currentRequest = current
+            s.response = response
+            s.expectedToReceive = response.expectedContentLength
+            s.delegate = delegate
+        }
+        dataTask.locked.withLock { s in
+            s.lifecycle.handOver()
+            s.delegate = nil
+        }
+        self.core.registry.withLock { r in
+            r.tasks[dataTask.taskIdentifier] = nil
+            r.tasks[download.taskIdentifier] = download
+            if r.waitingForInvalidation?.remove(dataTask.taskIdentifier) != nil {
+                r.waitingForInvalidation?.insert(download.taskIdentifier)
             }
         }
-        self.register(task, delegate: TaskDelegate(manager: self, completion: wrapped, destination: destination),
-                      upload: nil, download: progress)
-    }
-
-    private func nextIdentifier() -> Int {
-        self.identifiers.withLock { i in
-            i += 1
-            return i
-        }
-    }
-
-    private func register(_ task: SessionTask, delegate: TaskDelegate,
-                          upload: (@Sendable (TransferProgress) -> Void)?, download: (@Sendable (TransferProgress) -> Void)?) {
-        delegate.wire(to: task)
-        if let upload { delegate.uploadProgress.addObserver(upload) }
-        if let download { delegate.downloadProgress.addObserver(download) }
-        task.delegateRef.withLock { $0 = delegate }
-        self.entries.withLock { $0[task.taskIdentifier] = Entry(task: task, delegate: delegate) }
-        self.monitors.forEach { $0.taskDidCreate(task) }
-    }
-
-    func removeDelegate(for task: SessionTask) {
-        self.entries.withLock { e in
-            if e[task.taskIdentifier]?.task === task { e[task.taskIdentifier] = nil }
-        }
-    }
-
-    /// The data task's delegate and the engine attempt move to a new download task (AFNetworking's
-    /// `didBecomeDownloadTask`). Called on the loop from the data task's response handling.
-    func convertToDownload(_ dataTask: DataTask, engineTask: RequestTask, attempt: Int, response: HTTPResponse) {
-        guard let delegate = dataTask.delegateRef.withLock({ d -> TaskDelegate? in defer { d = nil }; return d }) else { return }
-        let download = DownloadTask(identifier: self.nextIdentifier(), request: dataTask.originalRequest, manager: self,
-                                    hub: self.hub, resumeFrom: nil)
-        download.core.withLock { c in
-            c.state = .running
-            c.attempt = attempt
-            c.phase = .engine(engineTask, attempt: attempt)
-            c.currentRequest = dataTask.currentRequest
-            c.response = response
-            c.expectedToReceive = response.expectedContentLength
-        }
-        download.delegateRef.withLock { $0 = delegate }
-        dataTask.core.withLock { c in
-            c.phase = .done
-            c.state = .completed
-        }
-        dataTask.convertedTo.withLock { $0 = download }
-        self.entries.withLock { e in
-            e[dataTask.taskIdentifier] = nil
-            e[download.taskIdentifier] = Entry(task: download, delegate: delegate)
-        }
-        download.didReceiveResponse(response, engineTask: engineTask, attempt: attempt)
-        self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask }?(dataTask, download)
+        return download
     }
 
     // MARK: - Session lifetime
 
-    /// The session to launch an attempt on; throws once the manager was invalidated (not reset).
-    func activeSession() throws(SessionManagerError) -> Session {
-        let s = self.sessionState.withLock { $0.invalidated ? nil : $0.session }
-        guard let s else { throw .sessionInvalidated }
-        return s
-    }
-
     /// Invalidates the manager's session (AFURLSessionManager `invalidateSessionCancelingTasks:resetSession:`).
     ///
-    /// With `cancelingPendingTasks`, every task is cancelled; otherwise running tasks finish.
-    /// Once the tasks that existed have completed, ``sessionDidBecomeInvalid`` is called and
-    /// ``SessionEvent/sessionDidInvalidate(error:)`` posted. Without `resetSession`, later tasks
-    /// fail with ``SessionManagerError/sessionInvalidated``; with it, the manager gets a fresh
-    /// session at once and stays usable.
-    public func invalidateSession(cancelingPendingTasks: Bool, resetSession: Bool = false) {
-        let pending = self.entries.withLock { $0.values.map(\.task) }
-        let finishNow = self.sessionState.withLock { s -> Bool in
-            s.retiredSession = s.session
+    /// With `cancelPendingTasks` every task is cancelled (NSURLSession's `invalidateAndCancel`);
+    /// otherwise running tasks finish (`finishTasksAndInvalidate`). Once the tasks that existed
+    /// have completed, ``sessionDidBecomeInvalid`` is called, ``SessionEvent/sessionDidInvalidate(error:)``
+    /// posted, and the invalidated session shut down (its connections closed).
+    ///
+    /// Without `resetSession`, ``session`` stays the invalidated session (readable, as in
+    /// AFNetworking) and tasks resumed later fail with ``SessionManagerError/sessionInvalidated``
+    /// (NSURLSession raises an exception there). With it, a fresh session replaces the old one at
+    /// once and the manager stays usable.
+    public func invalidateSessionCancelingTasks(_ cancelPendingTasks: Bool, resetSession: Bool) {
+        let pending = self.core.registry.withLock { r -> [SessionTask] in
+            let pending = Array(r.tasks.values)
+            r.retiring.append(r.session)
             if resetSession {
-                s.session = Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
-                s.invalidated = false
+                r.session = self.core.makeSession()
+                r.invalidated = false
             } else {
-                s.invalidated = true
-                s.session = nil
+                r.invalidated = true
             }
-            s.waitingForInvalidation = Set(pending.map(\.taskIdentifier))
-            return pending.isEmpty
+            r.waitingForInvalidation = Set(pending.map(\.taskIdentifier)).union(r.waitingForInvalidation ?? [])
+            return pending
         }
-        if cancelingPendingTasks {
+        if cancelPendingTasks {
             let error = HawserError(.cancelled, "the session was invalidated with its tasks cancelled")
             for t in pending { t.cancel(with: error) }
         }
-        if finishNow { self.finishInvalidation() }
+        let done = self.core.registry.withLock { r -> Bool in
+            r.waitingForInvalidation?.isEmpty ?? false
+        }
+        if done { self.core.finishInvalidation() }
     }
 
-    /// Called after every task completion (on the completion path).
-    func taskFinished() {
-        let ready = self.sessionState.withLock { s -> Bool in
-            guard var waiting = s.waitingForInvalidation else { return false }
-            let live = Set(self.entries.withLock { Array($0.keys) })
-            waiting.formIntersection(live)
-            s.waitingForInvalidation = waiting
-            return waiting.isEmpty
-        }
-        if ready { self.finishInvalidation() }
-    }
-
-    private func finishInvalidation() {
-        let retired = self.sessionState.withLock { s -> Session? in
-            guard s.waitingForInvalidation != nil else { return nil }
-            s.waitingForInvalidation = nil
-            defer { s.retiredSession = nil }
-            return s.retiredSession
-        }
-        // Releasing the last reference shuts the retired session down (its pool and connections).
-        _ = retired
-        self.hooks.withLock { $0.sessionDidBecomeInvalid }?(nil)
-        self.monitors.forEach { $0.sessionDidInvalidate(error: nil) }
-        self.hub.post(.sessionDidInvalidate(error: nil))
+    /// The name this method had before it took AFNetworking's.
+    @available(*, deprecated, renamed: "invalidateSessionCancelingTasks(_:resetSession:)")
+    public func invalidateSession(cancelingPendingTasks: Bool, resetSession: Bool = false) {
+        self.invalidateSessionCancelingTasks(cancelingPendingTasks, resetSession: resetSession)
     }
 
     // MARK: - Events
@@ -457,21 +596,22 @@ public class SessionManager: @unchecked Sendable {
     /// on a serial queue of the manager. Thread-safe.
     @discardableResult
     public func addObserver(_ handler: @escaping @Sendable (SessionEvent) -> Void) -> SessionObserverToken {
-        self.hub.add(handler)
+        let (token, first) = self.hub.add(handler)
+        if first { self.channel.setHub(self.hub) }
+        return token
     }
 
     /// Stops delivering events to the observer registered with `token`.
     public func removeObserver(_ token: SessionObserverToken) {
-        self.hub.remove(token)
+        if self.hub.remove(token) { self.channel.setHub(nil) }
     }
 
     /// The manager's events as an AsyncSequence. Each call makes a new subscription, which ends
     /// when the consuming task stops iterating.
     public func events(bufferingPolicy: AsyncStream<SessionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<SessionEvent> {
         AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
-            let token = self.hub.add { continuation.yield($0) }
-            let hub = self.hub
-            continuation.onTermination = { _ in hub.remove(token) }
+            let token = self.addObserver { continuation.yield($0) }
+            continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
         }
     }
 
@@ -480,7 +620,7 @@ public class SessionManager: @unchecked Sendable {
     /// Called once the session was invalidated and its tasks ended (URLSession:didBecomeInvalidWithError:).
     public var sessionDidBecomeInvalid: (@Sendable ((any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.sessionDidBecomeInvalid } }
-        set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue } }
+        set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue }; self.refreshBlockMonitor() }
     }
     /// Answers the challenges no task-level block answered: the server's TLS chain and, once the
     /// engine asks, 401/407 (URLSession:didReceiveChallenge:completionHandler:). Return the
@@ -518,32 +658,36 @@ public class SessionManager: @unchecked Sendable {
     /// Upload progress: (task, bytes sent now, total sent, total expected or -1).
     public var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.taskDidSendBodyData } }
-        set { self.hooks.withLock { $0.taskDidSendBodyData = newValue } }
+        set { self.hooks.withLock { $0.taskDidSendBodyData = newValue }; self.refreshBlockMonitor() }
     }
     /// A task completed, before its completion handler (URLSession:task:didCompleteWithError:).
+    /// Called where the task completed (usually the event loop): be quick.
     public var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.taskDidComplete } }
-        set { self.hooks.withLock { $0.taskDidComplete = newValue } }
+        set { self.hooks.withLock { $0.taskDidComplete = newValue }; self.refreshBlockMonitor() }
     }
     /// A task's metrics are final (URLSession:task:didFinishCollectingMetrics:), before didComplete.
     public var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)? {
         get { self.hooks.withLock { $0.taskDidFinishCollectingMetrics } }
-        set { self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue } }
+        set { self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue }; self.refreshBlockMonitor() }
     }
     /// A data task's response head arrived: allow, cancel, or become a download.
     public var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveResponse } }
-        set { self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue } }
+        set {
+            self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue }
+            self.core.responseBlockSet.store(newValue != nil, ordering: .releasing)
+        }
     }
     /// A data task became a download task (after ``ResponseDisposition/becomeDownload``).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (DataTask, DownloadTask) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask } }
-        set { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue } }
+        set { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue }; self.refreshBlockMonitor() }
     }
     /// A data task received body bytes (a copy; setting this block costs one copy per chunk).
     public var dataTaskDidReceiveData: (@Sendable (DataTask, Data) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveData } }
-        set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue } }
+        set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue }; self.refreshBlockMonitor() }
     }
     /// Whether a response may be stored in the session's HTTP cache
     /// (URLSession:dataTask:willCacheResponse:; false = do not store). Called only when the
@@ -553,7 +697,8 @@ public class SessionManager: @unchecked Sendable {
         set { self.hooks.withLock { $0.dataTaskWillCacheResponse = newValue } }
     }
     /// Where to move a finished download (given the temporary file); takes precedence over the
-    /// task's destination when it returns a URL. Called on the completion path.
+    /// task's destination when it returns a URL. Called on the completion queue (or in the
+    /// awaiting task), before the completion handler.
     public var downloadTaskDidFinishDownloading: (@Sendable (DownloadTask, URL) -> URL?)? {
         get { self.hooks.withLock { $0.downloadTaskDidFinishDownloading } }
         set { self.hooks.withLock { $0.downloadTaskDidFinishDownloading = newValue } }
@@ -561,13 +706,13 @@ public class SessionManager: @unchecked Sendable {
     /// Download progress: (task, bytes written now, total written, total expected or -1).
     public var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidWriteData } }
-        set { self.hooks.withLock { $0.downloadTaskDidWriteData = newValue } }
+        set { self.hooks.withLock { $0.downloadTaskDidWriteData = newValue }; self.refreshBlockMonitor() }
     }
     /// A download resumed: (task, file offset it continues from, expected total or -1). A server
     /// that ignored Range gives offset 0.
     public var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidResume } }
-        set { self.hooks.withLock { $0.downloadTaskDidResume = newValue } }
+        set { self.hooks.withLock { $0.downloadTaskDidResume = newValue }; self.refreshBlockMonitor() }
     }
 
     // MARK: - async
@@ -576,49 +721,40 @@ public class SessionManager: @unchecked Sendable {
     /// Cancelling the calling Swift task cancels the task.
     ///
     /// The awaiting task is the completion here: the response serializer runs in it once the
-    /// task ends (still off the event loop), and ``completionQueue`` and ``completionGroup`` are
-    /// not used, since there is no handler to call. The didComplete event is posted before this
-    /// returns. The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
+    /// task ends (off the event loop), and ``completionQueue`` and ``completionGroup`` are not
+    /// used, since there is no handler to call. The didFinish event is sent before this returns.
+    /// The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
     public func data(for request: HTTPClientRequest) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let outcome: TaskOutcome = try await Self.run { done in
-            let task = DataTask(identifier: self.nextIdentifier(), request: request, manager: self, hub: self.hub)
-            self.register(task, delegate: TaskDelegate(manager: self, completion: nil, deliver: { done(.success($0)) }),
-                          upload: nil, download: nil)
-            return task
-        }
-        return try outcome.value()
+        let task = self.makeDataTask(request, completion: .awaiting)
+        return try await Self.outcome(of: task).value()
     }
 
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
     public func download(for request: HTTPClientRequest,
                          to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL) async throws -> (url: URL, response: HTTPResponse) {
-        try await Self.run { done in
-            self.downloadTask(with: request, destination: destination) { response, url, error in
-                if let error { done(.failure(error)) }
-                else if let url, let response { done(.success((url, response))) }
-                else { done(.failure(SessionManagerError.noRequest)) }
-            }
-        }
+        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
+        _ = self.register(task, completion: .awaiting, destination: destination, upload: nil, download: nil)
+        let (value, response) = try await Self.outcome(of: task).value()
+        guard let url = value as? URL else { throw SessionManagerError.noRequest }
+        return (url, response)
     }
 
-    /// Bridges a task's completion handler to async/await: resumes it, cancels it with the Swift task.
-    static func run<T: Sendable>(_ make: (@escaping @Sendable (Result<T, any Error>) -> Void) -> SessionTask?) async throws -> T {
-        let box = Locked<SessionTask?>(nil)
-        let result: Result<T, any Error> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (cont: CheckedContinuation<Result<T, any Error>, Never>) in
-                let task = make { cont.resume(returning: $0) }
-                guard let task else { return }
-                let cancelled = box.withLock { b -> Bool in
-                    b = task
-                    return Task.isCancelled
-                }
+    /// Resumes a task made with the `.awaiting` completion and waits for its outcome. Cancelling
+    /// the calling Swift task cancels the task.
+    static func outcome(of task: SessionTask) async -> TaskOutcome {
+        guard let delegate = task.delegate else {
+            preconditionFailure("an awaited task is resumed once, right after it was made")
+        }
+        return await withTaskCancellationHandler {
+            // Unsafe is sound: the lifecycle completes a task exactly once, and the delegate's
+            // slot hands the outcome over once, whichever of the two arrives first.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskOutcome, Never>) in
+                delegate.install(continuation)
                 task.resume()
-                if cancelled { task.cancel() }
             }
         } onCancel: {
-            box.withLock { $0 }?.cancel()
+            task.cancel()
         }
-        return try result.get()
     }
 }
 

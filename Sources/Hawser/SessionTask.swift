@@ -1,19 +1,21 @@
 // The NSURLSessionTask role: a request the manager runs, with state, byte counts and metrics.
 //
-// A task is driven by one small state machine (`Phase`) behind a lock, so resume, suspend and
-// cancel may come from any thread, race with each other and with the engine's completion, and the
-// task still completes exactly once.
+// A task's lifecycle is the value machine `TaskLifecycle` behind the task's lock: resume,
+// suspend and cancel may come from any thread and race with each other and with the engine's
+// completion, and the task still completes exactly once. The task feeds the machine and performs
+// what it answers: starting attempts, waiting for the network, asking the retrier, completing.
+// The engine's events go to the task's `TaskDelegate` (the ResponseDelegate of every attempt).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
 import HawserCore
+import Synchronization
 
 /// Where a task is (NSURLSessionTaskState).
 public enum SessionTaskState: Sendable, Hashable, CustomStringConvertible {
-    /// Executing (or waiting for a connection, an adapter, a retry delay).
+    /// Executing (or waiting for a connection, the network, an adapter, a retry delay).
     case running
     /// Created and not yet resumed, or suspended: a started task stops reading (back-pressure).
     case suspended
@@ -34,107 +36,108 @@ public enum SessionTaskState: Sendable, Hashable, CustomStringConvertible {
 
 /// A task of a ``SessionManager`` (NSURLSessionTask). Tasks start ``SessionTaskState/suspended``;
 /// ``resume()`` starts them. Thread-safe.
+///
+/// A resumed task keeps its manager (and so the manager's session) alive until it completes, as
+/// NSURLSession keeps its delegate: `HTTPSessionManager().get(…)` completes even when nothing else
+/// holds the manager.
 public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible {
-    /// Lifecycle of the attempts behind the task.
-    enum Phase {
-        /// Never resumed.
-        case idle
-        /// Between attempts: running the adapter, waiting for a retry decision or delay.
-        case preparing
-        /// `Session.execute` is being called for attempt `n`.
-        case launching(attempt: Int)
-        /// Attempt `n` runs on the engine.
-        case engine(RequestTask, attempt: Int)
-        /// The completion has been decided. Final.
-        case done
-    }
-
-    struct Core {
-        var state: SessionTaskState = .suspended
-        var phase: Phase = .idle
-        var attempt = 0
-        var cancelPending = false
-        var cancelError: HawserError?
+    struct State {
+        var lifecycle = TaskLifecycle<RequestTask>()
         var taskDescription: String?
         var currentRequest: HTTPClientRequest?
         var response: HTTPResponse?
         var error: (any Error)?
-        var sent: Int64 = 0
-        var received: Int64 = 0
-        var expectedToSend: Int64 = 0
+        var expectedToSend: Int64
         var expectedToReceive: Int64 = -1
         var priority: Float = 0.5
         var metrics: TaskMetrics?
-        var retryCount = 0
+        /// The per-task delegate, until the task completes (it and the task refer to each other
+        /// until then).
+        var delegate: TaskDelegate?
+        /// The adapter's output for the attempt about to launch.
+        var prepared: HTTPClientRequest?
+        /// The retry-delay or connectivity-timeout timer on the event loop.
+        var timer: Scheduled?
+        /// The reachability observation of a task waiting for the network.
+        var connectivity: (manager: NetworkReachabilityManager, observation: NetworkReachabilityManager.Observation)?
+
+        init(currentRequest: HTTPClientRequest?, expectedToSend: Int64) {
+            self.currentRequest = currentRequest
+            self.expectedToSend = expectedToSend
+        }
     }
 
     /// Unique among the tasks of one manager (NSURLSessionTask.taskIdentifier).
     public let taskIdentifier: Int
     /// The request the task was created with.
     public let originalRequest: HTTPClientRequest?
-    let core: Locked<Core>
-    weak var manager: SessionManager?
-    let hub: EventHub
-    /// The per-task delegate; cleared at completion (it and the task refer to each other until then).
-    let delegateRef = Locked<TaskDelegate?>(nil)
-    /// Set when a data task became a download task: the engine's events go there from then on.
-    let convertedTo = Locked<DownloadTask?>(nil)
+    let locked: Mutex<State>
+    /// Request body bytes written; response body bytes received (after decoding).
+    let sentBytes = Atomic<Int64>(0)
+    let receivedBytes = Atomic<Int64>(0)
+    /// The progress objects, made on first use (most tasks never have one); `progressMade` says
+    /// whether either was, so the engine's events pay one relaxed load when none was.
+    private let uploadProgressRef = AtomicLazyReference<TransferProgress>()
+    private let downloadProgressRef = AtomicLazyReference<TransferProgress>()
+    private let progressMade = Atomic<Bool>(false)
+    /// What the task needs of its manager (strongly: a manager's core is never referenced weakly,
+    /// so retaining it stays cheap).
+    let core: ManagerCore
+    /// The manager, for a task that starts: the delegate then holds it until the task completes.
+    var manager: SessionManager? { self.core.owner }
     /// A problem found when the task was created (unreadable upload file, invalid resume data);
-    /// the task fails with it when resumed, instead of the creating call trapping.
+    /// the task fails with it when resumed, instead of the creating call trapping. Set before
+    /// the task is resumed.
     var preflightError: (any Error)?
     /// Makes the request body again when a 307/308 redirect must resend a streamed body and no
     /// ``SessionManager/taskNeedNewBodyStream`` block is set (a multipart form can be produced
     /// again; an arbitrary stream cannot). Set before the task is resumed.
     var replayableBody: (@Sendable () -> RequestBody)?
 
-    init(identifier: Int, request: HTTPClientRequest?, manager: SessionManager?, hub: EventHub) {
+    init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore) {
         self.taskIdentifier = identifier
         self.originalRequest = request
-        self.manager = manager
-        self.hub = hub
-        var core = Core()
-        core.currentRequest = request
-        core.expectedToSend = request?.body?.knownLength ?? 0
-        self.core = Locked(core)
+        self.core = core
+        self.locked = Mutex(State(currentRequest: request, expectedToSend: request?.body.map { $0.knownLength ?? -1 } ?? 0))
     }
 
     // MARK: - Properties
 
     /// A description the caller may set (NSURLSessionTask.taskDescription).
     public var taskDescription: String? {
-        get { self.core.withLock { $0.taskDescription } }
-        set { self.core.withLock { $0.taskDescription = newValue } }
+        get { self.locked.withLock { $0.taskDescription } }
+        set { self.locked.withLock { $0.taskDescription = newValue } }
     }
     /// The request of the current attempt: after adapters, with resume headers, and the target of
     /// the last redirect followed (NSURLSessionTask.currentRequest).
-    public var currentRequest: HTTPClientRequest? { self.core.withLock { $0.currentRequest } }
+    public var currentRequest: HTTPClientRequest? { self.locked.withLock { $0.currentRequest } }
     /// The final response head, once it arrived.
-    public var response: HTTPResponse? { self.core.withLock { $0.response } }
+    public var response: HTTPResponse? { self.locked.withLock { $0.response } }
     /// The task's state.
-    public var state: SessionTaskState { self.core.withLock { $0.state } }
+    public var state: SessionTaskState { self.locked.withLock { $0.lifecycle.state } }
     /// Why the task failed, once it completed (nil on success).
-    public var error: (any Error)? { self.core.withLock { $0.error } }
+    public var error: (any Error)? { self.locked.withLock { $0.error } }
     /// Request body bytes written to the socket.
-    public var countOfBytesSent: Int64 { self.core.withLock { $0.sent } }
+    public var countOfBytesSent: Int64 { self.sentBytes.load(ordering: .relaxed) }
     /// Response body bytes received (after chunked framing and content decoding).
-    public var countOfBytesReceived: Int64 { self.core.withLock { $0.received } }
+    public var countOfBytesReceived: Int64 { self.receivedBytes.load(ordering: .relaxed) }
     /// Request body size; -1 for a stream of unknown length (sent chunked).
-    public var countOfBytesExpectedToSend: Int64 { self.core.withLock { $0.expectedToSend } }
+    public var countOfBytesExpectedToSend: Int64 { self.locked.withLock { $0.expectedToSend } }
     /// The response's Content-Length; -1 while unknown (NSURLSessionTransferSizeUnknown).
-    public var countOfBytesExpectedToReceive: Int64 { self.core.withLock { $0.expectedToReceive } }
+    public var countOfBytesExpectedToReceive: Int64 { self.locked.withLock { $0.expectedToReceive } }
     /// A hint in 0…1 (NSURLSessionTaskPriority). Stored and reported; the engine does not reorder
     /// its queue by it.
     public var priority: Float {
-        get { self.core.withLock { $0.priority } }
-        set { self.core.withLock { $0.priority = min(1, max(0, newValue.isNaN ? 0.5 : newValue)) } }
+        get { self.locked.withLock { $0.priority } }
+        set { self.locked.withLock { $0.priority = min(1, max(0, newValue.isNaN ? 0.5 : newValue)) } }
     }
     /// The timings of the last attempt, once the task completed.
-    public var metrics: TaskMetrics? { self.core.withLock { $0.metrics } }
+    public var metrics: TaskMetrics? { self.locked.withLock { $0.metrics } }
     /// How many times the task's retrier sent it again.
-    public var retryCount: Int { self.core.withLock { $0.retryCount } }
+    public var retryCount: Int { self.locked.withLock { $0.lifecycle.retryCount } }
 
     public var description: String {
-        let c = self.core.withLock { ($0.state, $0.currentRequest) }
+        let c = self.locked.withLock { ($0.lifecycle.state, $0.currentRequest) }
         let what = c.1.map { "\($0.method) \($0.url.absoluteString)" } ?? "no request"
         return "\(type(of: self))(\(self.taskIdentifier), \(c.0), \(what))"
     }
@@ -147,52 +150,79 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public static func == (a: SessionTask, b: SessionTask) -> Bool { a === b }
     public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
 
+    // MARK: - Progress
+
+    /// The upload progress object, made on first use with the counts so far.
+    var uploadProgress: TransferProgress {
+        if let p = self.uploadProgressRef.load() { return p }
+        let made = TransferProgress(totalUnitCount: self.countOfBytesExpectedToSend)
+        made.set(completed: self.countOfBytesSent, total: self.countOfBytesExpectedToSend)
+        self.wire(made)
+        defer { self.progressMade.store(true, ordering: .releasing) }
+        return self.uploadProgressRef.storeIfNil(made)
+    }
+
+    /// The download progress object, made on first use with the counts so far.
+    var downloadProgress: TransferProgress {
+        if let p = self.downloadProgressRef.load() { return p }
+        let made = TransferProgress()
+        made.set(completed: self.countOfBytesReceived, total: self.countOfBytesExpectedToReceive)
+        self.wire(made)
+        defer { self.progressMade.store(true, ordering: .releasing) }
+        return self.downloadProgressRef.storeIfNil(made)
+    }
+
+    /// The upload progress if one was made (a relaxed load when none was).
+    @inline(__always)
+    var existingUploadProgress: TransferProgress? {
+        self.progressMade.load(ordering: .acquiring) ? self.uploadProgressRef.load() : nil
+    }
+
+    /// The download progress if one was made.
+    @inline(__always)
+    var existingDownloadProgress: TransferProgress? {
+        self.progressMade.load(ordering: .acquiring) ? self.downloadProgressRef.load() : nil
+    }
+
+    /// NSProgress's cancel / pause / resume handlers, wired to the task.
+    private func wire(_ p: TransferProgress) {
+        p.cancellationHandler = { [weak self] in self?.cancel() }
+        p.pausingHandler = { [weak self] in self?.suspend() }
+        p.resumingHandler = { [weak self] in self?.resume() }
+        if self.locked.withLock({ $0.lifecycle.isCompleted && $0.error == nil }) { p.markFinished() }
+    }
+
     // MARK: - Control
 
     /// Starts a task that was never started, or continues a suspended one (reading resumes).
     /// Does nothing to a running, canceling or completed task.
     public func resume() {
-        enum Action { case none, start, continueReading(RequestTask), resumedOnly }
-        let action = self.core.withLock { c -> Action in
-            guard c.state == .suspended else { return .none }
-            c.state = .running
-            switch c.phase {
-            case .idle:
-                c.phase = .preparing
-                return .start
-            case .engine(let t, _):
-                return .continueReading(t)
-            default:
-                return .resumedOnly
+        let core = self.core
+        let networkDown = core.mustWaitForConnectivity
+        let needsPreparation = core.needsPreparation
+        let manager = self.manager
+        let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action? in
+            guard let manager else {
+                // The manager is being released: its deinit cancels this task.
+                return s.lifecycle.cancel(HawserError(.cancelled, "the SessionManager of this task was released", url: self.originalRequest?.url))
             }
+            if case .idle = s.lifecycle.phase {
+                // In flight from now on: the task keeps its manager until it completes.
+                s.delegate?.manager = manager
+            }
+            return s.lifecycle.resume(networkDown: networkDown, needsPreparation: needsPreparation)
         }
-        switch action {
-        case .none:
-            return
-        case .start:
-            self.emitResume()
-            self.startWhenConnected()
-        case .continueReading(let t):
-            self.emitResume()
-            t.resumeReading()
-        case .resumedOnly:
-            self.emitResume()
-        }
+        guard let action else { return }
+        if case .complete = action {} else { core.channel.forEach { $0.taskDidResume(self) } }
+        self.perform(action)
     }
 
     /// Suspends a running task: it stops reading the response, and TCP's flow control holds the
     /// server back until ``resume()``. The idle timeout does not run while suspended.
     public func suspend() {
-        let engine = self.core.withLock { c -> (Bool, RequestTask?) in
-            guard c.state == .running else { return (false, nil) }
-            c.state = .suspended
-            if case .engine(let t, _) = c.phase { return (true, t) }
-            return (true, nil)
-        }
-        guard engine.0 else { return }
-        engine.1?.pauseReading()
-        self.hub.post(.taskDidSuspend(self))
-        self.manager?.monitors.forEach { $0.taskDidSuspend(self) }
+        guard let action = self.locked.withLock({ $0.lifecycle.suspend() }) else { return }
+        self.perform(action)
+        self.core.channel.forEach { $0.taskDidSuspend(self) }
     }
 
     /// Cancels the task. It completes (once) with a `HawserError` of code `.cancelled`
@@ -202,478 +232,285 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     func cancel(with error: HawserError) {
-        enum Action { case none, completeNow, engine(RequestTask) }
-        let action = self.core.withLock { c -> Action in
-            if c.state == .completed || c.state == .canceling { return .none }
-            if case .done = c.phase { return .none }
-            c.state = .canceling
-            c.cancelError = error
-            switch c.phase {
-            case .idle, .preparing:
-                c.phase = .done
-                return .completeNow
-            case .launching:
-                c.cancelPending = true
-                return .none
-            case .engine(let t, _):
-                return .engine(t)
-            case .done:
-                return .none
-            }
-        }
+        guard let action = self.locked.withLock({ $0.lifecycle.cancel(error) }) else { return }
+        self.core.channel.forEach { $0.taskDidCancel(self) }
+        self.perform(action)
+    }
+
+    /// Feeds one input to the lifecycle under the lock and performs the answer.
+    func feed(_ input: (inout TaskLifecycle<RequestTask>) -> TaskLifecycle<RequestTask>.Action) {
+        let action = self.locked.withLock { input(&$0.lifecycle) }
+        self.perform(action)
+    }
+
+    // MARK: - Performing the lifecycle's actions
+
+    func perform(_ action: TaskLifecycle<RequestTask>.Action) {
         switch action {
-        case .none: return
-        case .completeNow:
-            self.manager?.monitors.forEach { $0.taskDidCancel(self) }
-            self.complete(error: error, metrics: nil)
-        case .engine(let t):
-            self.manager?.monitors.forEach { $0.taskDidCancel(self) }
-            t.fail(with: error)
-        }
-    }
-
-    private func emitResume() {
-        self.hub.post(.taskDidResume(self))
-        self.manager?.monitors.forEach { $0.taskDidResume(self) }
-    }
-
-    // MARK: - Attempts
-
-    /// Starts the first attempt, after waiting for the network when the manager
-    /// ``SessionManager/waitsForConnectivity`` and its reachability manager reports it not
-    /// reachable. The task stays in phase `.preparing` (state `.running`) while it waits, so a
-    /// cancel ends it at once; the wait ends when the status turns reachable or unknown, or fails
-    /// the task with `.resourceTimeout` after the configuration's `timeoutIntervalForResource`.
-    private func startWhenConnected() {
-        guard let manager = self.manager, manager.waitsForConnectivity,
-              let reachability = manager.existingReachabilityManager else {
-            self.startAttempt(self.originalRequest)
+        case .none:
             return
-        }
-        // Observe first, then look: a change between the two is not missed.
-        let fired = Locked(false)
-        let token = Locked<NetworkReachabilityManager.Observation?>(nil)
-        let timer = Locked<DispatchWorkItem?>(nil)
-        let stopObserving: @Sendable () -> Void = { [weak reachability] in
-            if let t = token.withLock({ t -> NetworkReachabilityManager.Observation? in defer { t = nil }; return t }) {
-                reachability?.removeObserver(t)
-            }
-        }
-        let finish: @Sendable (_ timedOut: Bool) -> Void = { [weak self] timedOut in
-            let first = fired.withLock { f -> Bool in defer { f = true }; return !f }
-            guard first else { return }
-            timer.withLock { $0 }?.cancel()
-            stopObserving()
-            guard let self else { return }
-            if timedOut {
-                let seconds = self.manager?.configuration.timeoutIntervalForResource ?? 0
-                self.finishPreparing(error: HawserError(.resourceTimeout, "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
-                                                        url: self.originalRequest?.url))
+        case .waitForConnectivity(let attempt):
+            self.waitForConnectivity(attempt: attempt)
+        case .prepare(let attempt):
+            self.prepare(attempt: attempt)
+        case .launch(let attempt):
+            self.launch(attempt: attempt)
+        case .resumeReading(let engine):
+            engine.resumeReading()
+        case .pauseReading(let engine):
+            engine.pauseReading()
+        case .cancelEngine(let engine, let error):
+            engine.fail(with: error as? HawserError ?? HawserError(.cancelled, "\(error)", underlying: error))
+        case .restart(let attempt):
+            self.willRestart()
+            // Not from inside the engine's completion callback: the pool is mid-notification.
+            if let loop = self.delegate?.eventLoop {
+                loop.execute { self.feedRestart(attempt: attempt) }
             } else {
-                self.startAttempt(self.originalRequest)
+                self.feedRestart(attempt: attempt)
             }
-        }
-        let observation = reachability.addObserver { change in
-            if change.status != .notReachable { finish(false) }
-        }
-        token.withLock { $0 = observation }
-        if fired.withLock({ $0 }) { stopObserving() }
-        guard reachability.networkReachabilityStatus == .notReachable else {
-            finish(false)
-            return
-        }
-        manager.monitors.forEach { $0.taskIsWaitingForConnectivity(self) }
-        let limit = manager.configuration.timeoutIntervalForResource
-        let item = DispatchWorkItem { finish(true) }
-        timer.withLock { $0 = item }
-        DispatchQueue.global().asyncAfter(deadline: .now() + min(limit, 365 * 24 * 3600), execute: item)
-    }
-
-    /// Runs the adapter (if any) on `request`, then launches it. Called in phase `.preparing`.
-    func startAttempt(_ request: HTTPClientRequest?) {
-        if let e = self.preflightError {
-            self.finishPreparing(error: e)
-            return
-        }
-        guard let request else {
-            self.finishPreparing(error: SessionManagerError.noRequest)
-            return
-        }
-        guard let manager = self.manager else {
-            self.finishPreparing(error: HawserError(.cancelled, "the SessionManager of this task was released", url: request.url))
-            return
-        }
-        if let adapter = manager.interceptor {
-            Self.adaptThenLaunch(self, adapter: adapter, request: request)
-        } else {
-            self.launch(request)
+        case .askRetrier(let attempt, let error):
+            self.askRetrier(attempt: attempt, error: error)
+        case .scheduleRetry(let attempt, let delay):
+            self.scheduleRetry(attempt: attempt, delay: delay)
+        case .complete(let error):
+            self.finish(error: error)
         }
     }
 
-    private static func adaptThenLaunch(_ task: SessionTask, adapter: any RequestInterceptor, request: HTTPClientRequest) {
-        Task.detached {
+    var delegate: TaskDelegate? { self.locked.withLock { $0.delegate } }
+
+    private func feedRestart(attempt: Int) {
+        let networkDown = self.core.mustWaitForConnectivity
+        let needsPreparation = self.core.needsPreparation
+        self.feed { $0.restartDue(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
+    }
+
+    /// The request an attempt starts from: the original one (a retry replays it, so the adapter
+    /// runs again, e.g. with a refreshed token).
+    func requestForAttempt() -> HTTPClientRequest? { self.originalRequest }
+
+    /// Runs the interceptor's adapter for `attempt` on the session's event loop (adapters are
+    /// async; they must not block), then feeds the result.
+    private func prepare(attempt: Int) {
+        let core = self.core
+        guard let adapter = core.interceptor, let request = self.requestForAttempt() else {
+            self.feed { $0.prepared(attempt: attempt) }
+            return
+        }
+        let loop = core.registry.withLock { $0.session.eventLoop }
+        Task(executorPreference: loop) {
             do {
-                let adapted = try await adapter.adapt(request, for: task)
-                task.manager?.monitors.forEach { $0.task(task, didAdapt: request, to: adapted) }
-                task.launch(adapted)
+                let adapted = try await adapter.adapt(request, for: self)
+                core.channel.forEach { $0.task(self, didAdapt: request, to: adapted) }
+                let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action in
+                    s.prepared = adapted
+                    return s.lifecycle.prepared(attempt: attempt)
+                }
+                self.perform(action)
             } catch {
-                task.finishPreparing(error: SessionManagerError.adapterFailed(underlying: error))
+                self.feed { $0.preparationFailed(attempt: attempt, error: SessionManagerError.adapterFailed(underlying: error)) }
             }
         }
     }
 
-    /// Ends a task that is between attempts with `error` (unless a cancel got there first).
-    func finishPreparing(error: any Error) {
-        let proceed = self.core.withLock { c -> Bool in
-            guard case .preparing = c.phase else { return false }
-            c.phase = .done
-            return true
+    /// Hands attempt `attempt` to the engine.
+    private func launch(attempt: Int) {
+        let fail: (any Error) -> Void = { e in self.feed { $0.preparationFailed(attempt: attempt, error: e) } }
+        if let e = self.preflightError { return fail(e) }
+        let (delegate, prepared) = self.locked.withLock { s -> (TaskDelegate?, HTTPClientRequest?) in
+            defer { s.prepared = nil }
+            return (s.delegate, s.prepared)
         }
-        if proceed { self.complete(error: error, metrics: nil) }
-    }
-
-    /// Hands `request` to the engine as the next attempt.
-    func launch(_ original: HTTPClientRequest) {
-        let request = self.prepareForAttempt(original)
-        guard let manager = self.manager else {
-            self.finishPreparing(error: HawserError(.cancelled, "the SessionManager of this task was released", url: request.url))
-            return
+        guard let delegate else {
+            return fail(HawserError(.cancelled, "the task's delegate is gone", url: self.originalRequest?.url))
         }
+        guard let original = prepared ?? self.requestForAttempt() else { return fail(SessionManagerError.noRequest) }
         let session: Session
         do {
-            session = try manager.activeSession()
+            session = try self.core.activeSession()
         } catch {
-            self.finishPreparing(error: error)
+            return fail(error)
+        }
+        let request = self.prepareForAttempt(original)
+        if attempt > 1 || prepared != nil || self.changesRequestForAttempts {
+            // The first attempt of a task without an adapter sends the request it was made with,
+            // which is already its currentRequest.
+            let expected = request.body.map { $0.knownLength ?? -1 } ?? 0
+            self.locked.withLock { s in
+                s.currentRequest = request
+                s.expectedToSend = expected
+            }
+        }
+        delegate.attempt = attempt
+        delegate.eventLoop = session.eventLoop
+        let engine = session.execute(request, delegate: delegate)
+        self.feed { $0.engineStarted(attempt: attempt, engine: engine) }
+    }
+
+    /// Waits for the network before `attempt`: observes the reachability manager first, then
+    /// looks (so a change between the two is not missed), and arms the resource timeout on the
+    /// event loop.
+    private func waitForConnectivity(attempt: Int) {
+        let core = self.core
+        guard let reachability = core.existingReachabilityManager else {
+            let needsPreparation = core.needsPreparation
+            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
             return
         }
-        let attempt = self.core.withLock { c -> Int? in
-            guard case .preparing = c.phase else { return nil }
-            c.attempt += 1
-            c.phase = .launching(attempt: c.attempt)
-            c.currentRequest = request
-            c.expectedToSend = request.body?.knownLength ?? (request.body == nil ? 0 : -1)
-            return c.attempt
+        let returned: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            let needsPreparation = self.core.needsPreparation
+            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
         }
-        guard let attempt else { return }
-        let bridge = EngineBridge(target: self, attempt: attempt)
-        let engineTask = session.execute(request, delegate: bridge)
-        let after = self.core.withLock { c -> (cancel: HawserError?, pause: Bool) in
-            guard case .launching(let a) = c.phase, a == attempt else { return (nil, false) }
-            c.phase = .engine(engineTask, attempt: attempt)
-            return (c.cancelPending ? (c.cancelError ?? HawserError(.cancelled, "the task was cancelled")) : nil,
-                    c.state == .suspended)
+        let observation = reachability.addObserver { change in
+            if change.status != .notReachable { returned() }
         }
-        if let e = after.cancel { engineTask.fail(with: e) }
-        else if after.pause { engineTask.pauseReading() }
+        let seconds = core.configuration.timeoutIntervalForResource
+        let timer = core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(seconds)) { [weak self] in
+            guard let self else { return }
+            let error = HawserError(.resourceTimeout, "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
+                                    url: self.originalRequest?.url)
+            self.feed { $0.connectivityTimedOut(attempt: attempt, error: error) }
+        }
+        let stillWaiting = self.locked.withLock { s -> Bool in
+            guard case .waitingForConnectivity(let a) = s.lifecycle.phase, a == attempt else { return false }
+            s.connectivity = (reachability, observation)
+            s.timer = timer
+            return true
+        }
+        guard stillWaiting else {
+            // Cancelled (or already back) meanwhile.
+            reachability.removeObserver(observation)
+            timer.cancel()
+            return
+        }
+        core.channel.forEach { $0.taskIsWaitingForConnectivity(self) }
+        if reachability.networkReachabilityStatus != .notReachable { returned() }
     }
+
+    /// Asks the retrier about `attempt`, on the session's event loop.
+    private func askRetrier(attempt: Int, error: (any Error)?) {
+        let core = self.core
+        guard let retrier = core.interceptor, let request = self.currentRequest else {
+            self.feed { $0.retryDecided(attempt: attempt, delay: nil, networkDown: false, needsPreparation: false) }
+            return
+        }
+        let response = self.response
+        let hawserError = error as? HawserError
+        let retryCount = self.retryCount
+        Task(executorPreference: core.registry.withLock { $0.session.eventLoop }) {
+            let decision = await retrier.retry(self, request: request, response: response, error: hawserError, retryCount: retryCount)
+            let delay: Double?
+            switch decision {
+            case .doNotRetry: delay = nil
+            case .retry: delay = 0
+            case .retryWithDelay(let d): delay = max(0, min(d, 3600))
+            }
+            if let delay { core.channel.forEach { $0.task(self, willRetryAfter: delay, error: hawserError) } }
+            let networkDown = core.mustWaitForConnectivity
+            let needsPreparation = core.needsPreparation
+            let action = self.locked.withLock {
+                $0.lifecycle.retryDecided(attempt: attempt, delay: delay, networkDown: networkDown, needsPreparation: needsPreparation)
+            }
+            switch action {
+            case .none, .complete: break
+            default: self.resetForRetry()   // another attempt follows: drop what this one gathered
+            }
+            self.perform(action)
+        }
+    }
+
+    /// Schedules the retry of `attempt` on the session's event loop.
+    private func scheduleRetry(attempt: Int, delay: Double) {
+        let timer = self.core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(delay)) { [weak self] in
+            guard let self else { return }
+            let networkDown = self.core.mustWaitForConnectivity
+            let needsPreparation = self.core.needsPreparation
+            self.feed { $0.retryDelayElapsed(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
+        }
+        let keep = self.locked.withLock { s -> Bool in
+            guard case .retryDelay(let a, _) = s.lifecycle.phase, a == attempt else { return false }
+            s.timer = timer
+            return true
+        }
+        if !keep { timer.cancel() }
+    }
+
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        if !(seconds > 0) { return 0 }
+        return UInt64(min(seconds, 365 * 24 * 3600) * 1e9)
+    }
+
+    // MARK: - Hooks for the task kinds
 
     /// The request actually sent for an attempt (a download adds its resume headers).
     func prepareForAttempt(_ request: HTTPClientRequest) -> HTTPClientRequest { request }
 
-    /// Whether events from `attempt` still concern this task.
-    func isCurrent(_ attempt: Int) -> Bool {
-        self.core.withLock { c in
-            switch c.phase {
-            case .launching(let a), .engine(_, let a): return a == attempt
-            default: return false
-            }
-        }
-    }
+    /// Whether ``prepareForAttempt(_:)`` may change the request (a download's does).
+    var changesRequestForAttempts: Bool { false }
 
-    // MARK: - Engine events (on the event loop)
-
-    func engineDidReceiveHead(_ head: HTTPResponseHead, engineTask: RequestTask, attempt: Int, url: URL) {
-        let response = HTTPResponse(url: url, statusCode: head.status, headers: head.headers, version: head.version)
-        self.core.withLock { c in
-            c.response = response
-            c.received = 0
-            c.expectedToReceive = head.headers.contentLength.map(Int64.init) ?? -1
-        }
-        self.manager?.monitors.forEach { $0.task(self, didReceive: response) }
-        self.didReceiveResponse(response, engineTask: engineTask, attempt: attempt)
-    }
-
-    /// Subclass hook: the final head arrived.
-    func didReceiveResponse(_ response: HTTPResponse, engineTask: RequestTask, attempt: Int) {}
-
-    func engineDidReceiveBody(_ bytes: UnsafeRawBufferPointer, engineTask: RequestTask) {
-        let (received, expected) = self.core.withLock { c -> (Int64, Int64) in
-            c.received += Int64(bytes.count)
-            return (c.received, c.expectedToReceive)
-        }
-        self.manager?.monitors.forEach { $0.task(self, didReceiveBytes: bytes.count) }
-        self.didReceiveBody(bytes, received: received, expected: expected, engineTask: engineTask)
-    }
-
-    /// Subclass hook: body bytes arrived.
-    func didReceiveBody(_ bytes: UnsafeRawBufferPointer, received: Int64, expected: Int64, engineTask: RequestTask) {}
-
-    func engineDidSendBody(total: Int64, expected: Int64?) {
-        let previous = self.core.withLock { c -> Int64 in
-            let p = c.sent
-            c.sent = total
-            if let expected { c.expectedToSend = expected }
-            return p
-        }
-        let expectedValue = expected ?? -1
-        self.delegate?.uploadProgress.set(completed: total, total: expectedValue)
-        if let block = self.manager?.hooks.withLock({ $0.taskDidSendBodyData }) {
-            block(self, total - previous, total, expectedValue)
-        }
-        self.manager?.monitors.forEach { $0.task(self, didSendBodyBytes: total, expected: expectedValue) }
-    }
-
-    func engineDidComplete(_ result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics, attempt: Int) {
-        let error: HawserError? = { if case .failure(let e) = result { return e }; return nil }()
-        let retrier = self.manager?.interceptor
-        enum Next { case ignore, complete, completeCancelled(HawserError), askRetrier(HTTPClientRequest?, HTTPResponse?), restart }
-        let next = self.core.withLock { c -> Next in
-            switch c.phase {
-            case .launching(let a), .engine(_, let a):
-                guard a == attempt else { return .ignore }
-            default:
-                return .ignore
-            }
-            c.metrics = metrics
-            if c.state == .canceling || c.cancelPending {
-                // Cancelled before the engine heard of it (e.g. while launching): the task ends
-                // cancelled even if the response was complete.
-                c.phase = .done
-                return .completeCancelled(c.cancelError ?? HawserError(.cancelled, "the task was cancelled"))
-            }
-            if error == nil, self.needsRestart() {
-                c.phase = .preparing
-                return .restart
-            }
-            let worthAsking = error != nil || (c.response.map { $0.statusCode >= 400 } ?? false)
-            if retrier != nil, worthAsking, self.canRetry {
-                c.phase = .preparing
-                return .askRetrier(c.currentRequest, c.response)
-            }
-            c.phase = .done
-            return .complete
-        }
-        switch next {
-        case .ignore:
-            return
-        case .completeCancelled(let e):
-            self.complete(error: e, metrics: metrics)
-        case .complete:
-            let cancelError = self.core.withLock { $0.cancelError }
-            self.complete(error: error.map { e -> any Error in
-                if e.code == .cancelled, let cancelError { return cancelError }
-                return e
-            }, metrics: metrics)
-        case .restart:
-            // Not from inside the engine's callback: the pool is mid-notification.
-            DispatchQueue.global().async { self.launch(self.restartRequest()) }
-        case .askRetrier(let request, let response):
-            guard let retrier, let request else {
-                self.finishPreparing(error: error ?? SessionManagerError.noRequest)
-                return
-            }
-            Self.askRetrier(self, retrier: retrier, request: request, response: response, error: error, metrics: metrics)
-        }
-    }
-
-    private static func askRetrier(_ task: SessionTask, retrier: any RequestInterceptor, request: HTTPClientRequest,
-                                   response: HTTPResponse?, error: HawserError?, metrics: TaskMetrics) {
-        Task.detached {
-            let attempts = task.core.withLock { $0.retryCount }
-            let decision = await retrier.retry(task, request: request, response: response, error: error, retryCount: attempts)
-            switch decision {
-            case .doNotRetry:
-                let proceed = task.core.withLock { c -> Bool in
-                    guard case .preparing = c.phase else { return false }
-                    c.phase = .done
-                    return true
-                }
-                if proceed { task.complete(error: error, metrics: metrics) }
-            case .retry, .retryWithDelay:
-                let delay: Double = { if case .retryWithDelay(let d) = decision { return d }; return 0 }()
-                task.manager?.monitors.forEach { $0.task(task, willRetryAfter: delay, error: error) }
-                if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(min(delay, 3600) * 1e9)) }
-                let go = task.core.withLock { c -> Bool in
-                    guard case .preparing = c.phase else { return false }
-                    c.retryCount += 1
-                    return true
-                }
-                guard go else { return }
-                task.resetForRetry()
-                // Replay the original request: the adapter runs again (e.g. with a refreshed token).
-                task.startAttempt(task.originalRequest ?? request)
-            }
-        }
-    }
-
-    /// Whether a retrier may send the task again (a download restarts; a streamed upload whose
-    /// producer already ran cannot be replayed).
+    /// Whether a retrier may send the task again (a streamed upload whose producer already ran
+    /// cannot be replayed).
     var canRetry: Bool {
         if case .stream? = self.originalRequest?.body, self.replayableBody == nil { return false }
         return true
     }
 
-    /// Download hook: the attempt asked to be sent again without its Range header (416).
+    /// The attempt that just completed must be sent again from the start (a download's 416).
     func needsRestart() -> Bool { false }
-    func restartRequest() -> HTTPClientRequest { self.originalRequest! }
 
-    /// Subclass hook: drop what the failed attempt accumulated.
+    /// Before a restart (a download forgets its resume data).
+    func willRestart() {}
+
+    /// Drops what a failed attempt accumulated before the retry.
     func resetForRetry() {
-        self.core.withLock { c in
-            c.sent = 0
-            c.received = 0
-            c.response = nil
-        }
+        self.sentBytes.store(0, ordering: .relaxed)
+        self.receivedBytes.store(0, ordering: .relaxed)
+        self.locked.withLock { $0.response = nil }
+        self.existingUploadProgress?.reset(total: self.countOfBytesExpectedToSend)
+        self.existingDownloadProgress?.reset(total: -1)
         self.delegate?.resetForRetry()
     }
 
-    var delegate: TaskDelegate? { self.delegateRef.withLock { $0 } }
+    /// Subclass hook before the delegate finishes (a download closes its file, produces resume data).
+    func willComplete(error: (any Error)?) -> (any Error)? { error }
 
-    /// The one place a task completes. Callers have moved the phase to `.done` under the lock, so
-    /// this runs once per task.
-    func complete(error: (any Error)?, metrics: TaskMetrics?) {
-        self.core.withLock { c in
-            c.state = .completed
-            c.error = error
-            if let metrics { c.metrics = metrics }
+    // MARK: - Completion
+
+    /// The one place a task completes; the lifecycle answered `.complete`, so this runs once.
+    private func finish(error: (any Error)?) {
+        let (delegate, timer, connectivity, metrics) = self.locked.withLock { s in
+            s.error = error
+            defer {
+                s.delegate = nil
+                s.timer = nil
+                s.connectivity = nil
+            }
+            return (s.delegate, s.timer, s.connectivity, s.metrics)
         }
-        let manager = self.manager
-        let delegate = self.delegateRef.withLock { d -> TaskDelegate? in
-            let out = d
-            d = nil
-            return out
+        timer?.cancel()
+        if let c = connectivity { c.manager.removeObserver(c.observation) }
+        let core = self.core
+        let invalidationDone = core.unregister(self)
+        if core.channel.isActive {
+            for m in core.channel.all {
+                if let metrics { m.task(self, didFinishCollecting: metrics) }
+                m.task(self, didCompleteWith: error)
+            }
         }
-        manager?.removeDelegate(for: self)
-        if let manager {
-            let hooks = manager.hooks.withLock { $0 }
-            if let metrics, let block = hooks.taskDidFinishCollectingMetrics { block(self, metrics) }
-            if let metrics { manager.monitors.forEach { $0.task(self, didFinishCollecting: metrics) } }
-            hooks.taskDidComplete?(self, error)
+        let finalError = self.willComplete(error: error)
+        if finalError == nil {
+            self.existingUploadProgress?.markFinished()
+            self.existingDownloadProgress?.markFinished()
         }
-        self.willComplete(error: error) { finalError in
-            // Monitors first: they hear of the completion before the handler runs on its queue.
-            manager?.monitors.forEach { $0.task(self, didCompleteWith: finalError) }
-            delegate?.taskDidComplete(self, error: finalError, metrics: metrics)
-            manager?.taskFinished()
-        }
+        delegate?.finish(self, error: finalError, metrics: metrics)
+        if invalidationDone { core.finishInvalidation() }
     }
-
-    /// Subclass hook before the delegate runs (a download closes its file, produces resume data).
-    func willComplete(error: (any Error)?, then: @escaping @Sendable ((any Error)?) -> Void) { then(error) }
 }
 
 /// A task that receives the response into memory (NSURLSessionDataTask).
-public class DataTask: SessionTask, @unchecked Sendable {
-    override func didReceiveResponse(_ response: HTTPResponse, engineTask: RequestTask, attempt: Int) {
-        self.delegate?.downloadProgress.set(completed: 0, total: response.expectedContentLength)
-        guard let manager = self.manager, let block = manager.hooks.withLock({ $0.dataTaskDidReceiveResponse }) else { return }
-        switch block(self, response) {
-        case .allow:
-            return
-        case .cancel:
-            self.cancel()
-        case .becomeDownload:
-            manager.convertToDownload(self, engineTask: engineTask, attempt: attempt, response: response)
-        }
-    }
-
-    override func didReceiveBody(_ bytes: UnsafeRawBufferPointer, received: Int64, expected: Int64, engineTask: RequestTask) {
-        guard let delegate = self.delegate else { return }
-        delegate.append(bytes)
-        delegate.downloadProgress.set(completed: received, total: expected)
-        if let block = self.manager?.hooks.withLock({ $0.dataTaskDidReceiveData }) {
-            block(self, Data(bytes))
-        }
-    }
-}
+public class DataTask: SessionTask, @unchecked Sendable {}
 
 /// A data task whose request has a body: bytes, a file, or a stream (NSURLSessionUploadTask).
 public final class UploadTask: DataTask, @unchecked Sendable {}
-
-/// Receives the engine's events for one attempt and forwards them to the task. Loop-confined;
-/// `target` changes when a data task becomes a download task.
-final class EngineBridge: ResponseDelegate, @unchecked Sendable {
-    private let origin: SessionTask
-    let attempt: Int
-
-    init(target: SessionTask, attempt: Int) {
-        self.origin = target
-        self.attempt = attempt
-    }
-
-    private var target: SessionTask { self.origin.convertedTo.withLock { $0 } ?? self.origin }
-
-    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {
-        guard self.target.isCurrent(self.attempt) else { return }
-        self.target.engineDidReceiveHead(head, engineTask: task, attempt: self.attempt, url: task.request.url)
-    }
-
-    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
-        self.target.engineDidReceiveBody(bytes, engineTask: task)
-    }
-
-    func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {
-        self.target.engineDidSendBody(total: totalSent, expected: expected)
-    }
-
-    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
-        self.target.engineDidComplete(result, metrics: metrics, attempt: self.attempt)
-    }
-
-    /// Server trust and 401/407: the manager's task block, session block, then security policy
-    /// (AFURLSessionManager's challenge delegate method).
-    func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
-              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
-        let target = self.target
-        guard target.isCurrent(self.attempt), let manager = target.manager else {
-            completion(.performDefaultHandling)
-            return
-        }
-        completion(manager.taskDisposition(for: challenge, task: target))
-    }
-
-    /// The manager's `taskWillPerformHTTPRedirection` block decides; without it the redirect is
-    /// followed. A followed redirect becomes the task's `currentRequest`.
-    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
-        let target = self.target
-        guard target.isCurrent(self.attempt) else {
-            completion(newRequest)
-            return
-        }
-        var chosen: HTTPClientRequest? = newRequest
-        if let block = target.manager?.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
-            // `task.request` is still the request that was redirected.
-            let redirect = HTTPResponse(url: task.request.url, statusCode: response.status, headers: response.headers,
-                                        version: response.version)
-            chosen = block(target, redirect, newRequest)
-        }
-        if let chosen { target.core.withLock { $0.currentRequest = chosen } }
-        completion(chosen)
-    }
-
-    /// The manager's `dataTaskWillCacheResponse` block decides whether a data task's response is
-    /// stored; without it, it is stored as proposed.
-    func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
-              completion: @escaping @Sendable (CachedResponse?) -> Void) {
-        let target = self.target
-        guard let data = target as? DataTask, let block = target.manager?.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
-            completion(proposed)
-            return
-        }
-        let response = HTTPResponse(url: task.request.url, statusCode: proposed.head.status, headers: proposed.head.headers,
-                                    version: proposed.head.version)
-        completion(block(data, response) ? proposed : nil)
-    }
-
-    /// The manager's `taskNeedNewBodyStream` block, else the task's own replayable body (a
-    /// multipart form), else nil (the engine fails the task).
-    func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
-        let target = self.target
-        if let block = target.manager?.hooks.withLock({ $0.taskNeedNewBodyStream }) {
-            completion(block(target))
-            return
-        }
-        completion(target.replayableBody?())
-    }
-}

@@ -1,7 +1,9 @@
-// AFURLSessionManagerTaskDelegate: what the manager keeps per task — the accumulated body, the
-// progress objects, the destination of a download, the completion handler — and the one path that
-// ends a task: serializer on the processing queue, completion on the completion queue inside the
-// completion group, then the didComplete event.
+// AFURLSessionManagerTaskDelegate: one per task, and the engine's ResponseDelegate for every
+// attempt of that task. The engine calls it on the session's event loop; it accumulates the body
+// and the progress, answers the redirect, challenge, cache and body-stream questions with the
+// manager's blocks and security policy, feeds the task's lifecycle, and ends the task: the file
+// move of a download, the response serializer and the completion handler on the completion queue
+// (or, for the async forms, in the awaiting task), then the didFinish event.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -9,168 +11,336 @@ import Foundation
 #endif
 import Dispatch
 import HawserCore
-
-/// The queue AFNetworking calls `url_session_manager_processing_queue`: response serializers run
-/// here, off the event loop and off the completion queue.
-let processingQueue = DispatchQueue(label: "hawser.session-manager.processing", attributes: .concurrent)
+import Synchronization
 
 /// The group completions run in when the manager has no ``SessionManager/completionGroup``.
 let defaultCompletionGroup = DispatchGroup()
 
-/// The completion handler every task kind reduces to: response, serialized object (a file URL for
-/// downloads), error.
-typealias TaskCompletion = @Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void
+/// The completion every task kind reduces to: the task it was created for, the response, the
+/// serialized object (a file URL for downloads), the error.
+typealias TaskCompletion = @Sendable (SessionTask, HTTPResponse?, (any Sendable)?, (any Error)?) -> Void
 
-/// One per task, kept by the manager under the task's identifier until the task completes.
-final class TaskDelegate: @unchecked Sendable {
-    let uploadProgress = TransferProgress()
-    let downloadProgress = TransferProgress()
-    private let body = Locked<[UInt8]?>(nil)
-    private let completion: TaskCompletion?
-    /// Set for the manager's async forms instead of `completion`: receives the ended task on the
-    /// thread that ended it (usually the event loop), serializer not yet run.
-    private let deliver: (@Sendable (TaskOutcome) -> Void)?
+/// One per task. Created with the task, it captures the manager's settings of that moment (the
+/// response serializer, the completion queue and group, the body limit), as AFNetworking's
+/// manager hands them to each task's delegate.
+///
+/// Threads: the engine's callbacks run on the event loop, one at a time. The mutable fields below
+/// belong to whoever holds the task's phase: the running attempt's callbacks (on the loop), or
+/// between attempts the thread that moved the phase under the task's lock (a resume, a retry
+/// decision, the completion). The lock's hand-offs order every access, so they need no lock of
+/// their own.
+final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
+    enum Completion {
+        /// No handler: the serializer runs only if someone observes the completion.
+        case none
+        /// A completion handler, on the completion queue inside the completion group.
+        case handler(TaskCompletion)
+        /// An `async` caller awaits the outcome (``install(_:)``); it runs the serializer itself.
+        case awaiting
+    }
+
+    private enum AwaitSlot {
+        case empty
+        case waiting(UnsafeContinuation<TaskOutcome, Never>)
+        case delivered(TaskOutcome)
+    }
+
+    /// The task the delegate was made for; its completion handler gets this task.
+    let owner: SessionTask
+    let core: ManagerCore
+    /// The manager's settings when the task was made: its response serializer, completion queue
+    /// and group.
+    let settings: ManagerSettings
+    let completionQueue: DispatchQueue
+    let completionGroup: DispatchGroup
+    let completion: Completion
     /// A download's destination (the `destination` block of `downloadTask(with:…)`).
     let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
-    private let serializer: any ResponseSerialization
-    private let completionQueue: DispatchQueue
-    private let completionGroup: DispatchGroup
-    private weak var manager: SessionManager?
+    /// The most a data task buffers (the configuration's `maximumBufferedBodySize`).
+    let bodyLimit: Int
+    private let awaitSlot = Mutex(AwaitSlot.empty)
 
-    init(manager: SessionManager, completion: TaskCompletion?, destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-         deliver: (@Sendable (TaskOutcome) -> Void)? = nil) {
-        self.manager = manager
+    // Owned by the phase holder (see above).
+    /// The task the engine's events are for: `owner`, or the download a data task became.
+    private(set) var task: SessionTask
+    private(set) var download: DownloadTask?
+    /// The manager, held strongly while the task is in flight (set at resume, cleared at the end):
+    /// in-flight tasks keep their manager and its session alive, as NSURLSession keeps its delegate.
+    var manager: SessionManager?
+    /// The attempt the engine runs and the loop it runs on.
+    var attempt = 0
+    var eventLoop: EventLoop?
+    private var body: [UInt8] = []
+    private var expectedToReceive: Int64 = -1
+    /// The final response head of the current attempt (also in the task's state, for readers).
+    private var response: HTTPResponse?
+
+    init(owner: SessionTask, core: ManagerCore, completion: Completion,
+         destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil) {
+        self.owner = owner
+        self.core = core
+        self.task = owner
+        self.download = owner as? DownloadTask
         self.completion = completion
-        self.deliver = deliver
         self.destination = destination
-        let settings = manager.settings.withLock { $0 }
-        self.serializer = settings.responseSerializer
-        self.completionQueue = settings.completionQueue ?? manager.defaultCompletionQueue
+        let settings = core.currentSettings
+        self.settings = settings
+        self.completionQueue = settings.completionQueue ?? core.defaultCompletionQueue
         self.completionGroup = settings.completionGroup ?? defaultCompletionGroup
-    }
-
-    /// Wires the progress objects to the task (NSProgress's cancel / pause / resume handlers).
-    func wire(to task: SessionTask) {
-        for p in [self.uploadProgress, self.downloadProgress] {
-            p.cancellationHandler = { [weak task] in task?.cancel() }
-            p.pausingHandler = { [weak task] in task?.suspend() }
-            p.resumingHandler = { [weak task] in task?.resume() }
-        }
-        let expected = task.countOfBytesExpectedToSend
-        self.uploadProgress.set(completed: 0, total: expected)
-    }
-
-    func append(_ bytes: UnsafeRawBufferPointer) {
-        self.body.withLock { b in
-            if b == nil { b = [] }
-            b!.append(contentsOf: bytes)
-        }
+        self.bodyLimit = core.configuration.maximumBufferedBodySize
     }
 
     func resetForRetry() {
-        self.body.withLock { $0 = nil }
-        self.uploadProgress.reset(total: self.uploadProgress.totalUnitCount)
-        self.downloadProgress.reset(total: -1)
+        self.body = []
+        self.expectedToReceive = -1
+        self.response = nil
     }
 
-    /// Ends the task: moves a download's file, runs the serializer, calls the completion handler
-    /// once, posts didComplete. `error` is the task's error (nil on success).
-    func taskDidComplete(_ task: SessionTask, error: (any Error)?, metrics: TaskMetrics?) {
-        let data = self.body.withLock { b -> [UInt8]? in
-            let out = b
-            b = nil
-            return out
+    // MARK: - The engine's events (on the event loop)
+
+    func task(_ engine: RequestTask, didReceiveHead head: HTTPResponseHead) {
+        let task = self.task
+        let response = HTTPResponse(url: engine.request.url, statusCode: head.status, headers: head.headers, version: head.version)
+        let expected = head.headers.contentLength.map(Int64.init) ?? -1
+        self.expectedToReceive = expected
+        self.response = response
+        task.locked.withLock { s in
+            s.response = response
+            s.expectedToReceive = expected
         }
-        let response = task.response
-        var error = error
-        var fileURL: URL? = nil
-        if let download = task as? DownloadTask, error == nil {
-            switch self.moveDownloadedFile(download, response: response) {
-            case .moved(let url): fileURL = url
+        task.receivedBytes.store(0, ordering: .relaxed)
+        let channel = self.core.channel
+        channel.forEach { $0.task(task, didReceive: response) }
+        if let download = self.download {
+            download.didReceiveResponse(response, engine: engine, channel: channel)
+            return
+        }
+        if self.core.hasResponseBlock, let data = task as? DataTask, let manager = self.manager,
+           let block = self.core.hooks.withLock({ $0.dataTaskDidReceiveResponse }) {
+            switch block(data, response) {
+            case .allow:
+                break
+            case .cancel:
+                data.cancel()
+                return
+            case .becomeDownload:
+                let download = manager.convertToDownload(data, delegate: self, engine: engine, attempt: self.attempt, response: response)
+                self.task = download
+                self.download = download
+                download.didReceiveResponse(response, engine: engine, channel: channel)
+                channel.forEach { $0.dataTask(data, didBecome: download) }
+                return
+            }
+        }
+        if expected > Int64(self.bodyLimit) {
+            engine.fail(with: self.tooLarge(engine, "its Content-Length is \(expected) bytes"))
+            return
+        }
+        self.body = []
+        if expected > 0 { self.body.reserveCapacity(Int(expected)) }
+        task.existingDownloadProgress?.set(completed: 0, total: expected)
+    }
+
+    func task(_ engine: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        let task = self.task
+        if let download = self.download {
+            download.write(bytes, engine: engine, channel: self.core.channel)
+            return
+        }
+        if self.body.count + bytes.count > self.bodyLimit {
+            engine.fail(with: self.tooLarge(engine, "more than \(self.bodyLimit) bytes arrived"))
+            return
+        }
+        self.body.append(contentsOf: bytes)
+        let received = task.receivedBytes.wrappingAdd(Int64(bytes.count), ordering: .relaxed).newValue
+        task.existingDownloadProgress?.set(completed: received, total: self.expectedToReceive)
+        let channel = self.core.channel
+        if channel.isActive, let data = task as? DataTask {
+            for m in channel.all { m.dataTask(data, didReceive: bytes) }
+        }
+    }
+
+    private func tooLarge(_ engine: RequestTask, _ why: String) -> HawserError {
+        HawserError(.limitExceeded, "the response body is larger than maximumBufferedBodySize (\(self.bodyLimit) bytes): \(why); use a download task for large bodies",
+                    url: engine.request.url)
+    }
+
+    func task(_ engine: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {
+        let task = self.task
+        let previous = task.sentBytes.exchange(totalSent, ordering: .relaxed)
+        let total: Int64
+        if let expected {
+            total = expected
+            task.locked.withLock { $0.expectedToSend = expected }
+        } else {
+            total = -1
+        }
+        task.existingUploadProgress?.set(completed: totalSent, total: total)
+        self.core.channel.forEach { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
+    }
+
+    func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        let task = self.task
+        var error: HawserError? = nil
+        if case .failure(let e) = result { error = e }
+        let restart = error == nil && task.needsRestart()
+        var retry = false
+        if self.core.needsPreparation, task.canRetry {
+            retry = error != nil || (task.response.map { $0.statusCode >= 400 } ?? false)
+        }
+        let attempt = self.attempt
+        let action = task.locked.withLock { s in
+            s.metrics = metrics
+            return s.lifecycle.engineCompleted(attempt: attempt, error: error, restart: restart, retry: retry)
+        }
+        task.perform(action)
+    }
+
+    /// Server trust and 401/407: the manager's task block, session block, then security policy
+    /// (AFURLSessionManager's challenge delegate method).
+    func task(_ engine: RequestTask, didReceive challenge: AuthenticationChallenge,
+              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+        guard let manager = self.manager else {
+            completion(.performDefaultHandling)
+            return
+        }
+        completion(manager.taskDisposition(for: challenge, task: self.task))
+    }
+
+    /// The manager's `taskWillPerformHTTPRedirection` block decides; without it the redirect is
+    /// followed. A followed redirect becomes the task's `currentRequest`.
+    func task(_ engine: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
+              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+        let task = self.task
+        var chosen: HTTPClientRequest? = newRequest
+        if let block = self.core.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
+            // `engine.request` is still the request that was redirected.
+            let redirect = HTTPResponse(url: engine.request.url, statusCode: response.status, headers: response.headers,
+                                        version: response.version)
+            chosen = block(task, redirect, newRequest)
+        }
+        if let chosen { task.locked.withLock { $0.currentRequest = chosen } }
+        completion(chosen)
+    }
+
+    /// The manager's `dataTaskWillCacheResponse` block decides whether a data task's response is
+    /// stored; without it, it is stored as proposed.
+    func task(_ engine: RequestTask, willCacheResponse proposed: CachedResponse,
+              completion: @escaping @Sendable (CachedResponse?) -> Void) {
+        guard let data = self.task as? DataTask, let block = self.core.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
+            completion(proposed)
+            return
+        }
+        let response = HTTPResponse(url: engine.request.url, statusCode: proposed.head.status, headers: proposed.head.headers,
+                                    version: proposed.head.version)
+        completion(block(data, response) ? proposed : nil)
+    }
+
+    /// The manager's `taskNeedNewBodyStream` block, else the task's own replayable body (a
+    /// multipart form), else nil (the engine fails the task).
+    func task(_ engine: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+        let task = self.task
+        if let block = self.core.hooks.withLock({ $0.taskNeedNewBodyStream }) {
+            completion(block(task))
+            return
+        }
+        completion(task.replayableBody?())
+    }
+
+    // MARK: - The end
+
+    /// Ends the task (called once, by the task, after its lifecycle completed): hands the outcome
+    /// to the awaiting caller, or runs the serializer and the handler on the completion queue.
+    func finish(_ task: SessionTask, error: (any Error)?, metrics: TaskMetrics?) {
+        let data = self.body
+        self.body = []
+        // The outcome takes over the manager until the completion path has run.
+        let pin = self.manager
+        self.manager = nil
+        let outcome = TaskOutcome(task: task, response: self.response, data: data, download: self.download,
+                                  settings: self.settings, error: error, metrics: metrics,
+                                  destination: self.destination, core: self.core, pin: pin)
+        switch self.completion {
+        case .awaiting:
+            self.deliver(outcome)
+        case .handler(let handler):
+            let owner = self.owner
+            self.completionQueue.async(group: self.completionGroup) {
+                let (object, failure) = outcome.complete()
+                handler(owner, outcome.response, object, failure)
+                outcome.announce(object: object, error: failure)
+            }
+        case .none:
+            // Nothing to call: a download still has its file to move, and observers their event.
+            guard self.download != nil || self.core.channel.isActive else { return }
+            self.completionQueue.async(group: self.completionGroup) {
+                let (object, failure) = outcome.complete()
+                outcome.announce(object: object, error: failure)
+            }
+        }
+    }
+
+    /// The awaiting caller's side: called once, from inside `withUnsafeContinuation`. An outcome
+    /// that arrived first (a task cancelled before it started) resumes at once.
+    func install(_ continuation: UnsafeContinuation<TaskOutcome, Never>) {
+        let ready = self.awaitSlot.withLock { slot -> TaskOutcome? in
+            if case .delivered(let o) = slot {
+                slot = .empty
+                return o
+            }
+            slot = .waiting(continuation)
+            return nil
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    private func deliver(_ outcome: TaskOutcome) {
+        let waiting = self.awaitSlot.withLock { slot -> UnsafeContinuation<TaskOutcome, Never>? in
+            if case .waiting(let c) = slot {
+                slot = .empty
+                return c
+            }
+            slot = .delivered(outcome)
+            return nil
+        }
+        waiting?.resume(returning: outcome)
+    }
+}
+
+/// A task that has ended, before its response serializer has run: what the completion path needs
+/// to produce the serialized object, the handler's arguments and the didFinish event. It keeps
+/// the manager alive until then.
+struct TaskOutcome: @unchecked Sendable {
+    let task: SessionTask
+    let response: HTTPResponse?
+    let data: [UInt8]
+    let download: DownloadTask?
+    let settings: ManagerSettings
+    /// The task's own error (nil on success); the serializer's error comes from ``complete()``.
+    let error: (any Error)?
+    let metrics: TaskMetrics?
+    let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
+    let core: ManagerCore
+    /// Keeps the manager of a task that was in flight until the handler and the event have run.
+    let pin: SessionManager?
+
+    /// Off the loop: moves a download's file, then runs the serializer unless the task failed.
+    /// Returns the object (a download's moved file) and the final error.
+    func complete() -> (object: (any Sendable)?, error: (any Error)?) {
+        var error = self.error
+        var movedFile: URL? = nil
+        if let download = self.download, error == nil {
+            switch self.moveDownloadedFile(download) {
+            case .moved(let url): movedFile = url
             case .notMoved: break
             case .failed(let e): error = e
             }
         }
-        if error == nil {
-            self.uploadProgress.markFinished()
-            self.downloadProgress.markFinished()
-        }
-        let outcome = TaskOutcome(task: task, response: response, data: data, isDownload: task is DownloadTask,
-                                  movedFile: fileURL, serializer: self.serializer, error: error, metrics: metrics)
-        if let deliver = self.deliver {
-            // An async caller: it runs the serializer itself once it resumes, so the task pays one
-            // thread hand-off (loop → awaiting task) instead of three.
-            deliver(outcome)
-            return
-        }
-        let completion = self.completion
-        let group = self.completionGroup
-        let queue = self.completionQueue
-        if let error {
-            queue.async(group: group) {
-                completion?(response, nil, error)
-                task.hub.post(.taskDidComplete(task, outcome.info(object: nil, error: error)))
-            }
-            return
-        }
-        group.enter()
-        processingQueue.async {
-            let (object, failure) = outcome.serialize()
-            queue.async(group: group) {
-                completion?(response, object, failure)
-                task.hub.post(.taskDidComplete(task, outcome.info(object: object, error: failure)))
-            }
-            group.leave()
-        }
-    }
-
-    private enum MoveResult { case moved(URL), notMoved, failed(any Error) }
-
-    /// AFNetworking's `didFinishDownloadingToURL`: the manager's block decides first, then the
-    /// task's destination; the file is moved there, and the move's outcome is posted. A file nobody
-    /// wants is removed, as NSURLSession removes it.
-    private func moveDownloadedFile(_ task: DownloadTask, response: HTTPResponse?) -> MoveResult {
-        guard let location = task.temporaryFileURL else { return .notMoved }
-        let managerBlock = self.manager?.hooks.withLock { $0.downloadTaskDidFinishDownloading }
-        let target = managerBlock?(task, location) ?? self.destination?(location, response)
-        guard let target else {
-            try? FileManager.default.removeItem(at: location)
-            return .notMoved
-        }
-        do {
-            try FileManager.default.moveItem(at: location, to: target)
-            task.hub.post(.downloadTaskDidMoveFile(task, destination: target))
-            return .moved(target)
-        } catch {
-            try? FileManager.default.removeItem(at: location)
-            let e = SessionManagerError.cannotMoveDownloadedFile(to: target, underlying: error)
-            task.hub.post(.downloadTaskDidFailToMoveFile(task, destination: target, error: e))
-            return .failed(e)
-        }
-    }
-}
-
-/// A task that has ended, before its response serializer has run: what the completion path needs to
-/// produce the serialized object, the didComplete event and the handler's arguments.
-struct TaskOutcome: @unchecked Sendable {
-    let task: SessionTask
-    let response: HTTPResponse?
-    let data: [UInt8]?
-    let isDownload: Bool
-    let movedFile: URL?
-    let serializer: any ResponseSerialization
-    /// The task's own error (nil on success); the serializer's error comes from ``serialize()``.
-    let error: (any Error)?
-    let metrics: TaskMetrics?
-
-    /// Runs the serializer unless the task failed, and returns the object and the final error. A
-    /// download's object is its moved file.
-    func serialize() -> (object: (any Sendable)?, error: (any Error)?) {
         if let error { return (nil, error) }
         var object: (any Sendable)? = nil
         var failure: (any Error)? = nil
         do {
-            object = try self.serializer.responseObject(for: self.response, data: self.isDownload ? nil : (self.data ?? []))
+            object = try self.settings.responseSerializer.responseObject(for: self.response, data: self.download == nil ? self.data : nil)
         } catch {
             failure = error
         }
@@ -178,21 +348,51 @@ struct TaskOutcome: @unchecked Sendable {
         return (object, failure)
     }
 
-    /// The didComplete event's payload. Built only when someone observes (`EventHub.post` takes
-    /// its event as an autoclosure): it copies the body into `Data`.
-    func info(object: (any Sendable)?, error: (any Error)?) -> TaskCompletionInfo {
-        TaskCompletionInfo(responseSerializer: self.serializer,
-                           responseData: self.isDownload ? nil : Data(self.data ?? []),
-                           assetPath: self.movedFile, serializedResponse: object, error: error, metrics: self.metrics)
+    /// The didFinish event (AFNetworkingTaskDidCompleteNotification), to the monitors. Its payload
+    /// is built only when someone listens: it copies the body into `Data`.
+    func announce(object: (any Sendable)?, error: (any Error)?) {
+        let channel = self.core.channel
+        guard channel.isActive else { return }
+        let asset = (object as? URL).flatMap { self.download != nil ? $0 : nil }
+        let info = TaskCompletionInfo(responseSerializer: self.settings.responseSerializer,
+                                      responseData: self.download == nil ? Data(self.data) : nil,
+                                      assetPath: asset, serializedResponse: object, error: error, metrics: self.metrics)
+        for m in channel.all { m.task(self.task, didFinishWith: info) }
     }
 
-    /// The async forms' end: serializes in the calling task, posts didComplete, and returns the
-    /// object and the response or throws the task's or the serializer's error.
+    /// The async forms' end, in the awaiting task: serializes, announces, and returns the object
+    /// and the response or throws the task's or the serializer's error.
     func value() throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let (object, failure) = self.serialize()
-        self.task.hub.post(.taskDidComplete(self.task, self.info(object: object, error: failure)))
+        let (object, failure) = self.complete()
+        self.announce(object: object, error: failure)
         if let failure { throw failure }
         guard let response else { throw SessionManagerError.noRequest }
         return (object, response)
+    }
+
+    private enum MoveResult { case moved(URL), notMoved, failed(any Error) }
+
+    /// AFNetworking's `didFinishDownloadingToURL`: the manager's block decides first, then the
+    /// task's destination; the file is moved there, and the move's outcome is reported. A file
+    /// nobody wants is removed, as NSURLSession removes it.
+    private func moveDownloadedFile(_ task: DownloadTask) -> MoveResult {
+        guard let location = task.temporaryFileURL else { return .notMoved }
+        let managerBlock = self.core.hooks.withLock { $0.downloadTaskDidFinishDownloading }
+        let target = managerBlock?(task, location) ?? self.destination?(location, self.response)
+        guard let target else {
+            try? FileManager.default.removeItem(at: location)
+            return .notMoved
+        }
+        let channel = self.core.channel
+        do {
+            try FileManager.default.moveItem(at: location, to: target)
+            channel.forEach { $0.downloadTask(task, didMoveFileTo: target) }
+            return .moved(target)
+        } catch {
+            try? FileManager.default.removeItem(at: location)
+            let e = SessionManagerError.cannotMoveDownloadedFile(to: target, underlying: error)
+            channel.forEach { $0.downloadTask(task, didFailToMoveFileTo: target, error: e) }
+            return .failed(e)
+        }
     }
 }

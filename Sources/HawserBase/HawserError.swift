@@ -16,8 +16,11 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     public enum Code: Sendable, Hashable {
         /// The task was cancelled by its owner.
         case cancelled
-        /// The request itself is unusable (bad URL, unsupported scheme, invalid header…).
+        /// The request itself is unusable (a URL without a host, an invalid header…).
         case invalidRequest
+        /// The URL has no scheme, or one other than http and https (URLError's -1002,
+        /// unsupported URL).
+        case unsupportedURL
         /// The host name could not be resolved.
         case cannotResolveHost
         /// Every address refused or failed the TCP connect.
@@ -103,6 +106,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         switch self.code {
         case .cancelled: return -999
         case .invalidRequest: return -1000
+        case .unsupportedURL: return -1002
         case .connectTimeout, .idleTimeout, .resourceTimeout: return -1001
         case .cannotResolveHost: return -1003
         case .cannotConnect: return -1004

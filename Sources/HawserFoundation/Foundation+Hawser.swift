@@ -65,18 +65,33 @@ struct InputStreamReader: MultipartByteReader {
 
 extension Notification.Name {
     /// Posted on `NotificationCenter.default` (object: the manager) when a monitoring
-    /// `NetworkReachabilityManager`'s status changes; the status is in `userInfo` under
-    /// `NetworkReachabilityManager.statusUserInfoKey` (a `NetworkReachabilityManager.NetworkReachabilityStatus`).
-    /// AFNetworking's `AFNetworkingReachabilityDidChangeNotification`.
+    /// `NetworkReachabilityManager`'s status changes (AFNetworking's
+    /// `AFNetworkingReachabilityDidChangeNotification`, with its name,
+    /// `com.alamofire.networking.reachability.change`). The user info holds the status as a
+    /// `NetworkReachabilityManager/NetworkReachabilityStatus` under
+    /// `NetworkReachabilityManager/statusUserInfoKey`, and its raw value (an `Int`, AF's
+    /// NSNumber) under ``AFNetworkingReachabilityNotificationStatusItem``.
     ///
     /// Posting starts the first time this name is used (observing it does), through a
-    /// `NetworkReachabilityManager.addProcessObserver(_:)` observer that runs where AF posts.
+    /// `NetworkReachabilityManager/addProcessObserver(_:)` observer that runs where AF posts.
     public static let reachabilityDidChange: Notification.Name = {
-        let name = Notification.Name("HawserNetworkingReachabilityDidChangeNotification")
+        let name = Notification.Name(rawValue: "com.alamofire.networking.reachability.change")
         NetworkReachabilityManager.addProcessObserver { manager, change in
             NotificationCenter.default.post(name: name, object: manager,
-                                            userInfo: [NetworkReachabilityManager.statusUserInfoKey: change.status])
+                                            userInfo: [NetworkReachabilityManager.statusUserInfoKey: change.status,
+                                                       AFNetworkingReachabilityNotificationStatusItem: change.status.rawValue])
         }
         return name
     }()
+
+    /// AFNetworking's name for ``reachabilityDidChange`` (the same notification).
+    public static var AFNetworkingReachabilityDidChange: Notification.Name { .reachabilityDidChange }
 }
+
+/// AFNetworking's `AFNetworkingReachabilityDidChangeNotification`: the raw name of
+/// `Notification.Name.reachabilityDidChange` (using it starts the posting, as the name does).
+public var AFNetworkingReachabilityDidChangeNotification: String { Notification.Name.reachabilityDidChange.rawValue }
+
+/// AFNetworking's `AFNetworkingReachabilityNotificationStatusItem`: the user-info key of the
+/// status's raw value (an `Int`: -1 unknown, 0 not reachable, 1 WWAN, 2 Wi-Fi, 3 Ethernet).
+public let AFNetworkingReachabilityNotificationStatusItem = "AFNetworkingReachabilityNotificationStatusItem"

@@ -36,6 +36,13 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     }
 
     public func request(bySerializing request: HTTPClientRequest, parameters: Parameters?) throws -> HTTPClientRequest {
+        try self.request(bySerializing: request, parameters: parameters as (any Sendable)?)
+    }
+
+    /// Parameters of any property-list shape: a dictionary, an array at the top level, a string,
+    /// a number, a boolean, a date or data.
+    @_disfavoredOverload
+    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
         try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") { parameters in
             guard self.format != .openStep else {
                 throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
@@ -160,4 +167,57 @@ extension JSONValue {
         case .null: return NSNull()
         }
     }
+}
+
+// MARK: - Codable and copy() (AF's NSSecureCoding and NSCopying)
+
+extension PropertyListRequestSerializer: Codable {
+    private enum Keys: String, CodingKey { case format, writeOptions, httpSerializer }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
+            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        }
+        self.init(format: format, writeOptions: try c.decode(PropertyListSerialization.WriteOptions.self, forKey: .writeOptions),
+                  httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(self.format.rawValue, forKey: .format)
+        try c.encode(self.writeOptions, forKey: .writeOptions)
+        try c.encode(self.httpSerializer, forKey: .httpSerializer)
+    }
+
+    /// A copy (AF's NSCopying).
+    public func copy() -> PropertyListRequestSerializer { self }
+}
+
+extension PropertyListResponseSerializer: CodableResponseSerialization {
+    /// Register it before decoding a compound serializer that holds one:
+    /// `CompoundResponseSerializer.register(PropertyListResponseSerializer.self)`.
+    public static var codingName: String { "propertyList" }
+    private enum Keys: String, CodingKey { case acceptableStatusCodes, acceptableContentTypes, format, readOptions }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
+            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        }
+        self.init(format: format, readOptions: PropertyListSerialization.ReadOptions(rawValue: try c.decode(UInt.self, forKey: .readOptions)))
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(StatusCodesCoding.encode(self.acceptableStatusCodes), forKey: .acceptableStatusCodes)
+        try c.encode(self.acceptableContentTypes?.sorted(), forKey: .acceptableContentTypes)
+        try c.encode(self.format.rawValue, forKey: .format)
+        try c.encode(self.readOptions.rawValue, forKey: .readOptions)
+    }
+
+    /// A copy (AF's NSCopying).
+    public func copy() -> PropertyListResponseSerializer { self }
 }

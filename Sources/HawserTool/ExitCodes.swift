@@ -36,6 +36,7 @@ enum ExitCode {
                 return Self.weirdServerReply
             }
         case .invalidRequest: return Self.malformedURL
+        case .unsupportedURL: return Self.unsupportedProtocol
         case .connectionLost:
             if let parse = e.underlying as? HTTP1ParseError, parse.kind == .truncatedBody { return Self.partialFile }
             return e.message.contains("before sending a response") ? Self.emptyReply : Self.receiveError

@@ -121,3 +121,30 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
         self.stack[self.stack.count - 1].text += String(decoding: CDATABlock, as: UTF8.self)
     }
 }
+
+extension XMLParserResponseSerializer: CodableResponseSerialization {
+    /// Register it before decoding a compound serializer that holds one:
+    /// `CompoundResponseSerializer.register(XMLParserResponseSerializer.self)`.
+    public static var codingName: String { "xmlParser" }
+    private enum Keys: String, CodingKey { case acceptableStatusCodes, acceptableContentTypes, processesNamespaces, keepsWhitespaceText }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        self.init()
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.processesNamespaces = try c.decode(Bool.self, forKey: .processesNamespaces)
+        self.keepsWhitespaceText = try c.decode(Bool.self, forKey: .keepsWhitespaceText)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(StatusCodesCoding.encode(self.acceptableStatusCodes), forKey: .acceptableStatusCodes)
+        try c.encode(self.acceptableContentTypes?.sorted(), forKey: .acceptableContentTypes)
+        try c.encode(self.processesNamespaces, forKey: .processesNamespaces)
+        try c.encode(self.keepsWhitespaceText, forKey: .keepsWhitespaceText)
+    }
+
+    /// A copy (AF's NSCopying).
+    public func copy() -> XMLParserResponseSerializer { self }
+}

@@ -25,7 +25,7 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
         for base in ["http://example.com/v1/", "http://example.com/v1"] {   // a missing trailing slash is added
             let m = HTTPSessionManager(baseURL: URL(string: base)!)
             #expect(m.url(for: path)?.absoluteString == expected, "\(base) + \(path)")
-            m.invalidateSession(cancelingPendingTasks: true)
+            m.invalidateSessionCancelingTasks(true, resetSession: false)
         }
     }
 
@@ -152,9 +152,8 @@ extension ManagerNetworkTests {
                 bad.fulfill()
             }) == nil)
             #expect(await bad.wait())
-            if case .invalidURL? = badError.value as? SessionManagerError {} else {
-                Issue.record("expected invalidURL, got \(String(describing: badError.value))")
-            }
+            let e = badError.value as? SerializationError
+            #expect(e?.code == .invalidURL && e?.errorCode == -1000, "expected invalidURL (-1000), got \(String(describing: badError.value))")
         }
 
         @Test func asyncFormsReturnValueAndResponseOrThrow() async throws {

@@ -200,7 +200,7 @@ extension ManagerNetworkTests {
         func defaultPolicyRefuses() async throws {
             try await Self.withTLSServer { server, pki in
                 let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
-                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 let done = Expectation()
                 let failure = Box<(any Error)?>(nil)
                 m.get("hello", success: { _, _ in done.fulfill() }, failure: { _, e in failure.value = e; done.fulfill() })
@@ -218,22 +218,22 @@ extension ManagerNetworkTests {
         func pinningPolicy() async throws {
             try await Self.withTLSServer { server, pki in
                 let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
-                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 // AF's recipe for a private CA: pin it, and allow what the system store cannot verify
                 // (the pin must still be in the chain).
                 var pinned = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.root])
                 pinned.allowInvalidCertificates = true
-                m.securityPolicy = pinned
+                try m.setSecurityPolicy(pinned)
                 let (value, response) = try await m.get("json")
                 #expect(response.statusCode == 200)
                 #expect((value as? JSONValue)?["ok"] == .bool(true))
 
                 // A fresh manager (no pooled connection) pinned on a root that did not issue the chain.
                 let other = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
-                defer { other.invalidateSession(cancelingPendingTasks: true) }
+                defer { other.invalidateSessionCancelingTasks(true, resetSession: false) }
                 var wrongPin = SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: [pki.untrustedRoot])
                 wrongPin.anchors = .custom([pki.root])
-                other.securityPolicy = wrongPin
+                try other.setSecurityPolicy(wrongPin)
                 do {
                     _ = try await other.get("json")
                     Issue.record("a chain matching no pin was accepted")
@@ -248,7 +248,7 @@ extension ManagerNetworkTests {
         func challengeBlocksWin() async throws {
             try await Self.withTLSServer { server, pki in
                 let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
-                defer { m.invalidateSession(cancelingPendingTasks: true) }
+                defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 let seen = Box<[String]>([])
                 m.taskDidReceiveAuthenticationChallenge = { task, challenge in
                     seen.mutate { $0.append("task \(challenge.protectionSpace.authenticationMethod) \(challenge.protectionSpace.host) \(challenge.serverTrust?.certificates.count ?? 0) \(task.currentRequest?.url.path ?? "")") }
@@ -264,10 +264,10 @@ extension ManagerNetworkTests {
 
                 // Only a session block: it decides (here: refuses with its own reason).
                 let s = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
-                defer { s.invalidateSession(cancelingPendingTasks: true) }
+                defer { s.invalidateSessionCancelingTasks(true, resetSession: false) }
                 var accepting = SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.root])
                 accepting.allowInvalidCertificates = true
-                s.securityPolicy = accepting
+                try s.setSecurityPolicy(accepting)
                 s.sessionDidReceiveAuthenticationChallenge = { challenge in
                     #expect(challenge.serverTrust?.certificates == pki.valid.presentedChain)
                     return .refuseServerTrust(TrustFailure(.other, "the session block says no"))
@@ -290,7 +290,7 @@ extension ManagerNetworkTests {
             defer { server.shutdown() }
             let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!)
             m.responseSerializer = HTTPResponseSerializer()
-            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
             let counts = Box<[Int]>([])
             m.taskDidReceiveAuthenticationChallenge = { _, challenge in
                 counts.mutate { $0.append(challenge.previousFailureCount) }
@@ -319,7 +319,7 @@ extension ManagerNetworkTests {
             config.urlCache = HTTPCache(memoryCapacity: 1 << 20)
             let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!, configuration: config)
             m.responseSerializer = HTTPResponseSerializer()
-            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
             let asked = Box(0)
             m.dataTaskWillCacheResponse = { _, response in
                 asked.mutate { $0 += 1 }

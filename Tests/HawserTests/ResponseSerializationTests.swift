@@ -72,6 +72,20 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         try s.validate(response: nil, data: bytes("x"))
     }
 
+    @Test("mimeType: the media type without parameters or blanks, lower-cased (NSURLResponse.MIMEType)", arguments: [
+        ("application/json", "application/json"), ("Application/JSON", "application/json"),
+        ("text/html; charset=utf-8", "text/html"), (" text/plain ", "text/plain"), ("\ttext/plain;x=y", "text/plain"),
+        ("TEXT/XML ;charset=x", "text/xml"),
+    ])
+    func mimeType(header: String, expected: String) {
+        #expect(response(200, header).mimeType == expected)
+    }
+
+    @Test("mimeType is nil without Content-Type, or with only parameters or blanks", arguments: [nil, "", " ", "; charset=utf-8"])
+    func noMimeType(header: String?) {
+        #expect(response(200, header).mimeType == nil)
+    }
+
     @Test("custom acceptable status codes")
     func customCodes() throws {
         var s = HTTPResponseSerializer()
@@ -184,8 +198,12 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
     }
 
     @Test("invalid UTF-8 in a string is an error")
-    func invalidUTF8() {
+    func invalidUTF8() throws {
         #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0xC3, 0x28, 0x22, 0x5D]) }
+        // After an escape (the copying path), and a sequence cut short by the closing quote.
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0x5C, 0x6E, 0xFF, 0x22, 0x5D]) }
+        #expect(throws: DecodingError.self) { try JSONValue(parsing: [0x5B, 0x22, 0x61, 0xE2, 0x82, 0x22, 0x5D]) }
+        #expect(try JSONValue(parsing: [0x5B, 0x22, 0x5C, 0x6E, 0xE2, 0x82, 0xAC, 0x22, 0x5D]) == ["\n€"])
     }
 
     @Test("513 '[' (the depth limit's error on the last byte, which traps Foundation's JSON scanner) is an error, in JSON and JSON5", arguments: [false, true])

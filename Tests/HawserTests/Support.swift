@@ -152,3 +152,92 @@ func pattern(_ n: Int, from offset: Int = 0) -> [UInt8] {
 func tempURL(_ name: String) -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("hawser-test-\(UUID().uuidString)-\(name)")
 }
+
+/// Waits until `condition` holds, polling, for at most `timeout` seconds; returns whether it held.
+/// For what other threads finish asynchronously after the event a test waited for (a completion
+/// queue letting go of the objects its closure held).
+func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        try? await Task.sleep(nanoseconds: 1_000_000)
+    }
+    return true
+}
+
+// MARK: - A local httpbin
+
+/// Debian's python3-httpbin on a free loopback port (as HawserCoreTests' fixture), for the
+/// AFNetworking tests that ran against httpbin.org.
+final class Httpbin: @unchecked Sendable {
+    let port: Int
+    private let pid: pid_t
+    private let directory: URL
+    private var stopped = false
+
+    struct Unavailable: Error, CustomStringConvertible { let description: String }
+
+    init() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/httpbin/__init__.py") else {
+            throw Unavailable(description: "python3-httpbin is not installed (apt-get install -y python3-httpbin)")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-httpbin-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        self.directory = dir
+        self.port = Self.freePort()
+        let script = dir.appendingPathComponent("httpbin_server.py").path
+        try """
+        import logging
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        from werkzeug.serving import make_server
+        from httpbin import app
+        make_server("127.0.0.1", \(self.port), app, threaded=True).serve_forever()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let log = dir.appendingPathComponent("httpbin.log").path
+        self.pid = try ChildProcess.spawn("/usr/bin/python3", [script], stdout: log, stderr: log, ownGroup: true)
+        let deadline = Date().addingTimeInterval(15)
+        while !Self.canConnect(self.port) {
+            if Date() > deadline {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                self.stop()
+                throw Unavailable(description: "httpbin did not start on port \(self.port): \(text)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    deinit { self.stop() }
+
+    var baseURL: String { "http://127.0.0.1:\(self.port)" }
+
+    /// Stops the process group we started (by its leader's pid). Idempotent.
+    func stop() {
+        guard !self.stopped else { return }
+        self.stopped = true
+        kill(-self.pid, SIGKILL)
+        _ = ChildProcess.wait(self.pid)
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    private static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: sin.sin_port))
+    }
+
+    private static func canConnect(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_addr.s_addr = inet_addr("127.0.0.1")
+        sin.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+    }
+}

@@ -20,7 +20,7 @@ extension ManagerNetworkTests {
             let server = try TestServer()
             defer { server.shutdown() }
             let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!)
-            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
             m.waitsForConnectivity = true
             #expect(m.reachabilityManager.networkReachabilityStatus == .unknown)
             #expect(!m.reachabilityManager.isMonitoring, "the manager does not start monitoring by itself")
@@ -46,7 +46,7 @@ extension ManagerNetworkTests {
             defer { server.shutdown() }
             let monitor = WaitMonitor()
             let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!, eventMonitors: [monitor])
-            defer { m.invalidateSession(cancelingPendingTasks: true) }
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
             m.reachabilityManager = reach
             m.waitsForConnectivity = true
             let done = Expectation()
@@ -63,7 +63,7 @@ extension ManagerNetworkTests {
             var quick = SessionConfiguration()
             quick.timeoutIntervalForResource = 0.2
             let q = HTTPSessionManager(baseURL: URL(string: server.baseURL)!, configuration: quick)
-            defer { q.invalidateSession(cancelingPendingTasks: true) }
+            defer { q.invalidateSessionCancelingTasks(true, resetSession: false) }
             q.reachabilityManager = reach
             q.waitsForConnectivity = true
             do {

@@ -1,12 +1,19 @@
-// hawser-manager-load: load through the AFNetworking layer — HTTPSessionManager.get with the
-// JSON response serializer — to set against hawser-load's raw engine and --session modes.
+// hawser-manager-load: load through the AFNetworking layer — `HTTPSessionManager.get` (async)
+// with the JSON or the HTTP response serializer — to set against hawser-load's raw engine and
+// --session modes.
 //
-//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop] URL
+//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop]
+//                       [--serializer json|http] [--cacert FILE] URL
 //
 // -c 1 is sequential; -c 64 runs 64 requests at a time over up to 64 keep-alive connections
 // (maximumConnectionsPerHost = CONCURRENCY). Each request goes through the whole manager path:
-// request serializer, task and TaskDelegate, engine, JSON serializer on the processing queue,
-// completion on the completion queue. A response the serializer refuses counts as an error.
+// URL resolution and the request serializer, the task and its TaskDelegate, the engine, and the
+// response serializer in the awaiting task. A response the serializer refuses counts as an error.
+//
+// --serializer json (the default) is AFNetworking's default JSONResponseSerializer (point it at
+// nginx.sh's /json); http is HTTPResponseSerializer, validation only (any path, e.g. /hello).
+// --cacert FILE trusts only the PEM certificates in FILE (a SecurityPolicy without pinning whose
+// anchors are those), for https URLs against Benchmarks/scripts/nginx.sh's TLS port.
 //
 // --executor loop runs the calling tasks on the manager's event loop
 // (`withTaskExecutorPreference`-style, through `addTask(executorPreference:)`): the engine and
@@ -38,10 +45,12 @@ struct Options {
     var requests: Int? = nil
     var url: String?
     var onLoop = false
+    var json = true
+    var caCert: String?
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] URL\n"
+    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http] [--cacert FILE] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -67,6 +76,13 @@ func parseOptions() -> Options {
             case "global": o.onLoop = false
             default: usage("--executor takes loop or global")
             }
+        case "--serializer":
+            switch value(a) {
+            case "json": o.json = true
+            case "http": o.json = false
+            default: usage("--serializer takes json or http")
+            }
+        case "--cacert": o.caCert = value(a)
         default:
             if a.hasPrefix("-") { usage("unknown option '\(a)'") }
             o.url = a
@@ -120,11 +136,20 @@ configuration.maximumConnectionsPerHost = o.concurrency
 configuration.httpCookieStorage = nil
 let loop = try! EventLoop(name: "hawser-manager-load")
 let manager = HTTPSessionManager(configuration: configuration, eventLoop: loop)
-manager.responseSerializer = JSONResponseSerializer()
+manager.responseSerializer = o.json ? JSONResponseSerializer() as any ResponseSerialization : HTTPResponseSerializer()
+if let path = o.caCert {
+    do {
+        var policy = SecurityPolicy.default
+        policy.anchors = .custom(try Certificate.load(contentsOf: path))
+        try manager.setSecurityPolicy(policy)
+    } catch {
+        usage("cannot use --cacert \(path): \(error)")
+    }
+}
 let url = o.url!
 
 print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
-print("  HTTPSessionManager.get + JSONResponseSerializer, concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")")
+print("  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")")
 let deadline = o.seconds.map { now() + UInt64($0 * 1e9) } ?? UInt64.max
 let budget = Budget(o.requests ?? Int.max)
 let start = now()
@@ -154,7 +179,7 @@ let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?)
     return all
 }
 let elapsed = Double(now() - start) / 1e9
-manager.invalidateSession(cancelingPendingTasks: true)
+manager.invalidateSessionCancelingTasks(true, resetSession: false)
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)

@@ -31,7 +31,7 @@ extension HTTPClientRequest {
     /// Validates the URL and derives the connection key, request target and Host value.
     func wireInfo() throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
         guard let scheme = self.url.scheme?.lowercased() else {
-            throw HawserError(.invalidRequest, "URL has no scheme", url: self.url)
+            throw HawserError(.unsupportedURL, "URL has no scheme", url: self.url)
         }
         switch scheme {
         case "http", "https":
@@ -39,7 +39,7 @@ extension HTTPClientRequest {
         case "http+unix", "https+unix":
             return try self.unixWireInfo(scheme: String(scheme.dropLast(5)))
         default:
-            throw HawserError(.invalidRequest, "unsupported URL scheme '\(scheme)'", url: self.url)
+            throw HawserError(.unsupportedURL, "unsupported URL scheme '\(scheme)'", url: self.url)
         }
         guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
             throw HawserError(.invalidRequest, "URL has no host", url: self.url)
