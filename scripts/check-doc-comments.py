@@ -11,8 +11,9 @@ documented when it has a `///` (or `/** */`) comment, or when it implements a pr
 requirement whose own documentation the compiler carries over (`description`, `init(from:)`,
 `==`, and the requirements of Hawser's own protocols): DocC shows that inherited text.
 
-Checked: every library product (HawserHTTP1, HawserCore, Hawser, HawserFoundation,
-HawserXML) and HawserTestServer, which is a product too (the Benchmarks package uses it).
+Checked: every library module (HawserHTTP1, the engine's modules HawserPosix … HawserCore,
+Hawser, HawserFoundation, HawserXML, HawserHTTPTypes, HawserOpenAPI) and HawserTestServer,
+which is a product too (the Benchmarks package uses it).
 Not checked: CHawser (C shims, no Swift API), the `hawser` executable (it has no importable
 API) and the Fuzz targets.
 """
@@ -24,7 +25,9 @@ import shutil
 import subprocess
 import sys
 
-MODULES = ["HawserHTTP1", "HawserCore", "Hawser", "HawserFoundation", "HawserXML", "HawserTestServer"]
+MODULES = ["HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies", "HawserAuth",
+           "HawserCache", "HawserProxy", "HawserReachability", "HawserCore", "Hawser", "HawserFoundation", "HawserXML",
+           "HawserHTTPTypes", "HawserOpenAPI", "HawserTestServer"]
 
 
 def dump_symbol_graphs(root):

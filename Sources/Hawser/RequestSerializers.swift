@@ -68,7 +68,7 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// per connection, as NSURLSession does in practice), so it is not applied.
     public var shouldUsePipelining: Bool?
 
-    /// A custom query-string encoder used instead of ``queryString(from:)``; nil for the default
+    /// A custom query-string encoder used instead of `queryString(from:)`; nil for the default
     /// (AF's `AFHTTPRequestQueryStringDefaultStyle`).
     public var queryStringSerialization: QueryStringSerialization?
 
@@ -127,7 +127,7 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
 
     /// AFHTTPRequestSerializer's `requestBySerializingRequest:withParameters:error:` for parameters
     /// of any shape: a dictionary, an array (`[]=a&[]=b`), a set (one pair per element, sorted) or a
-    /// single value, flattened as ``queryString(from:)`` describes. A custom
+    /// single value, flattened as `queryString(from:)` describes. A custom
     /// ``queryStringSerialization`` closure takes dictionaries only.
     @_disfavoredOverload
     public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {

@@ -9,8 +9,8 @@ import HawserTLS
 
 /// The one error type of the engine: what went wrong, where, and what was underneath.
 ///
-/// Match on ``code``; ``underlying`` carries the typed cause (an ``IOError``, an
-/// `HTTP1ParseError`, a ``ResolutionError`` …) when there is one.
+/// Match on ``code``; ``underlying`` carries the typed cause (an `IOError`, an
+/// `HTTP1ParseError`, a `ResolutionError` …) when there is one.
 public struct HawserError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
     public enum Code: Sendable, Hashable {
@@ -45,7 +45,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         /// (an HTTPS → HTTP downgrade, a loop, an unusable `Location`).
         case tooManyRedirects
         /// A redirect was refused: its `Location` is not a valid URL, is not http or https with a host,
-        /// or leads from https to http while ``RedirectConfiguration/allowsInsecureDowngrade`` is off.
+        /// or leads from https to http while `RedirectConfiguration/allowsInsecureDowngrade` is off.
         case redirectRefused
         /// The TLS handshake failed (protocol version, alert, garbage instead of a ServerHello).
         case secureConnectionFailed

@@ -128,7 +128,7 @@ extension HTTPClientRequest {
 extension Session {
     /// Executes an `HTTPRequest` (with an optional body) and returns the `HTTPResponse` as soon as
     /// its head arrived, with the body to read as an `AsyncSequence` of byte chunks
-    /// (``ResponseBodyStream``: back-pressure, cancellation and errors as for an
+    /// (`ResponseBodyStream`: back-pressure, cancellation and errors as for an
     /// `HTTPClientRequest`).
     ///
     /// Redirects, authentication, cookies, decoding, the cache, proxies, TLS and timeouts are the

@@ -134,7 +134,7 @@ public struct RouteMonitorError: Error, Sendable, Hashable, CustomStringConverti
     }
 }
 
-/// Watches whether a usable route to a target exists, on an ``EventLoop``, through netlink.
+/// Watches whether a usable route to a target exists, on an `EventLoop`, through netlink.
 ///
 /// ```swift
 /// let monitor = try RouteMonitor(target: .host("example.com"))

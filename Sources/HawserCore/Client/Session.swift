@@ -27,7 +27,7 @@ public final class Session: Sendable {
     private let context: SessionContext
     private let pool: ConnectionPool
 
-    /// Creates a session on `eventLoop` (by default the next loop of ``EventLoopGroup/shared``).
+    /// Creates a session on `eventLoop` (by default the next loop of `EventLoopGroup/shared`).
     ///
     /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
     /// answers the challenges a task's delegate leaves to default handling.

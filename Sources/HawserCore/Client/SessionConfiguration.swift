@@ -72,8 +72,8 @@ public struct SessionConfiguration: Sendable {
     /// TLS protocol floor, client identity and session resumption for https.
     public var tls = TLSConfiguration()
     /// Decides whether a server's certificate chain is trusted when no delegate decides:
-    /// nil means ``DefaultTrustEvaluator`` (the system store, host name checked). Set a
-    /// ``SecurityPolicy`` or a ``ServerTrustManager`` to pin.
+    /// nil means `DefaultTrustEvaluator` (the system store, host name checked). Set a
+    /// `SecurityPolicy` or a `ServerTrustManager` to pin.
     public var serverTrustEvaluator: (any ServerTrustEvaluating)? = nil
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()

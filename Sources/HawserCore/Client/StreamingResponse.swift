@@ -30,7 +30,7 @@ public struct HTTPClientStreamingResponse: Sendable {
 
 /// A response body as an `AsyncSequence` of byte chunks, in order, as the engine reads them.
 ///
-/// Iteration ends (`nil`) when the body is complete, or throws the ``HawserError`` that broke
+/// Iteration ends (`nil`) when the body is complete, or throws the `HawserError` that broke
 /// the transfer (a connection lost mid-body, a timeout, a body that fails to decode,
 /// `.cancelled`) once the chunks received before it were delivered. One iterator only: a second
 /// one throws `invalidRequest`.
