@@ -132,6 +132,14 @@ let package = Package(
         .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "Hawser"], path: "Fuzz/FuzzJSON", swiftSettings: strict),
 
         // MARK: - Tests
+        // What the test targets share: descriptor-leak checks, scripted raw-socket servers, process
+        // fixtures (nginx, httpbin, tinyproxy, Dante), network namespaces.
+        .target(
+            name: "HawserTestSupport",
+            dependencies: ["HawserCore", "HawserTestServer", "CHawser"],
+            path: "Tests/HawserTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
             name: "HawserToolTests",
@@ -140,18 +148,18 @@ let package = Package(
         ),
         .testTarget(
             name: "HawserTests",
-            dependencies: ["Hawser", "HawserFoundation", "HawserCore", "HawserTestServer"],
+            dependencies: ["Hawser", "HawserFoundation", "HawserCore", "HawserTestServer", "HawserTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HawserHTTPTypesTests",
-            dependencies: ["HawserHTTPTypes", "HawserCore", "HawserTestServer", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: ["HawserHTTPTypes", "HawserCore", "HawserTestServer", "HawserTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "HawserOpenAPITests",
             dependencies: [
-                "HawserOpenAPI", "HawserOpenAPIExample", "HawserCore", "HawserTestServer",
+                "HawserOpenAPI", "HawserOpenAPIExample", "HawserCore", "HawserTestServer", "HawserTestSupport",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -160,7 +168,7 @@ let package = Package(
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
-            dependencies: ["HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "CHawser"],
+            dependencies: ["HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "HawserTestSupport", "CHawser"],
             swiftSettings: strict
         ),
     ]

@@ -4,27 +4,6 @@ import HawserTestServer
 import Synchronization
 import Testing
 
-/// A local httpbin (Debian's python3-httpbin on Werkzeug), on a free loopback port.
-final class HttpbinFixture: SpawnedProxyFixture, @unchecked Sendable {
-    init() throws {
-        try super.init(
-            name: "httpbin", binaryCandidates: ["/usr/bin/python3"], installHint: "apt-get install -y python3-httpbin",
-            logName: "httpbin.log",
-            config: { port, _ in
-                ("httpbin_server.py", """
-                import logging
-                logging.getLogger("werkzeug").setLevel(logging.ERROR)
-                from werkzeug.serving import make_server
-                from httpbin import app
-                make_server("127.0.0.1", \(port), app, threaded=True).serve_forever()
-                """)
-            },
-            arguments: { [$0] })
-    }
-
-    var baseURL: String { "http://127.0.0.1:\(self.port)" }
-}
-
 extension NetworkTests {
     @Suite("HTTP authentication on the wire", .serialized)
     struct AuthenticationNetworkTests {

@@ -13,7 +13,7 @@ extension NetworkTests {
 
         @Test("a fresh response is served from the cache without a request")
         func fresh() async throws {
-            try await SessionTests.withServer(Self.cached()) { server, session in
+            try await withServer(Self.cached()) { server, session in
                 let u = url(server.baseURL + "/cacheable")
                 let first = try await session.response(for: HTTPClientRequest(url: u))
                 let second = try await session.response(for: HTTPClientRequest(url: u))
@@ -28,7 +28,7 @@ extension NetworkTests {
 
         @Test("a stale response is revalidated: the 304 serves the stored body")
         func revalidated() async throws {
-            try await SessionTests.withServer(Self.cached()) { server, session in
+            try await withServer(Self.cached()) { server, session in
                 let u = url(server.baseURL + "/cacheable?max-age=0")
                 _ = try await session.response(for: HTTPClientRequest(url: u))
                 let second = try await session.response(for: HTTPClientRequest(url: u))
@@ -41,7 +41,7 @@ extension NetworkTests {
 
         @Test("cache policies: reload ignores the cache; returnCacheDataDontLoad never loads")
         func policies() async throws {
-            try await SessionTests.withServer(Self.cached()) { server, session in
+            try await withServer(Self.cached()) { server, session in
                 var dontLoad = HTTPClientRequest(url: url(server.baseURL + "/cacheable"))
                 dontLoad.cachePolicy = .returnCacheDataDontLoad
                 do {
@@ -69,7 +69,7 @@ extension NetworkTests {
                     completion(nil)
                 }
             }
-            try await SessionTests.withServer(Self.cached()) { server, session in
+            try await withServer(Self.cached()) { server, session in
                 let u = url(server.baseURL + "/cacheable")
                 let refuse = Refuse()
                 session.execute(HTTPClientRequest(url: u), delegate: refuse)
@@ -85,7 +85,7 @@ extension NetworkTests {
 
         @Test("a decoded (gzip) response is stored decoded and served without its coding")
         func decodedEntries() async throws {
-            try await SessionTests.withServer(Self.cached()) { server, session in
+            try await withServer(Self.cached()) { server, session in
                 let u = url(server.baseURL + "/gzip")
                 let first = try await session.response(for: HTTPClientRequest(url: u))
                 #expect(String(decoding: first.body, as: UTF8.self).contains("gzipped"))

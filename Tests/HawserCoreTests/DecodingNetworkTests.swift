@@ -29,7 +29,7 @@ extension NetworkTests {
 
         @Test("gzip from the test server is decoded; Accept-Encoding is sent")
         func testServerGzip() async throws {
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/gzip")))
                 #expect(r.headers["Content-Encoding"] == "gzip")
                 #expect(String(decoding: r.body, as: UTF8.self).contains(#""gzipped":true"#))

@@ -17,7 +17,7 @@ extension NetworkTests {
         @Test("the body waits for 100 Continue, then goes; the interim head is reported")
         func continueThenBody() async throws {
             // The test server answers Expect: 100-continue with 100 as soon as it has the head.
-            try await SessionTests.withServer({ $0.expectContinueTimeout = 60 }) { server, session in
+            try await withServer({ $0.expectContinueTimeout = 60 }) { server, session in
                 let d = RecordingDelegate()
                 var r = HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"), body: .bytes(Self.body))
                 r.expectsContinue = true
@@ -81,7 +81,7 @@ extension NetworkTests {
             try await FaultTests.withVirtualSession({ $0.expectContinueTimeout = 1 }) { session, _ in
                 let d = RecordingDelegate()
                 session.execute(Self.request(port: server.port), delegate: d)
-                #expect(await FaultTests.eventually { server.requestCount == 1 }, "the head reached the server")
+                #expect(await eventually { server.requestCount == 1 }, "the head reached the server")
                 try session.eventLoop.advanceTime(by: FaultTests.second - 1)
                 #expect(d.record.withLock { $0.sentProgress }.isEmpty, "the body waits for the full timeout")
                 #expect(server.bodyBytes.load(ordering: .relaxed) == 0)
@@ -95,7 +95,7 @@ extension NetworkTests {
 
         @Test("automatic above the threshold, absent below it or when the request opts out")
         func automatic() async throws {
-            try await SessionTests.withServer({ $0.expectContinueThreshold = 1000 }) { server, session in
+            try await withServer({ $0.expectContinueThreshold = 1000 }) { server, session in
                 for (size, expects, sent) in [(999, nil as Bool?, false), (1000, nil, true), (5000, false, false), (10, true, true)] {
                     var r = HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes([UInt8](repeating: 1, count: size)))
                     r.expectsContinue = expects

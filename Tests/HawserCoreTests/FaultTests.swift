@@ -35,17 +35,6 @@ extension NetworkTests {
             }
         }
 
-        /// Waits, bounded, for something the test observes happening in real time (bytes reaching
-        /// a server or a delegate); true when it happened.
-        static func eventually(_ condition: () -> Bool) async -> Bool {
-            for _ in 0..<4_000 {
-                if condition() { return true }
-                await Task.yield()
-                try? await Task.sleep(nanoseconds: 1_000_000)
-            }
-            return condition()
-        }
-
         static let second: UInt64 = 1_000_000_000
 
         /// Runs one request with a recording delegate and returns the record.
@@ -117,7 +106,7 @@ extension NetworkTests {
                 let t0 = clock.now
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
-                #expect(await Self.eventually { server.requestCount == 1 }, "the request reached the server")
+                #expect(await eventually { server.requestCount == 1 }, "the request reached the server")
                 try session.eventLoop.advanceTime(by: 60 * Self.second - 1)
                 #expect(d.record.withLock { $0.completions } == 0, "not a nanosecond early")
                 try session.eventLoop.advanceTime(by: 1)
@@ -140,14 +129,14 @@ extension NetworkTests {
                 let t0 = clock.now
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
-                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 1 })
+                #expect(await eventually { d.record.withLock { $0.body.count } == 1 })
                 // Each byte comes 4 s after the last: under the 5 s idle timeout every time.
                 try session.eventLoop.advanceTime(by: 4 * Self.second)
                 first.openGate()
-                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 2 })
+                #expect(await eventually { d.record.withLock { $0.body.count } == 2 })
                 try session.eventLoop.advanceTime(by: 4 * Self.second)
                 second.openGate()
-                #expect(await Self.eventually { d.record.withLock { $0.body.count } == 3 })
+                #expect(await eventually { d.record.withLock { $0.body.count } == 3 })
                 try session.eventLoop.advanceTime(by: 4 * Self.second - 1)
                 #expect(d.record.withLock { $0.completions } == 0, "12 s minus a nanosecond: still running")
                 try session.eventLoop.advanceTime(by: 1)

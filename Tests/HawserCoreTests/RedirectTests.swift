@@ -113,7 +113,7 @@ extension NetworkTests {
 
         @Test("a chain of 302s ends at the target; currentRequest and metrics follow")
         func chain() async throws {
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let delegate = RecordingDelegate()
                 let task = session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/5")), delegate: delegate)
                 let rec = await delegate.wait()
@@ -129,7 +129,7 @@ extension NetworkTests {
 
         @Test("a redirect loop stops at the maximum with tooManyRedirects")
         func loop() async throws {
-            try await SessionTests.withServer({ $0.redirects.maximumRedirects = 4 }) { server, session in
+            try await withServer({ $0.redirects.maximumRedirects = 4 }) { server, session in
                 do {
                     _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/redirect-loop")))
                     Issue.record("a loop completed")
@@ -142,7 +142,7 @@ extension NetworkTests {
 
         @Test("POST + 303 becomes GET without a body; POST + 307 keeps both", arguments: [(303, "GET", 0), (307, "POST", 5), (308, "POST", 5)])
         func methodsOnTheWire(status: Int, method: String, bodyLength: Int) async throws {
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let target = server.baseURL + "/redirect-to?status=\(status)&url=" + Self.encoded("/echo")
                 let r = try await session.response(for: HTTPClientRequest(method: .post, url: url(target), body: .bytes(Array("hello".utf8))))
                 #expect(r.status == 200)
@@ -154,7 +154,7 @@ extension NetworkTests {
 
         @Test("credentials do not follow a redirect to another origin")
         func crossOriginCredentials() async throws {
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let other = try TestServer(host: "127.0.0.1")
                 defer { other.shutdown() }
                 let target = server.baseURL + "/redirect-to?url=" + Self.encoded(other.baseURL + "/echo")
@@ -180,7 +180,7 @@ extension NetworkTests {
                     Thread.detachNewThread { completion(answer) }
                 }
             }
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let refuse = Hooked { _ in nil }
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1")), delegate: refuse)
                 let rec = await refuse.wait()
@@ -216,7 +216,7 @@ extension NetworkTests {
                     completion(r)
                 }
             }
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let other = try TestServer(host: "127.0.0.1")
                 defer { other.shutdown() }
                 // Same-origin redirect, so the proposed request keeps the credentials; the hook
@@ -261,7 +261,7 @@ extension NetworkTests {
                     completion(self.give ? .stream(length: 3) { try await $0.write([7, 8, 9]) } : nil)
                 }
             }
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let target = server.baseURL + "/redirect-to?status=307&url=" + Self.encoded("/echo")
                 let body = RequestBody.stream(length: 3) { try await $0.write([1, 2, 3]) }
                 let yes = Streams(give: true)
@@ -289,7 +289,7 @@ extension NetworkTests {
                     completion(newRequest)   // too late: the task is already cancelled
                 }
             }
-            try await SessionTests.withServer { server, session in
+            try await withServer { server, session in
                 let d = Never()
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/2")), delegate: d)
                 let rec = await d.wait()

@@ -9,30 +9,9 @@ extension NetworkTests {
     /// Serialized: the fd-leak checks count the whole process's descriptors.
     @Suite("Session against the test server", .serialized)
     struct SessionTests {
-        /// One server + session per test, both torn down (and fd-checked) at the end.
-        static func withServer(host: String = "127.0.0.1", _ configure: (inout SessionConfiguration) -> Void = { _ in },
-                               _ body: (TestServer, Session) async throws -> Void) async throws {
-            try await expectNoFDLeak {
-                let server = try TestServer(host: host)
-                var config = SessionConfiguration()
-                configure(&config)
-                let loop = try EventLoop()
-                let session = Session(configuration: config, eventLoop: loop)
-                do {
-                    try await body(server, session)
-                } catch {
-                    session.shutdown(); loop.shutdown(); server.shutdown()
-                    throw error
-                }
-                session.shutdown()
-                loop.shutdown()
-                server.shutdown()
-            }
-        }
-
         @Test("GET returns status, headers and body")
         func simpleGet() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 #expect(r.status == 200)
                 #expect(r.headers["Content-Type"] == "text/plain")
@@ -44,7 +23,7 @@ extension NetworkTests {
 
         @Test("sequential requests reuse one keep-alive connection")
         func keepAliveReuse() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 var reused: [Bool] = []
                 for _ in 0..<20 {
                     let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
@@ -57,7 +36,7 @@ extension NetworkTests {
 
         @Test("a large Content-Length body arrives byte for byte", arguments: [0, 1, 65_535, 65_536, 4 * 1024 * 1024 + 7])
         func largeBody(size: Int) async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/\(size)")))
                 #expect(r.body.count == size)
                 #expect(r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
@@ -66,7 +45,7 @@ extension NetworkTests {
 
         @Test("a chunked body is de-chunked", arguments: [1, 100, 4096])
         func chunkedBody(chunk: Int) async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/100000?chunk=\(chunk)")))
                 #expect(r.headers["Transfer-Encoding"] == "chunked")
                 #expect(r.body == (0..<100_000).map { UInt8($0 % 251) })
@@ -75,7 +54,7 @@ extension NetworkTests {
 
         @Test("POST sends the body with Content-Length and the server sees it all")
         func postBody() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let body = (0..<200_000).map { UInt8($0 % 7) }
                 let r = try await session.response(for: HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"),
                                                                           headers: ["X-Custom": "yes"], body: .bytes(body)))
@@ -88,7 +67,7 @@ extension NetworkTests {
 
         @Test("compressesBody sends the gzip-coded bytes the head announces, and the connection stays usable")
         func compressedBodyGoesOutCoded() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let payload = Array(String(repeating: "compress me ", count: 500).utf8)
                 var request = HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), headers: ["Content-Length": "1"],
                                                 body: .bytes(payload))
@@ -107,7 +86,7 @@ extension NetworkTests {
 
         @Test("a streamed body without a length goes out chunked; with a length, as Content-Length")
         func streamedBodies() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let parts: [[UInt8]] = [Array("alpha-".utf8), Array(repeating: 0x41, count: 100_000), Array("-omega".utf8)]
                 let whole = parts.flatMap { $0 }
                 let chunked = try await session.response(for: HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"),
@@ -123,7 +102,7 @@ extension NetworkTests {
 
         @Test("a streamed body that writes less than its declared length fails the task")
         func streamedBodyTooShort() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 await #expect(throws: HawserError.self) {
                     _ = try await session.response(for: HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"),
                         body: .stream(length: 10) { w in try await w.write([1, 2, 3]) }))
@@ -133,7 +112,7 @@ extension NetworkTests {
 
         @Test("HEAD, 204 and 304 have no body even when headers announce one")
         func bodylessResponses() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let head = try await session.response(for: HTTPClientRequest(method: .head, url: url(server.baseURL + "/bytes/1000")))
                 #expect(head.status == 200)
                 #expect(head.headers["Content-Length"] == "1000")
@@ -150,7 +129,7 @@ extension NetworkTests {
 
         @Test("interim 100 and 103 heads reach the delegate before the final head")
         func interimHeads() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/interim")), delegate: d)
                 let r = await d.wait()
@@ -163,7 +142,7 @@ extension NetworkTests {
 
         @Test("a close-delimited body ends with the connection, and the next request opens a new one")
         func closeDelimited() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/close-delimited/5000")))
                 #expect(r.body == (0..<5000).map { UInt8($0 % 251) })
                 let again = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
@@ -174,7 +153,7 @@ extension NetworkTests {
 
         @Test("many concurrent requests are served within the per-host connection limit")
         func concurrencyLimit() async throws {
-            try await Self.withServer({ $0.maximumConnectionsPerHost = 4 }) { server, session in
+            try await withServer({ $0.maximumConnectionsPerHost = 4 }) { server, session in
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { g in
                     for i in 0..<200 {
                         g.addTask { try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/\(i)"))).body.count }
@@ -192,7 +171,7 @@ extension NetworkTests {
 
         @Test("an invalid request fails through the delegate exactly once")
         func invalidRequest() async throws {
-            try await Self.withServer { _, session in
+            try await withServer { _, session in
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url("ftp://127.0.0.1/x")), delegate: d)
                 _ = await d.wait()
@@ -211,7 +190,7 @@ extension NetworkTests {
             let probe = try TestServer()
             let port = probe.port
             probe.shutdown()
-            try await Self.withServer { _, session in
+            try await withServer { _, session in
                 do {
                     _ = try await session.response(for: HTTPClientRequest(url: url("http://127.0.0.1:\(port)/")))
                     Issue.record("expected a connect failure")
@@ -223,7 +202,7 @@ extension NetworkTests {
 
         @Test("IPv6 loopback works")
         func ipv6() async throws {
-            try await Self.withServer(host: "::1") { server, session in
+            try await withServer(host: "::1") { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url("http://[::1]:\(server.port)/hello")))
                 #expect(r.status == 200)
                 #expect(r.metrics.remoteAddress?.family == AF_INET6)
@@ -232,7 +211,7 @@ extension NetworkTests {
 
         @Test("upload progress rises as bytes reach the socket and ends at the body's size")
         func uploadProgress() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let body = [UInt8](repeating: 3, count: 3 * 1024 * 1024)
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes(body)), delegate: d)

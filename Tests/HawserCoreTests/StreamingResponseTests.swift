@@ -11,22 +11,6 @@ import Testing
 import Glibc
 #endif
 
-/// Peak resident set (VmHWM) of this process, in KiB.
-private func peakRSSKiB() -> Int {
-    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-    for line in s.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-    }
-    return 0
-}
-
-/// Resets VmHWM to the current RSS (write 5 to clear_refs), so growth is measured from now.
-private func resetPeakRSS() -> Bool {
-    let fd = open("/proc/self/clear_refs", O_WRONLY)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    return write(fd, "5", 1) == 1
-}
 
 /// The test server's pattern: byte i is i % 251 (offset `from`).
 private let patternTemplate: [UInt8] = (0..<(1 << 20) + 251).map { UInt8($0 % 251) }
@@ -70,32 +54,6 @@ private struct Chunks: AsyncSequence, Sendable {
 extension NetworkTests {
     @Suite("Streaming bodies in the async API", .serialized)
     struct StreamingResponseTests {
-        static func withServer(tls: Bool = false, _ configure: (inout SessionConfiguration) -> Void = { _ in },
-                               _ body: (TestServer, Session) async throws -> Void) async throws {
-            try await expectNoFDLeak {
-                var config = SessionConfiguration()
-                var serverTLS: TestServer.TLS? = nil
-                if tls {
-                    let pki = try TestPKI.shared()
-                    serverTLS = TestServer.TLS(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
-                    config.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([pki.root]))
-                }
-                configure(&config)
-                let server = try TestServer(tls: serverTLS)
-                let loop = try EventLoop()
-                let session = Session(configuration: config, eventLoop: loop)
-                do {
-                    try await body(server, session)
-                } catch {
-                    session.shutdown(); loop.shutdown(); server.shutdown()
-                    throw error
-                }
-                session.shutdown()
-                loop.shutdown()
-                server.shutdown()
-            }
-        }
-
         /// The base URL with `localhost` for TLS (the test certificate's name).
         static func base(_ server: TestServer) -> String {
             server.isTLS ? "https://localhost:\(server.port)" : server.baseURL
@@ -118,7 +76,7 @@ extension NetworkTests {
         @Test("the body arrives in order as chunks, sized and chunked, plain and TLS; the connection is reused after",
               arguments: [false, true])
         func streamsInOrder(tls: Bool) async throws {
-            try await Self.withServer(tls: tls) { server, session in
+            try await withServer(tls: tls) { server, session in
                 let base = Self.base(server)
                 for path in ["/bytes/1000000", "/bytes/1000000?chunk=3000", "/stream/3000000", "/stream/3000000?chunked=1"] {
                     let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(base + path)))
@@ -143,7 +101,7 @@ extension NetworkTests {
 
         @Test("a slow consumer holds a 1 GiB body to bounded memory (the socket is paused, not buffered)")
         func slowConsumerBoundedMemory() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let size = 1 << 30
                 #expect(resetPeakRSS(), "the kernel lets us reset VmHWM (clear_refs 5)")
                 let before = peakRSSKiB()
@@ -179,7 +137,7 @@ extension NetworkTests {
 
         @Test("a consumer that stops reading holds the server back: bytes sent stay within the buffers")
         func stoppedConsumerHoldsServer() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let size = 256 << 20
                 let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(size)")))
                 var iterator = r.body.makeAsyncIterator()
@@ -207,7 +165,7 @@ extension NetworkTests {
 
         @Test("dropping the body mid-stream cancels the request and closes its connection; the next request gets a fresh one")
         func droppedBodyClosesConnection() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 do {
                     let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(64 << 20)")))
                     var received = 0
@@ -230,7 +188,7 @@ extension NetworkTests {
 
         @Test("cancelling the Swift task that iterates throws .cancelled from the iteration and closes the connection")
         func cancelledIteration() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let gotSome = AsyncStreamBox()
                 let consumer = Task { () -> (Int, HawserError?) in
                     var received = 0
@@ -260,7 +218,7 @@ extension NetworkTests {
 
         @Test("a transfer that breaks mid-body delivers what arrived, then throws its error from the iteration")
         func errorMidStream() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/fault/close-mid-body")))
                 #expect(r.status == 200)
                 var received = 0
@@ -281,7 +239,7 @@ extension NetworkTests {
 
         @Test("a failure before the head is thrown by streamingResponse; a second iterator is refused")
         func failuresAndMisuse() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 // A port nobody listens on (the server's, after it closed, would do too).
                 await #expect(throws: HawserError.self) {
                     _ = try await session.streamingResponse(for: HTTPClientRequest(url: url("http://127.0.0.1:1/")))
@@ -307,7 +265,7 @@ extension NetworkTests {
 
         @Test("collect(upTo:) gathers a body, and cancels past its limit with limitExceeded")
         func collect() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let ok = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/300000?chunk=1000")))
                 let all = try await ok.body.collect(upTo: 300_000)
                 #expect(all.count == 300_000 && isPattern(all, at: 0))
@@ -326,7 +284,7 @@ extension NetworkTests {
 
         @Test("gzip bodies stream decoded; trailers are there after the end")
         func decodedAndTrailers() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/gzip")))
                 let text = String(decoding: try await r.body.collect(upTo: 1 << 20), as: UTF8.self)
                 #expect(text.contains("\"gzipped\":true"))
@@ -335,7 +293,7 @@ extension NetworkTests {
 
         @Test("request bodies from an AsyncSequence: known length (Content-Length) and unknown (chunked)", arguments: [false, true])
         func requestBodyFromSequence(knownLength: Bool) async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 let whole = (0..<3_000_000).map { UInt8($0 % 251) }
                 let chunks = stride(from: 0, to: whole.count, by: 70_000).map { Array(whole[$0..<min($0 + 70_000, whole.count)]) }
                 var request = HTTPClientRequest(method: .put, url: url(server.baseURL + "/sink"))
@@ -355,7 +313,7 @@ extension NetworkTests {
 
         @Test("a request body sequence that throws, or is shorter than its length, fails the request with a typed error")
         func requestBodyFailures() async throws {
-            try await Self.withServer { server, session in
+            try await withServer { server, session in
                 var failing = HTTPClientRequest(method: .put, url: url(server.baseURL + "/sink"))
                 failing.body = .stream(Chunks(chunks: [[1, 2, 3], [4]], failAfter: 1), length: nil)
                 do throws(HawserError) {

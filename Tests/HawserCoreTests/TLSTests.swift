@@ -368,7 +368,7 @@ extension NetworkTests {
                 defer { silent.stop() }
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url("https://127.0.0.1:\(silent.port)/")), delegate: d)
-                #expect(await FaultTests.eventually { silent.connections.load(ordering: .relaxed) == 1 })
+                #expect(await eventually { silent.connections.load(ordering: .relaxed) == 1 })
                 try session.eventLoop.advanceTime(by: 30 * FaultTests.second - 1)
                 #expect(d.record.withLock { $0.completions } == 0, "the handshake has the whole connect timeout")
                 try session.eventLoop.advanceTime(by: 1)

@@ -120,22 +120,7 @@ extension NetworkTests {
     @Suite("Session with swift-http-types", .serialized)
     struct HTTPTypesSessionTests {
         static func withServer(_ body: (TestServer, Session) async throws -> Void) async throws {
-            try await expectNoFDLeak {
-                let server = try TestServer()
-                let loop = try EventLoop()
-                var config = SessionConfiguration()
-                config.httpShouldSetCookies = false
-                let session = Session(configuration: config, eventLoop: loop)
-                do {
-                    try await body(server, session)
-                } catch {
-                    session.shutdown(); loop.shutdown(); server.shutdown()
-                    throw error
-                }
-                session.shutdown()
-                loop.shutdown()
-                server.shutdown()
-            }
+            try await HawserTestSupport.withServer({ $0.httpShouldSetCookies = false }, body)
         }
 
         @Test("an HTTPRequest in, an HTTPResponse out with its body streaming; repeated fields both ways")

@@ -11,7 +11,6 @@ import Synchronization
 import Testing
 
 /// The test server's pattern: byte i is i % 251.
-private func pattern(_ n: Int) -> [UInt8] { (0..<n).map { UInt8($0 % 251) } }
 
 /// The pattern from offset 0, long enough to compare any chunk of up to 1 MiB at any phase.
 private let template = pattern((1 << 20) + 251)

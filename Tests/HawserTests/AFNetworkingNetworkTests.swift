@@ -163,7 +163,7 @@ extension ManagerNetworkTests {
 
         @Test("against httpbin: a top-level JSON array and an array query arrive as sent; a GET, a 404 and a 204 as AF's tests expect")
         func httpbin() async throws {
-            let bin = try Httpbin()
+            let bin = try HttpbinFixture()
             defer { bin.stop() }
             let m = HTTPSessionManager(baseURL: URL(string: bin.baseURL)!)
             defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }

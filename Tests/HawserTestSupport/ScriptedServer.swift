@@ -9,8 +9,8 @@ import Glibc
 
 /// A raw-socket server for broken peers: each accepted connection runs the next script,
 /// step by step, on its own thread with blocking sockets. No HTTP library underneath.
-final class ScriptedServer: @unchecked Sendable {
-    enum Step: Sendable {
+public final class ScriptedServer: @unchecked Sendable {
+    public enum Step: Sendable {
         /// Read until a full request head ("\r\n\r\n") plus `body` bytes arrived.
         case readRequest(body: Int = 0)
         /// Read exactly this many bytes (a body after its head), counted in `bodyBytesRead`.
@@ -37,13 +37,13 @@ final class ScriptedServer: @unchecked Sendable {
     }
 
     /// A latch a script waits on until the test opens it.
-    final class Gate: @unchecked Sendable {
+    public final class Gate: @unchecked Sendable {
         private let condition = NSCondition()
         private var open = false
 
-        init() {}
+        public init() {}
 
-        func openGate() {
+        public func openGate() {
             self.condition.lock()
             self.open = true
             self.condition.broadcast()
@@ -61,16 +61,16 @@ final class ScriptedServer: @unchecked Sendable {
     }
 
     /// Request heads (and the body bytes `readRequest` asked for) received so far, on every connection.
-    var requestCount: Int { self.received.withLock { $0.count } }
+    public var requestCount: Int { self.received.withLock { $0.count } }
 
-    let port: Int
+    public let port: Int
     private let listenFD: Int32
     private let scripts: Mutex<[[Step]]>
     private let stopped = Atomic<Bool>(false)
     private let acceptThread: Thread
-    let connections = Atomic<Int>(0)
+    public let connections = Atomic<Int>(0)
     /// Bytes the `readBody` steps have read.
-    let bodyBytes = Atomic<Int>(0)
+    public let bodyBytes = Atomic<Int>(0)
     /// Signalled after each accept (for `.awaitConnections`).
     private let acceptedCondition = NSCondition()
     private let received = Mutex<[[UInt8]]>([])
@@ -78,7 +78,7 @@ final class ScriptedServer: @unchecked Sendable {
     private let threads = DispatchGroup()
 
     /// `scripts[i]` runs on the i-th accepted connection; later connections are closed at once.
-    init(_ scripts: [[Step]]) throws {
+    public init(_ scripts: [[Step]]) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         precondition(fd >= 0)
         var one: Int32 = 1
@@ -107,13 +107,13 @@ final class ScriptedServer: @unchecked Sendable {
         func run() { self.server?.acceptLoop() }
     }
 
-    var baseURL: String { "http://127.0.0.1:\(self.port)" }
+    public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
     /// Raw bytes each connection received.
-    var requests: [[UInt8]] { self.received.withLock { $0 } }
+    public var requests: [[UInt8]] { self.received.withLock { $0 } }
     /// Bytes read after the last `readRequest` step of each finished script (e.g. a body the
     /// client sent although the server had answered).
-    var unrequestedBytes: Int { self.extra.withLock { $0 } }
+    public var unrequestedBytes: Int { self.extra.withLock { $0 } }
     private let extra = Mutex<Int>(0)
 
     private func acceptLoop() {
@@ -216,7 +216,7 @@ final class ScriptedServer: @unchecked Sendable {
         return nil
     }
 
-    func stop() {
+    public func stop() {
         self.stopped.store(true, ordering: .relaxed)
         // Threads poll with a 50 ms tick; wait until each has closed its socket.
         self.threads.wait()
@@ -225,12 +225,12 @@ final class ScriptedServer: @unchecked Sendable {
 
 /// A listener with backlog 0 that never accepts, its queue filled by non-blocking connects:
 /// the kernel then drops further SYNs, so a connect to it neither succeeds nor fails.
-final class FullBacklogListener {
-    let port: Int
+public final class FullBacklogListener {
+    public let port: Int
     private let fd: Int32
     private var fillers: [Int32] = []
 
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var sin = sockaddr_in()
         sin.sin_family = sa_family_t(AF_INET)
@@ -249,7 +249,7 @@ final class FullBacklogListener {
         }
     }
 
-    func close() {
+    public func close() {
         for c in self.fillers { Glibc.close(c) }
         Glibc.close(self.fd)
     }
