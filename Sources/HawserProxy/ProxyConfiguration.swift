@@ -14,10 +14,17 @@ import HawserPosix
 
 /// Why a proxy setting could not be used.
 public struct ProxyConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What was wrong, naming the setting.
+    /// What was wrong, naming the setting (a password in a proxy URL is shown as `***`).
     public var message: String
+    /// The environment variable the setting came from (`https_proxy`…), when it came from one.
+    public var variable: String?
+
     /// Creates an error whose message names the setting and says what was wrong with it.
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, variable: String? = nil) {
+        self.message = message
+        self.variable = variable
+    }
+
     public var description: String { self.message }
 }
 
@@ -78,6 +85,7 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
     /// case); the port defaults to 443 for `https` and 1080 for everything else (curl's rule,
     /// also for plain HTTP proxies). User and password are percent-decoded.
     public init(parsing string: String) throws(ProxyConfigurationError) {
+        let shown = Self.redactingPassword(string)
         var rest = Substring(string.trimmingASCIIWhitespace())
         guard !rest.isEmpty else { throw ProxyConfigurationError("empty proxy string") }
         var kind = Kind.http
@@ -89,9 +97,9 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
             case "socks5": kind = .socks5(remoteDNS: false)
             case "socks5h": kind = .socks5(remoteDNS: true)
             case "socks4", "socks4a":
-                throw ProxyConfigurationError("proxy '\(string)': SOCKS4 is not supported (use socks5:// or socks5h://)")
+                throw ProxyConfigurationError("proxy '\(shown)': SOCKS4 is not supported (use socks5:// or socks5h://)")
             default:
-                throw ProxyConfigurationError("proxy '\(string)': unsupported proxy scheme '\(scheme)'")
+                throw ProxyConfigurationError("proxy '\(shown)': unsupported proxy scheme '\(scheme)'")
             }
             rest = rest[r.upperBound...]
         }
@@ -113,7 +121,7 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
                 password = ""
             }
             guard let u = percentDecode(user), let p = percentDecode(password) else {
-                throw ProxyConfigurationError("proxy '\(string)': bad percent-encoding in the user name or password")
+                throw ProxyConfigurationError("proxy '\(shown)': bad percent-encoding in the user name or password")
             }
             credentials = ProxyCredentials(user: u, password: p)
         }
@@ -121,14 +129,14 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         var portText: Substring?
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else {
-                throw ProxyConfigurationError("proxy '\(string)': unterminated IPv6 address")
+                throw ProxyConfigurationError("proxy '\(shown)': unterminated IPv6 address")
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
             if after.hasPrefix(":") {
                 portText = after.dropFirst()
             } else if !after.isEmpty {
-                throw ProxyConfigurationError("proxy '\(string)': unexpected '\(after)' after the IPv6 address")
+                throw ProxyConfigurationError("proxy '\(shown)': unexpected '\(after)' after the IPv6 address")
             }
         } else if let colon = rest.lastIndex(of: ":") {
             host = rest[..<colon]
@@ -136,19 +144,29 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         } else {
             host = rest
         }
-        guard !host.isEmpty else { throw ProxyConfigurationError("proxy '\(string)': no host") }
+        guard !host.isEmpty else { throw ProxyConfigurationError("proxy '\(shown)': no host") }
         guard host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "@") }) else {
-            throw ProxyConfigurationError("proxy '\(string)': the host contains a control character or space")
+            throw ProxyConfigurationError("proxy '\(shown)': the host contains a control character or space")
         }
         var port: Int
         if case .https = kind { port = 443 } else { port = 1080 }
         if let pt = portText, !pt.isEmpty {
             guard pt.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), pt.count <= 5, let p = Int(pt), (1...65535).contains(p) else {
-                throw ProxyConfigurationError("proxy '\(string)': bad port '\(pt)'")
+                throw ProxyConfigurationError("proxy '\(shown)': bad port '\(pt)'")
             }
             port = p
         }
         self.init(kind: kind, host: String(host), port: port, credentials: credentials)
+    }
+
+    /// `string` with the password of its user info, if any, replaced by `***`, for messages.
+    static func redactingPassword(_ string: String) -> String {
+        var authorityStart = string.startIndex
+        if let r = Self.findSchemeSeparator(Substring(string)) { authorityStart = r.upperBound }
+        let authorityEnd = string[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? string.endIndex
+        let authority = string[authorityStart..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return string }
+        return String(string[..<authority.index(after: colon)]) + "***" + String(string[at...])
     }
 
     /// The range of the first "://" in `s`.
@@ -328,6 +346,16 @@ public struct ProxyTarget: Sendable, Hashable {
 /// Proxy settings for a session: one proxy per URL scheme, a fallback for every scheme, and
 /// hosts that bypass them.
 public struct ProxyConfiguration: Sendable, Hashable {
+    /// One of the three proxy settings (and the environment variables they come from).
+    public enum Setting: Sendable, Hashable, CaseIterable {
+        /// ``ProxyConfiguration/httpProxy`` (`http_proxy`).
+        case http
+        /// ``ProxyConfiguration/httpsProxy`` (`https_proxy`, `HTTPS_PROXY`).
+        case https
+        /// ``ProxyConfiguration/allProxy`` (`all_proxy`, `ALL_PROXY`).
+        case all
+    }
+
     /// For `http://` URLs (curl's `http_proxy`).
     public var httpProxy: ProxyServer?
     /// For `https://` URLs (curl's `https_proxy`/`HTTPS_PROXY`).
@@ -336,15 +364,19 @@ public struct ProxyConfiguration: Sendable, Hashable {
     public var allProxy: ProxyServer?
     /// Hosts that go direct (curl's `no_proxy`/`NO_PROXY`).
     public var bypass: NoProxyList
+    /// Settings that were given but cannot be used, and why: ``init(environment:)`` records a
+    /// variable it cannot parse here, and the setting stays nil. ``proxy(for:)`` throws the error
+    /// for a URL that setting would have served (its scheme's own setting, else ``Setting/all``
+    /// when the scheme has none), so such a request fails rather than going direct.
+    public var invalidSettings: [Setting: ProxyConfigurationError] = [:]
 
     /// No proxy at all.
     public static let none = ProxyConfiguration()
 
-    /// This process's environment, read once (an environment whose proxy variables cannot be
-    /// parsed means no proxy; `fromEnvironment` reports why).
-    public static let processEnvironment: ProxyConfiguration = {
-        (try? ProxyConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)) ?? .none
-    }()
+    /// This process's environment, read once with ``init(environment:)``: a proxy variable that
+    /// cannot be parsed fails the requests that would use it (with an error naming the
+    /// variable), and leaves the others alone.
+    public static let processEnvironment = ProxyConfiguration(environment: ProcessInfo.processInfo.environment)
 
     /// Creates settings from the proxies for each scheme and the hosts that bypass them; with no
     /// argument, no proxy at all (``none``).
@@ -365,41 +397,59 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// A variable set to the empty string counts as unset (curl's rule). A proxy string that
     /// cannot be parsed is an error naming the variable.
     public static func fromEnvironment(_ environment: [String: String]) throws(ProxyConfigurationError) -> ProxyConfiguration {
-        func value(_ names: String...) -> (name: String, value: String)? {
-            for n in names {
-                if let v = environment[n], !v.isEmpty { return (n, v) }
-            }
-            return nil
+        let config = ProxyConfiguration(environment: environment)
+        for setting in Setting.allCases {
+            if let error = config.invalidSettings[setting] { throw error }
         }
-        func server(_ names: String...) throws(ProxyConfigurationError) -> ProxyServer? {
+        return config
+    }
+
+    /// Reads proxy settings from environment variables as ``fromEnvironment(_:)`` does, but a
+    /// variable that cannot be parsed does not stop the others: its setting stays nil and the
+    /// error (naming the variable) goes into ``invalidSettings``, to fail the requests that would
+    /// have used it.
+    public init(environment: [String: String]) {
+        self.init()
+        func server(_ setting: Setting, _ names: String...) -> ProxyServer? {
             for n in names {
                 guard let v = environment[n], !v.isEmpty else { continue }
                 do {
                     return try ProxyServer(parsing: v)
                 } catch {
-                    throw ProxyConfigurationError("\(n): \(error.message)")
+                    self.invalidSettings[setting] = ProxyConfigurationError("\(n): \(error.message)", variable: n)
+                    return nil
                 }
             }
             return nil
         }
-        var config = ProxyConfiguration()
-        config.httpProxy = try server("http_proxy")
-        config.httpsProxy = try server("https_proxy", "HTTPS_PROXY")
-        config.allProxy = try server("all_proxy", "ALL_PROXY")
-        config.bypass = NoProxyList(value("no_proxy", "NO_PROXY")?.value ?? "")
-        return config
+        self.httpProxy = server(.http, "http_proxy")
+        self.httpsProxy = server(.https, "https_proxy", "HTTPS_PROXY")
+        self.allProxy = server(.all, "all_proxy", "ALL_PROXY")
+        for n in ["no_proxy", "NO_PROXY"] {
+            if let v = environment[n], !v.isEmpty {
+                self.bypass = NoProxyList(v)
+                break
+            }
+        }
     }
 
     /// The proxy for a request to `url`, or nil to go direct: nil for schemes other than
     /// http/https, for hosts on the bypass list, and when no proxy is set for the scheme.
-    public func proxy(for url: URL) -> ProxyTarget? {
+    /// Throws the recorded error when the setting that would serve `url` could not be parsed
+    /// (see ``invalidSettings``).
+    public func proxy(for url: URL) throws(ProxyConfigurationError) -> ProxyTarget? {
         // Every request asks, and most sessions have no proxy: answer without parsing the URL.
-        guard self.httpProxy != nil || self.httpsProxy != nil || self.allProxy != nil else { return nil }
+        guard self.httpProxy != nil || self.httpsProxy != nil || self.allProxy != nil || !self.invalidSettings.isEmpty else {
+            return nil
+        }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
         if self.bypass.matches(host: host) { return nil }
         let secure = scheme == "https"
-        guard let server = (secure ? self.httpsProxy : self.httpProxy) ?? self.allProxy else { return nil }
+        let own = secure ? self.httpsProxy : self.httpProxy
+        if own == nil, let error = self.invalidSettings[secure ? .https : .http] { throw error }
+        if own == nil, self.allProxy == nil, let error = self.invalidSettings[.all] { throw error }
+        guard let server = own ?? self.allProxy else { return nil }
         let port = url.port ?? (secure ? 443 : 80)
         let mode: ProxyTarget.Mode
         switch server.kind {

@@ -1,6 +1,8 @@
-// One TLS connection over a non-blocking socket (OpenSSL with a socket BIO). The event loop
-// drives it: every call may answer "want read" or "want write", and the caller sets its
-// epoll interest accordingly. Loop-confined.
+// One TLS connection over a non-blocking socket (OpenSSL with a socket BIO), or inside another
+// TLS connection's application data (TLS to an https proxy, then the origin's TLS through its
+// CONNECT tunnel: a BIO whose reads and writes are the outer stream's SSL_read and SSL_write).
+// The event loop drives it: every call may answer "want read" or "want write" — of the socket,
+// whichever layer needed it — and the caller sets its epoll interest accordingly. Loop-confined.
 import CHawser
 import HawserPosix
 
@@ -29,6 +31,9 @@ package final class TLSStream {
     let ssl: OpaquePointer
     let context: TLSContext
     package let origin: String
+    /// The stream this one runs inside (the TLS connection to an https proxy), or nil when this
+    /// one runs on the socket. Kept so it outlives this stream's SSL, whose BIO uses it.
+    package let transport: TLSStream?
     /// A session received before the chain was trusted (TLS 1.2), kept until then.
     private var pendingSession: OpaquePointer?
     private var shutDown = false
@@ -38,16 +43,43 @@ package final class TLSStream {
 
     /// A client stream for `fd`, sending SNI `serverName` (nil for an IP literal, as RFC 6066 says)
     /// and offering the cached session for `origin` ("host:port").
-    package init(client context: TLSContext, fd: Int32, serverName: String?, origin: String) throws(TLSError) {
+    package convenience init(client context: TLSContext, fd: Int32, serverName: String?, origin: String) throws(TLSError) {
+        try self.init(client: context, transport: nil, serverName: serverName, origin: origin) { (ssl: OpaquePointer) throws(TLSError) in
+            guard SSL_set_fd(ssl, fd) == 1 else {
+                throw TLSError(.setupFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
+            }
+        }
+    }
+
+    /// A client stream whose records travel inside `transport`'s application data (the origin's
+    /// TLS through a tunnel that is itself TLS): reads and writes go through `transport`, and a
+    /// "want read/write" of either layer is reported as this stream's.
+    package convenience init(client context: TLSContext, over transport: TLSStream, serverName: String?,
+                             origin: String) throws(TLSError) {
+        try self.init(client: context, transport: transport, serverName: serverName, origin: origin) { (ssl: OpaquePointer) throws(TLSError) in
+            guard let method = tunnelBIOMethod, let bio = BIO_new(method) else {
+                throw TLSError(.setupFailed, "cannot create the TLS-in-TLS transport: \(drainOpenSSLErrors().message)")
+            }
+            BIO_set_data(bio, UnsafeMutableRawPointer(transport.ssl))
+            BIO_set_init(bio, 1)
+            SSL_set_bio(ssl, bio, bio)   // the SSL owns the BIO (one reference for both directions)
+        }
+    }
+
+    private init(client context: TLSContext, transport: TLSStream?, serverName: String?, origin: String,
+                 attach: (OpaquePointer) throws(TLSError) -> Void) throws(TLSError) {
         guard let ssl = SSL_new(context.ctx) else {
             throw TLSError(.setupFailed, "cannot create a TLS connection: \(drainOpenSSLErrors().message)")
         }
         self.ssl = ssl
         self.context = context
         self.origin = origin
-        guard SSL_set_fd(ssl, fd) == 1 else {
+        self.transport = transport
+        do {
+            try attach(ssl)
+        } catch {
             SSL_free(ssl)
-            throw TLSError(.setupFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
+            throw error
         }
         if let serverName {
             _ = CHawser_SSL_set_tlsext_host_name(ssl, serverName)
@@ -69,6 +101,7 @@ package final class TLSStream {
         self.ssl = ssl
         self.context = context
         self.origin = ""
+        self.transport = nil
         guard SSL_set_fd(ssl, fd) == 1 else {
             SSL_free(ssl)
             throw TLSError(.setupFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
@@ -163,8 +196,13 @@ package final class TLSStream {
     }
 
     /// Whether OpenSSL holds bytes the socket no longer shows: decrypted plaintext, or records
-    /// read ahead and not yet processed (SSL_has_pending covers both).
-    package var hasBufferedPlaintext: Bool { SSL_has_pending(self.ssl) == 1 }
+    /// read ahead and not yet processed (SSL_has_pending covers both) — in this stream or in the
+    /// one it runs inside.
+    package var hasBufferedPlaintext: Bool {
+        if SSL_has_pending(self.ssl) == 1 { return true }
+        guard let transport = self.transport else { return false }
+        return transport.hasBufferedPlaintext
+    }
 
     private func status(after r: Int32, operation: String) -> IOStatus {
         switch SSL_get_error(self.ssl, r) {
@@ -196,6 +234,8 @@ package final class TLSStream {
         ERR_clear_error()
         _ = SSL_shutdown(self.ssl)
         _ = drainOpenSSLErrors()
+        // The inner close_notify first (it travels inside the outer stream), then the outer's.
+        self.transport?.shutdown()
     }
 
     /// The chain was accepted: from now on the session may be kept for resumption (a TLS 1.2
@@ -212,6 +252,7 @@ package final class TLSStream {
     package func abandon() {
         self.shutDown = true
         SSL_set_quiet_shutdown(self.ssl, 1)
+        self.transport?.abandon()
     }
 
     // MARK: - What the handshake established
@@ -257,6 +298,71 @@ package final class TLSStream {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(len)), as: UTF8.self)
     }
 
+}
+
+// MARK: - TLS inside TLS
+
+/// The BIO under a stream that runs inside another: a source/sink whose data pointer is the outer
+/// stream's SSL (not owned: the inner stream keeps the outer one alive). Reads are the outer
+/// SSL_read, writes its SSL_write; the outer's "want read/write" becomes the BIO's retry flags,
+/// which the inner SSL reports as its own SSL_ERROR_WANT_READ/WRITE. An outer EOF sets the EOF
+/// flag, so the inner sees an EOF (clean only if its own close_notify came first); an outer
+/// error leaves OpenSSL's error queue for the inner stream to report. Made once per process.
+nonisolated(unsafe) private let tunnelBIOMethod: OpaquePointer? = {
+    guard let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "hawser TLS-in-TLS") else { return nil }
+    _ = BIO_meth_set_read_ex(method) { bio, buffer, length, done in
+        tunnelBIOClearRetry(bio)
+        guard let outer = BIO_get_data(bio).map(OpaquePointer.init) else { return 0 }
+        var n = 0
+        let r = SSL_read_ex(outer, buffer, length, &n)
+        guard r != 1 else {
+            done?.pointee = n
+            return 1
+        }
+        tunnelBIOFailed(bio, outer, Int32(r))
+        return 0
+    }
+    _ = BIO_meth_set_write_ex(method) { bio, buffer, length, done in
+        tunnelBIOClearRetry(bio)
+        guard let outer = BIO_get_data(bio).map(OpaquePointer.init) else { return 0 }
+        var n = 0
+        let r = SSL_write_ex(outer, buffer, length, &n)
+        guard r != 1 else {
+            done?.pointee = n
+            return 1
+        }
+        tunnelBIOFailed(bio, outer, Int32(r))
+        return 0
+    }
+    _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
+        switch command {
+        case BIO_CTRL_FLUSH: return 1   // every write already went to the outer SSL
+        case BIO_CTRL_EOF: return BIO_test_flags(bio, Int32(BIO_FLAGS_IN_EOF)) != 0 ? 1 : 0
+        default: return 0
+        }
+    }
+    return method
+}()
+
+private func tunnelBIOClearRetry(_ bio: OpaquePointer?) {
+    BIO_clear_flags(bio, Int32(BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY))
+}
+
+/// The outer SSL call returned `r` (not 1): sets the tunnel BIO's retry or EOF flags from why.
+private func tunnelBIOFailed(_ bio: OpaquePointer?, _ outer: OpaquePointer, _ r: Int32) {
+    switch SSL_get_error(outer, r) {
+    case SSL_ERROR_WANT_READ:
+        BIO_set_flags(bio, Int32(BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY))
+    case SSL_ERROR_WANT_WRITE:
+        BIO_set_flags(bio, Int32(BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY))
+    case SSL_ERROR_ZERO_RETURN:
+        // The proxy closed the outer stream cleanly: an EOF for the inner one.
+        BIO_set_flags(bio, Int32(BIO_FLAGS_IN_EOF))
+    case SSL_ERROR_SYSCALL where Glibc.errno == 0 && ERR_peek_error() == 0:
+        BIO_set_flags(bio, Int32(BIO_FLAGS_IN_EOF))
+    default:
+        break   // a socket or TLS error: errno and the error queue say what, for the inner stream
+    }
 }
 
 #if canImport(Glibc)

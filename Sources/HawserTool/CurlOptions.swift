@@ -65,6 +65,9 @@ struct CurlOptions {
     var proxyUser: String?         // --proxy-user
     var socks5Hostname: String?    // --socks5-hostname
     var noProxy: String?           // --noproxy
+    var proxyCACertPath: String?   // --proxy-cacert
+    var proxyCAPath: String?       // --proxy-capath
+    var proxyInsecure = false      // --proxy-insecure
     var resume = false             // -C -
     var expect100Timeout: Double?  // --expect100-timeout
 
@@ -143,8 +146,12 @@ struct CurlOptions {
           --tls-max 1.2|1.3      the highest TLS version to use
       -u, --user USER:PASS       server credentials (Basic, sent at once, unless --digest)
           --basic, --digest      the authentication scheme for -u
-      -x, --proxy [SCHEME://]HOST[:PORT]  proxy (http:// with CONNECT for https, socks5://, socks5h://)
+      -x, --proxy [SCHEME://]HOST[:PORT]  proxy (http:// with CONNECT for https, https:// over TLS,
+                                 socks5://, socks5h://)
       -U, --proxy-user USER:PASS proxy credentials
+          --proxy-cacert FILE    trust the CA certificates in FILE (PEM) for an https:// proxy
+          --proxy-capath DIR     trust the certificates in DIR for an https:// proxy
+          --proxy-insecure       accept any certificate from an https:// proxy (not the origin's)
           --socks5-hostname HOST[:PORT]  SOCKS5 proxy that resolves host names
           --noproxy LIST         hosts that bypass the proxy (as no_proxy)
     Proxies also come from http_proxy, https_proxy, all_proxy and no_proxy, as curl reads them.
@@ -327,6 +334,9 @@ struct CurlOptions {
             case "-U", "--proxy-user": o.proxyUser = try value(a)
             case "--socks5-hostname": o.socks5Hostname = try value(a)
             case "--noproxy": o.noProxy = try value(a)
+            case "--proxy-cacert": o.proxyCACertPath = try value(a)
+            case "--proxy-capath": o.proxyCAPath = try value(a)
+            case "--proxy-insecure": o.proxyInsecure = true
             case "-C", "--continue-at":
                 let v = try value(a)
                 guard v == "-" else { throw UsageError(description: "-C takes '-' (resume where the output file ends), not '\(v)'") }
@@ -381,7 +391,7 @@ struct CurlOptions {
         "--request", "--header", "--user-agent", "--referer", "--data", "--data-ascii", "--data-binary", "--data-raw",
         "--json", "--form", "--upload-file", "--dump-header", "--output", "--cacert", "--capath", "--pinnedpubkey",
         "--pinning", "--pinned-cert", "--cert", "--cert-type", "--key", "--tls-max", "--user", "--proxy", "--proxy-user",
-        "--socks5-hostname", "--noproxy", "--continue-at", "--expect100-timeout", "--cookie", "--cookie-jar",
+        "--socks5-hostname", "--noproxy", "--proxy-cacert", "--proxy-capath", "--continue-at", "--expect100-timeout", "--cookie", "--cookie-jar",
         "--max-redirs", "--retry", "--retry-delay", "--retry-max-time", "--limit-rate", "--unix-socket", "--resolve",
         "--write-out", "--max-time", "--connect-timeout",
     ]

@@ -553,6 +553,23 @@ enum GetCommand {
         }
         if let list = o.noProxy { proxy.bypass = NoProxyList(list) }
         config.proxy = proxy
+        // An https:// proxy's own trust: the system store unless --proxy-cacert/--proxy-capath;
+        // --proxy-insecure accepts anything (-k and --cacert are about origins only, as in curl).
+        var anchors: [Certificate] = []
+        do {
+            if let path = o.proxyCACertPath { anchors += try Certificate.load(contentsOf: path) }
+            if let dir = o.proxyCAPath { anchors += try Certificate.certificates(inDirectory: dir) }
+        } catch {
+            throw ToolFailure(77, "error setting the proxy's certificate verify locations: \(error)")
+        }
+        if o.proxyInsecure {
+            var policy = SecurityPolicy(pinningMode: .none)
+            policy.allowInvalidCertificates = true
+            policy.validatesDomainName = false
+            config.proxyTrustEvaluator = policy
+        } else if !anchors.isEmpty {
+            config.proxyTrustEvaluator = DefaultTrustEvaluator(anchors: .custom(anchors))
+        }
     }
 
     static func fail(_ o: CurlOptions, _ code: Int32, _ message: String) -> Int32 {

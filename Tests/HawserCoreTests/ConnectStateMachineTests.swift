@@ -15,8 +15,8 @@ struct ConnectStateMachineTests {
     static let v4b = SocketAddress(ipAddress: "192.0.2.2", port: 443)!
     static let delay: UInt64 = 250_000_000
 
-    static func machine(proxy: Bool = false, tls: Bool = false, viaProxy: Bool = false) -> Machine {
-        Machine(steps: .init(proxyExchange: proxy, tls: tls), destination: "example.com:443", viaProxy: viaProxy)
+    static func machine(proxyTLS: Bool = false, proxy: Bool = false, tls: Bool = false, viaProxy: Bool = false) -> Machine {
+        Machine(steps: .init(proxyTLS: proxyTLS, proxyExchange: proxy, tls: tls), destination: "example.com:443", viaProxy: viaProxy)
     }
 
     @Test("addresses are ordered IPv6 first, then alternating families; duplicates dropped (RFC 8305 §4)")
@@ -136,6 +136,67 @@ struct ConnectStateMachineTests {
         _ = resumed.start(addresses: [Self.v4a], now: 0)
         #expect(resumed.attemptConnected(0, now: 1) == [.startTLS(id: 0)])
         #expect(resumed.handshakeFinished(.success(true)) == [.succeed(id: 0)])
+    }
+
+    @Test("through an https proxy: TLS to the proxy, its trust, CONNECT over it, the origin's TLS, its trust")
+    func httpsProxySteps() {
+        var m = Self.machine(proxyTLS: true, proxy: true, tls: true, viaProxy: true)
+        _ = m.start(addresses: [Self.v4a], now: 0)
+        #expect(m.attemptConnected(0, now: 1) == [.startProxyTLS(id: 0)])
+        #expect(m.phase == .proxyTLSHandshake)
+        #expect(m.proxyTLSFinished(.success(false)) == [.evaluateProxyTrust(id: 0)])
+        #expect(m.phase == .evaluatingProxyTrust)
+        // Events of other phases are ignored meanwhile.
+        #expect(m.handshakeFinished(.success(false)).isEmpty)
+        #expect(m.proxyExchangeFinished(.success(())).isEmpty)
+        #expect(m.proxyTrustDecided(nil) == [.startProxyExchange(id: 0)])
+        #expect(m.phase == .proxyHandshake)
+        #expect(m.proxyExchangeFinished(.success(())) == [.startTLS(id: 0)])
+        #expect(m.handshakeFinished(.success(false)) == [.evaluateTrust(id: 0)])
+        #expect(m.trustDecided(nil) == [.succeed(id: 0)])
+        #expect(m.phase == .established)
+        #expect(m.proxyTLSFinished(.success(false)).isEmpty)
+        #expect(m.proxyTrustDecided(nil).isEmpty)
+
+        // Forwarding (an http origin): the proxy's TLS and trust, then the connection is ready.
+        var forward = Self.machine(proxyTLS: true, viaProxy: true)
+        _ = forward.start(addresses: [Self.v4a], now: 0)
+        #expect(forward.attemptConnected(0, now: 1) == [.startProxyTLS(id: 0)])
+        #expect(forward.proxyTLSFinished(.success(false)) == [.evaluateProxyTrust(id: 0)])
+        #expect(forward.proxyTrustDecided(nil) == [.succeed(id: 0)])
+
+        // A resumed session with the proxy continues a trusted one: no evaluation.
+        var resumed = Self.machine(proxyTLS: true, proxy: true, tls: true, viaProxy: true)
+        _ = resumed.start(addresses: [Self.v4a], now: 0)
+        _ = resumed.attemptConnected(0, now: 1)
+        #expect(resumed.proxyTLSFinished(.success(true)) == [.startProxyExchange(id: 0)])
+        #expect(resumed.phase == .proxyHandshake)
+    }
+
+    @Test("through an https proxy: its handshake failing or its chain refused closes the socket and fails")
+    func httpsProxyFailures() {
+        let handshake = HawserError(.secureConnectionFailed, "TLS handshake with the proxy https://p:443 failed")
+        var h = Self.machine(proxyTLS: true, proxy: true, tls: true, viaProxy: true)
+        _ = h.start(addresses: [Self.v4a], now: 0)
+        _ = h.attemptConnected(0, now: 1)
+        #expect(h.proxyTLSFinished(.failure(handshake)) == [.closeAttempt(id: 0), .fail(handshake)])
+        #expect(h.phase == .failed)
+
+        let refused = HawserError(.serverCertificateUntrusted, "the certificate of the proxy https://p:443 is not trusted")
+        var t = Self.machine(proxyTLS: true, proxy: true, tls: true, viaProxy: true)
+        _ = t.start(addresses: [Self.v4a], now: 0)
+        _ = t.attemptConnected(0, now: 1)
+        _ = t.proxyTLSFinished(.success(false))
+        #expect(t.proxyTrustDecided(refused) == [.closeAttempt(id: 0), .fail(refused)])
+        #expect(t.proxyTrustDecided(nil).isEmpty, "a late answer is ignored")
+
+        let timeout = HawserError(.connectTimeout, "took longer than 30 s")
+        var waiting = Self.machine(proxyTLS: true, viaProxy: true)
+        _ = waiting.start(addresses: [Self.v4a], now: 0)
+        _ = waiting.attemptConnected(0, now: 1)
+        _ = waiting.proxyTLSFinished(.success(false))
+        #expect(waiting.abort(timeout, now: 30) == [.closeAttempt(id: 0), .fail(timeout)])
+        #expect(waiting.proxyTrustDecided(nil).isEmpty)
     }
 
     @Test("a failure in any step after the connect closes the winner and fails with that error")

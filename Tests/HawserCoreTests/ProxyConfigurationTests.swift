@@ -44,7 +44,7 @@ struct ProxyConfigurationTests {
     func environment() throws {
         let upperOnly = try ProxyConfiguration.fromEnvironment(["HTTP_PROXY": "http://evil:1"])
         #expect(upperOnly.httpProxy == nil)
-        #expect(upperOnly.proxy(for: URL(string: "http://example.com/")!) == nil)
+        #expect(try upperOnly.proxy(for: URL(string: "http://example.com/")!) == nil)
 
         let both = try ProxyConfiguration.fromEnvironment([
             "http_proxy": "http://h:1", "https_proxy": "http://lower:2", "HTTPS_PROXY": "http://upper:3",
@@ -74,22 +74,70 @@ struct ProxyConfigurationTests {
         }
     }
 
+    @Test("init(environment:) records a variable it cannot parse, naming it; proxy(for:) throws it only where it applies")
+    func unparsableVariables() throws {
+        let config = ProxyConfiguration(environment: [
+            "HTTPS_PROXY": "socks4://u:pw@old:1080", "http_proxy": "http://web:3128", "no_proxy": "intranet",
+        ])
+        #expect(config.httpsProxy == nil && config.httpProxy?.host == "web")
+        let error = try #require(config.invalidSettings[.https])
+        #expect(error.variable == "HTTPS_PROXY")
+        #expect(error.message == "HTTPS_PROXY: proxy 'socks4://u:***@old:1080': SOCKS4 is not supported (use socks5:// or socks5h://)")
+        #expect(config.invalidSettings[.http] == nil && config.invalidSettings[.all] == nil)
+        #expect(throws: error) { try config.proxy(for: URL(string: "https://example.com/")!) }
+        // Not for the URLs it would not serve: http (its own proxy), a bypassed host, other schemes.
+        #expect(try config.proxy(for: URL(string: "http://example.com/")!)?.server.host == "web")
+        #expect(try config.proxy(for: URL(string: "https://intranet/")!) == nil)
+        #expect(try config.proxy(for: URL(string: "ftp://example.com/")!) == nil)
+        // fromEnvironment is strict: it throws the same error.
+        #expect(throws: error) { try ProxyConfiguration.fromEnvironment(["HTTPS_PROXY": "socks4://u:pw@old:1080"]) }
+
+        // A bad all_proxy matters only where the scheme has no proxy of its own.
+        let fallback = ProxyConfiguration(environment: ["all_proxy": "http://proxy:0", "https_proxy": "https://ok:443"])
+        #expect(fallback.invalidSettings[.all]?.variable == "all_proxy")
+        #expect(try fallback.proxy(for: URL(string: "https://example.com/")!)?.server.host == "ok")
+        #expect(throws: ProxyConfigurationError.self) { try fallback.proxy(for: URL(string: "http://example.com/")!) }
+        // A bad scheme variable is not replaced by a good all_proxy (curl uses the variable that is set).
+        let shadowed = ProxyConfiguration(environment: ["https_proxy": "nope://x", "all_proxy": "http://all:3128"])
+        #expect(throws: ProxyConfigurationError.self) { try shadowed.proxy(for: URL(string: "https://example.com/")!) }
+        #expect(try shadowed.proxy(for: URL(string: "http://example.com/")!)?.server.host == "all")
+        // An explicit setting wins over a recorded error.
+        var fixed = shadowed
+        fixed.httpsProxy = ProxyServer(kind: .http, host: "fixed", port: 3128)
+        #expect(try fixed.proxy(for: URL(string: "https://example.com/")!)?.server.host == "fixed")
+    }
+
+    @Test("messages about a proxy string never show its password")
+    func passwordsRedacted() {
+        for (input, shown) in [("ftp://user:secret@proxy:1", "ftp://user:***@proxy:1"),
+                               ("http://user:secret@proxy:99999/x", "http://user:***@proxy:99999/x"),
+                               ("user:p@ss:word@proxy:12ab", "user:***@proxy:12ab")] {
+            do {
+                _ = try ProxyServer(parsing: input)
+                Issue.record("'\(input)' was accepted")
+            } catch {
+                #expect(error.message.contains("'\(shown)'"), "\(error.message)")
+                #expect(!error.message.contains("secret") && !error.message.contains("p@ss"))
+            }
+        }
+    }
+
     @Test("which proxy for which URL: scheme-specific first, then all_proxy; CONNECT for https; none for other schemes")
     func selection() throws {
         let config = try ProxyConfiguration.fromEnvironment([
             "http_proxy": "http://web:3128", "all_proxy": "socks5://all:1080", "no_proxy": "internal.example",
         ])
-        let http = config.proxy(for: URL(string: "http://example.com/a")!)
+        let http = try config.proxy(for: URL(string: "http://example.com/a")!)
         #expect(http?.server.host == "web" && http?.mode == .forward && http?.port == 80 && http?.host == "example.com")
-        let https = config.proxy(for: URL(string: "https://example.com:8443/")!)
+        let https = try config.proxy(for: URL(string: "https://example.com:8443/")!)
         #expect(https?.server.host == "all" && https?.mode == .socks5(remoteDNS: false) && https?.port == 8443)
-        #expect(config.proxy(for: URL(string: "http://api.internal.example/")!) == nil)
-        #expect(config.proxy(for: URL(string: "ftp://example.com/")!) == nil)
+        #expect(try config.proxy(for: URL(string: "http://api.internal.example/")!) == nil)
+        #expect(try config.proxy(for: URL(string: "ftp://example.com/")!) == nil)
 
         let tunnel = try ProxyConfiguration.fromEnvironment(["https_proxy": "http://web:3128"])
-        #expect(tunnel.proxy(for: URL(string: "https://example.com/")!)?.mode == .connectTunnel)
-        #expect(tunnel.proxy(for: URL(string: "http://example.com/")!) == nil)   // no http_proxy, no all_proxy
-        let v6 = tunnel.proxy(for: URL(string: "https://[2001:db8::1]:444/")!)
+        #expect(try tunnel.proxy(for: URL(string: "https://example.com/")!)?.mode == .connectTunnel)
+        #expect(try tunnel.proxy(for: URL(string: "http://example.com/")!) == nil)   // no http_proxy, no all_proxy
+        let v6 = try tunnel.proxy(for: URL(string: "https://[2001:db8::1]:444/")!)
         #expect(v6?.host == "2001:db8::1" && v6?.port == 444)
     }
 

@@ -16,6 +16,19 @@ struct CurlOptionsTests {
         #expect(o.maxTime == 2.5 && o.writeOut == "%{http_code}" && o.url == "http://127.0.0.1:1/x")
     }
 
+    @Test("proxy flags: -x, -U, --noproxy, and the https:// proxy's own trust (--proxy-cacert, --proxy-capath, --proxy-insecure)")
+    func proxyFlags() throws {
+        let o = try CurlOptions.parse(["-x", "https://p:8443", "-U", "u:pw", "--noproxy", "localhost", "--proxy-cacert", "-ca.pem",
+                                       "--proxy-capath", "certs", "--proxy-insecure", "https://x/"])
+        #expect(o.proxy == "https://p:8443" && o.proxyUser == "u:pw" && o.noProxy == "localhost")
+        #expect(o.proxyCACertPath == "-ca.pem", "a value starting with '-' is still the value")
+        #expect(o.proxyCAPath == "certs" && o.proxyInsecure && !o.insecure)
+        var config = SessionConfiguration()
+        try GetCommand.applyProxy(try CurlOptions.parse(["-x", "https://p:8443", "--proxy-insecure", "https://x/"]), to: &config)
+        #expect(config.proxy.allProxy == ProxyServer(kind: .https, host: "p", port: 8443))
+        #expect(config.proxyTrustEvaluator is SecurityPolicy && config.serverTrustEvaluator == nil)
+    }
+
     @Test("combined short flags expand like curl's -sS")
     func combined() throws {
         let o = try CurlOptions.parse(["-sSf", "http://x/"])

@@ -13,15 +13,17 @@ enum Curl {
         var description: String { "\(Curl.path) is missing (scripts/test.sh installs Debian's curl)" }
     }
 
-    /// curl's exit status; `-q` keeps a ~/.curlrc out, the proxy variables are removed.
+    /// curl's exit status; `-q` keeps a ~/.curlrc out, the proxy variables are removed (and
+    /// `environment` added).
     @discardableResult
-    static func run(_ args: [String], stdin: FileHandle? = nil) throws -> Int32 {
+    static func run(_ args: [String], stdin: FileHandle? = nil, environment: [String: String] = [:]) throws -> Int32 {
         guard FileManager.default.isExecutableFile(atPath: self.path) else { throw Missing() }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: self.path)
         p.arguments = ["-q"] + args
         var env = ProcessInfo.processInfo.environment
         for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { env[k] = nil }
+        env.merge(environment) { $1 }
         p.environment = env
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
@@ -91,7 +93,8 @@ enum HawserBinary {
         var stderr: String
     }
 
-    static func run(_ args: [String]) throws -> Result {
+    /// Runs `hawser ARGS` without the proxy variables of this process, plus `environment`.
+    static func run(_ args: [String], environment: [String: String] = [:]) throws -> Result {
         let t = TempFiles()
         let out = t.path("stdout"), err = t.path("stderr")
         FileManager.default.createFile(atPath: out, contents: nil)
@@ -101,6 +104,7 @@ enum HawserBinary {
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
         for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { env[k] = nil }
+        env.merge(environment) { $1 }
         p.environment = env
         p.standardOutput = FileHandle(forWritingAtPath: out)
         p.standardError = FileHandle(forWritingAtPath: err)
@@ -456,6 +460,86 @@ extension CurlSideBySideTests {
 struct ToolTLSAndVerboseTests {
     static func tlsServer(_ leaf: TestPKI.Leaf) throws -> TestServer {
         try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath))
+    }
+
+    @Test("-x https://: TLS to the proxy with --proxy-cacert, --proxy-insecure, -U; its refusal as curl's: the same exit and body")
+    func httpsProxy() async throws {
+        let pki = try TestPKI.shared()
+        let creds = ProxyCredentials(user: "ada", password: "lovelace")
+        let proxy = try TestProxy(tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath),
+                                  credentials: creds)
+        defer { proxy.shutdown() }
+        let origin = try Self.tlsServer(pki.valid)
+        defer { origin.shutdown() }
+        let plain = try TestServer()
+        defer { plain.shutdown() }
+        let t = TempFiles()
+        let viaProxy = ["-x", "https://ada:lovelace@127.0.0.1:\(proxy.port)"]
+        let secure = "https://localhost:\(origin.port)/hello", insecure = plain.baseURL + "/hello"
+        let cases: [([String], String, Int32)] = [
+            (viaProxy + ["--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath], secure, 0),    // TLS inside TLS
+            (viaProxy + ["--proxy-cacert", pki.rootPath], insecure, 0),                            // forwarded over TLS
+            (viaProxy + ["--proxy-insecure", "--cacert", pki.rootPath], secure, 0),
+            (["-x", "https://127.0.0.1:\(proxy.port)", "-U", "ada:lovelace", "--proxy-cacert", pki.rootPath], insecure, 0),
+            (viaProxy + ["--cacert", pki.rootPath], secure, 60),     // the proxy's chain: the system store refuses it
+            (viaProxy + ["-k"], insecure, 60),                       // -k is about origins, not the proxy
+        ]
+        for (args, target, expected) in cases {
+            let ours = t.path("ours"), theirs = t.path("theirs")
+            let status = await GetCommand.run(["-s", "-o", ours] + args + [target])
+            let curlStatus = try Curl.run(["-s", "-o", theirs] + args + [target])
+            #expect(status == expected && curlStatus == expected, "\(args) \(target): hawser \(status), curl \(curlStatus)")
+            if expected == 0 {
+                #expect(try TempFiles.read(ours) == Array("Hello, World!".utf8))
+                #expect(try TempFiles.read(ours) == (try TempFiles.read(theirs)))
+            }
+        }
+        // The origin's chain, refused inside the tunnel: 60 (curl 7.88 exits 35 here, reporting
+        // its own SSL_ERROR_SYSCALL after the "unknown CA" alert instead of the verify failure).
+        let inside = try HawserBinary.run(["get", "-o", "/dev/null", "--proxy-cacert", pki.rootPath] + viaProxy + [secure])
+        #expect(inside.status == 60)
+        #expect(inside.stderr.contains("the certificate of localhost:\(origin.port) is not trusted"), "\(inside.stderr)")
+        let refused = try HawserBinary.run(["get", "-o", "/dev/null"] + viaProxy + [insecure])
+        #expect(refused.status == 60)
+        #expect(refused.stderr.contains("the certificate of the proxy https://127.0.0.1:\(proxy.port) is not trusted"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("lovelace"))
+        // Without credentials: a forward proxy's 407 is the response (22 with -f); CONNECT fails.
+        let anonymous = ["-x", "https://127.0.0.1:\(proxy.port)", "--proxy-cacert", pki.rootPath]
+        #expect(await GetCommand.run(["-s", "-f", "-o", t.path("o")] + anonymous + [insecure]) == 22)
+        #expect(await GetCommand.run(["-s", "-o", t.path("o"), "--cacert", pki.rootPath] + anonymous + [secure]) == 5)
+        let unreadable = await GetCommand.run(["-s", "-o", t.path("o"), "--proxy-cacert", "/nonexistent/ca.pem"] + viaProxy + [insecure])
+        #expect(unreadable == 77)
+    }
+
+    @Test("https_proxy from the environment; an unparsable proxy variable is exit 5 with a message naming it")
+    func proxyEnvironment() throws {
+        let pki = try TestPKI.shared()
+        let proxy = try TestProxy(tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+        defer { proxy.shutdown() }
+        let origin = try Self.tlsServer(pki.valid)
+        defer { origin.shutdown() }
+        let secure = "https://localhost:\(origin.port)/hello"
+        let ok = try HawserBinary.run(["get", "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
+                                      environment: ["https_proxy": proxy.url])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout == Array("Hello, World!".utf8))
+        #expect(proxy.requestLines == ["CONNECT localhost:\(origin.port) HTTP/1.1"])
+
+        let bad = ["HTTPS_PROXY": "https://ada:lovelace@proxy.example:99999"]
+        let r = try HawserBinary.run(["get", "--cacert", pki.rootPath, secure], environment: bad)
+        #expect(r.status == 5)
+        #expect(try Curl.run(["-s", "--cacert", pki.rootPath, secure], environment: bad) == 5, "curl's exit for a bad proxy port")
+        #expect(r.stderr.contains("HTTPS_PROXY") && r.stderr.contains("bad port '99999'"), "\(r.stderr)")
+        #expect(r.stderr.contains("https://ada:***@proxy.example:99999") && !r.stderr.contains("lovelace"), "\(r.stderr)")
+        // -x replaces the environment's proxies, the broken one included (as curl).
+        let overridden = try HawserBinary.run(["get", "-x", proxy.url, "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
+                                              environment: bad)
+        #expect(overridden.status == 0, "\(overridden.stderr)")
+        // A broken variable for https does not touch http URLs.
+        let plain = try TestServer()
+        defer { plain.shutdown() }
+        let direct = try HawserBinary.run(["get", plain.baseURL + "/hello"], environment: bad)
+        #expect(direct.status == 0 && direct.stdout == Array("Hello, World!".utf8))
     }
 
     @Test("--pinning, --pinned-cert (PEM and DER), --allow-invalid-certificates, --no-validate-domain-name: 0, 60 or 90")

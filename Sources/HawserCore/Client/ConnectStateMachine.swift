@@ -3,16 +3,19 @@
 // One value per connection being opened. It knows nothing of sockets or clocks: the IO shell
 // (Connector) reports what happened, with the loop's time, and runs the actions it gets back.
 //
-//   idle ─start─▶ resolving ─resolved─▶ racing ─an attempt connects─▶ proxyHandshake ─▶ tlsHandshake ─▶ evaluatingTrust ─▶ established
-//     │              │                    │                                  │                 │                 │
-//     │              └──failed──▶ failed ◀┴─all attempts failed / timeout / cancel ─────────────┴─────────────────┘
-//     └─(addresses known: literal, override, Unix path)─▶ racing
+//   idle ─start─▶ resolving ─resolved─▶ racing ─an attempt connects─▶ proxyTLSHandshake ─▶ evaluatingProxyTrust ─▶ proxyHandshake
+//     │              │                    │                                   │                      │                       │
+//     │              └──failed──▶ failed ◀┴─all attempts failed / timeout / cancel, or a step failed ┴───────────────────────┤
+//     └─(addresses known: literal, override, Unix path)─▶ racing                                                             │
+//                                                                     established ◀─ evaluatingTrust ◀─ tlsHandshake ◀───────┘
 //
 // Racing is Happy Eyeballs (RFC 8305): the addresses are ordered IPv6 first and then
 // alternating families; one attempt starts at once and the next one `attemptDelay` later, or
 // as soon as the previous one fails; attempts run side by side until one connects, which wins
-// and closes the others. Proxy exchange, TLS and trust are optional steps after the winner.
-// The whole of it runs under one deadline (the connect timeout).
+// and closes the others. After the winner, each step is optional and runs in this order: TLS to
+// an https proxy and the proxy's trust; the CONNECT or SOCKS5 exchange (over that TLS, if any);
+// the origin's TLS (inside the proxy's TLS, if any) and the origin's trust. A resumed TLS
+// session skips its trust step. The whole of it runs under one deadline (the connect timeout).
 import HawserBase
 import HawserPosix
 
@@ -32,9 +35,15 @@ struct ConnectStateMachine {
         case idle
         /// Waiting for the resolver. Next: racing, failed.
         case resolving
-        /// Connect attempts in flight. Next: proxyHandshake, tlsHandshake, evaluatingTrust (never
-        /// directly), established, failed.
+        /// Connect attempts in flight. Next: proxyTLSHandshake, proxyHandshake, tlsHandshake,
+        /// established, failed.
         case racing
+        /// The TLS handshake with an https proxy on the winning socket. Next: evaluatingProxyTrust,
+        /// proxyHandshake, tlsHandshake, established (a resumed session), failed.
+        case proxyTLSHandshake
+        /// The proxy's chain is with the proxy's trust evaluator. Next: proxyHandshake,
+        /// tlsHandshake, established, failed.
+        case evaluatingProxyTrust
         /// A CONNECT or SOCKS5 exchange with the proxy on the winning socket. Next: tlsHandshake,
         /// established, failed.
         case proxyHandshake
@@ -59,6 +68,10 @@ struct ConnectStateMachine {
         case cancelAttemptTimer
         /// Close a losing or failed attempt's socket.
         case closeAttempt(id: Int)
+        /// Start the TLS handshake with the https proxy on the winning socket.
+        case startProxyTLS(id: Int)
+        /// Hand the proxy's chain to the proxy's trust evaluator.
+        case evaluateProxyTrust(id: Int)
         /// Speak CONNECT or SOCKS5 to the proxy on the winning socket.
         case startProxyExchange(id: Int)
         /// Start the TLS handshake on the winning socket.
@@ -76,6 +89,7 @@ struct ConnectStateMachine {
             case (.startAttempt(let i, let x), .startAttempt(let j, let y)): return i == j && x == y
             case (.armAttemptTimer(let x), .armAttemptTimer(let y)): return x == y
             case (.closeAttempt(let x), .closeAttempt(let y)), (.startProxyExchange(let x), .startProxyExchange(let y)),
+                 (.startProxyTLS(let x), .startProxyTLS(let y)), (.evaluateProxyTrust(let x), .evaluateProxyTrust(let y)),
                  (.startTLS(let x), .startTLS(let y)), (.evaluateTrust(let x), .evaluateTrust(let y)), (.succeed(let x), .succeed(let y)):
                 return x == y
             case (.fail(let x), .fail(let y)): return x.code == y.code && x.message == y.message
@@ -86,7 +100,11 @@ struct ConnectStateMachine {
 
     /// What the connection needs after the TCP connect.
     struct Steps: Sendable, Hashable {
+        /// TLS to the proxy (an https proxy), then its trust.
+        var proxyTLS: Bool = false
+        /// A CONNECT or SOCKS5 exchange with the proxy.
         var proxyExchange: Bool
+        /// TLS to the origin (inside the proxy's TLS when there is one), then its trust.
         var tls: Bool
     }
 
@@ -199,6 +217,14 @@ struct ConnectStateMachine {
     }
 
     private mutating func afterConnect(_ id: Int) -> [Action] {
+        if self.steps.proxyTLS {
+            self.phase = .proxyTLSHandshake
+            return [.startProxyTLS(id: id)]
+        }
+        return self.afterProxyTLS(id)
+    }
+
+    private mutating func afterProxyTLS(_ id: Int) -> [Action] {
         if self.steps.proxyExchange {
             self.phase = .proxyHandshake
             return [.startProxyExchange(id: id)]
@@ -237,6 +263,26 @@ struct ConnectStateMachine {
             actions.append(.fail(self.cannotConnect(detail: detail)))
         }
         return actions
+    }
+
+    /// The handshake with the https proxy finished; as for origins, a resumed session continues
+    /// one whose chain was accepted, so it is not evaluated again.
+    mutating func proxyTLSFinished(_ result: Result<Bool, HawserError>) -> [Action] {
+        guard self.phase == .proxyTLSHandshake, let id = self.winner else { return [] }
+        switch result {
+        case .success(let resumed):
+            if resumed { return self.afterProxyTLS(id) }
+            self.phase = .evaluatingProxyTrust
+            return [.evaluateProxyTrust(id: id)]
+        case .failure(let error):
+            return self.failWinner(error)
+        }
+    }
+
+    mutating func proxyTrustDecided(_ refusal: HawserError?) -> [Action] {
+        guard self.phase == .evaluatingProxyTrust, let id = self.winner else { return [] }
+        if let refusal { return self.failWinner(refusal) }
+        return self.afterProxyTLS(id)
     }
 
     mutating func proxyExchangeFinished(_ result: Result<Void, HawserError>) -> [Action] {

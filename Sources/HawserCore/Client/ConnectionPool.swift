@@ -2,6 +2,7 @@
 // closes them and arms their idle timers, as the machine says. Loop-confined.
 import HawserBase
 import HawserPosix
+import HawserProxy
 import HawserTLS
 
 final class ConnectionPool: @unchecked Sendable {
@@ -121,10 +122,16 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func connect(_ origin: Machine.OriginID, _ key: ConnectionKey) {
         var tls: TLSContext? = nil
-        if key.scheme == "https" {
+        var proxyTLS: TLSContext? = nil
+        var httpsProxy: ProxyServer? = nil
+        if case .https? = key.proxy?.server.kind { httpsProxy = key.proxy?.server }
+        if key.scheme == "https" || httpsProxy != nil {
             switch self.context.clientTLSContext() {
             case .success(let c):
-                tls = c
+                if key.scheme == "https" { tls = c }
+                // The proxy's TLS comes from the same context (versions, ciphers, client identity),
+                // its sessions cached under the proxy's own key.
+                if httpsProxy != nil { proxyTLS = c }
             case .failure(let error):
                 // Every waiter would get the same error: they fail one by one, without new attempts.
                 self.machine.connectFailed(origin: origin, error: error, retryOthers: false, into: &self.actions)
@@ -135,7 +142,11 @@ final class ConnectionPool: @unchecked Sendable {
                                   dnsOverride: self.context.configuration.dnsOverride, tlsContext: tls,
                                   trustHook: tls == nil ? nil : { [unowned(unsafe) self] connector, chain, decide in
                                       self.context.evaluateTrust(connector.key, chain, task: self.machine.firstWaiting(origin), decide)
-                                  }) { [unowned(unsafe) self] connector, result in
+                                  },
+                                  proxyTLSContext: proxyTLS,
+                                  proxyTrustHook: httpsProxy.map { server in { [unowned(unsafe) self] _, chain, decide in
+                                      self.context.evaluateProxyTrust(server, chain, decide)
+                                  } }) { [unowned(unsafe) self] connector, result in
             self.connectors.removeValue(forKey: ObjectIdentifier(connector))
             self.connectFinished(origin: origin, key: key, result: result)
         }

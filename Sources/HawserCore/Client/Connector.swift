@@ -1,6 +1,8 @@
 // The IO shell around ConnectStateMachine: it resolves (off the loop), opens and races the
-// sockets, speaks to the proxy, runs the TLS handshake and hands the server's chain to the trust
-// hook — and asks the machine what to do after each of those. Loop-confined.
+// sockets, runs TLS to an https proxy and hands the proxy's chain to the proxy's trust hook,
+// speaks to the proxy (over that TLS, if any), runs the origin's TLS handshake (inside the
+// proxy's TLS, if any) and hands the origin's chain to the trust hook — and asks the machine
+// what to do after each of those. Loop-confined.
 import CHawser
 
 #if canImport(Glibc)
@@ -17,6 +19,9 @@ final class Connector: EventLoopIOHandler {
         var fd: Int32
         var address: SocketAddress
         var timings: ConnectTimings
+        /// The stream the connection reads and writes through: the origin's TLS (running inside
+        /// the proxy's when the proxy is https), or the https proxy's own for a forward proxy,
+        /// or nil for plain TCP.
         var tls: TLSStream?
     }
 
@@ -73,6 +78,9 @@ final class Connector: EventLoopIOHandler {
     private var completion: Completion?
     private let tlsContext: TLSContext?
     private let trustHook: TrustHook?
+    /// For an https proxy: the context its TLS is made from, and who decides about its chain.
+    private let proxyTLSContext: TLSContext?
+    private let proxyTrustHook: TrustHook?
     private var machine: ConnectStateMachine
 
     /// Racing sockets by attempt id.
@@ -85,6 +93,8 @@ final class Connector: EventLoopIOHandler {
     private var attemptTimer: Scheduled?
     private var timings = ConnectTimings()
     private var tls: TLSStream?
+    /// The TLS stream to an https proxy, under the proxy exchange and the origin's TLS.
+    private var proxyTLS: TLSStream?
     private var handshakeInterest: (read: Bool, write: Bool) = (false, false)
     private var proxyExchange: ProxyExchange?
     /// Bytes for the proxy not yet written.
@@ -100,13 +110,16 @@ final class Connector: EventLoopIOHandler {
 
     init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, dnsOverride: [String: [String]] = [:],
          attemptDelay: UInt64 = ConnectStateMachine.defaultAttemptDelay, tlsContext: TLSContext? = nil,
-         trustHook: TrustHook? = nil, completion: @escaping Completion) {
+         trustHook: TrustHook? = nil, proxyTLSContext: TLSContext? = nil, proxyTrustHook: TrustHook? = nil,
+         completion: @escaping Completion) {
         self.key = key
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
         self.dnsOverride = dnsOverride
         self.tlsContext = tlsContext
         self.trustHook = trustHook
+        self.proxyTLSContext = proxyTLSContext
+        self.proxyTrustHook = proxyTrustHook
         self.completion = completion
         let destination: String
         if let proxy = key.proxy {
@@ -116,7 +129,10 @@ final class Connector: EventLoopIOHandler {
         } else {
             destination = "\(key.host):\(key.port)"
         }
-        let steps = ConnectStateMachine.Steps(proxyExchange: key.proxy.map { $0.mode != .forward } ?? false, tls: tlsContext != nil)
+        var proxyTLS = false
+        if case .https? = key.proxy?.server.kind { proxyTLS = proxyTLSContext != nil }
+        let steps = ConnectStateMachine.Steps(proxyTLS: proxyTLS, proxyExchange: key.proxy.map { $0.mode != .forward } ?? false,
+                                              tls: tlsContext != nil)
         self.machine = ConnectStateMachine(steps: steps, destination: destination, viaProxy: key.proxy != nil,
                                            attemptDelay: attemptDelay)
     }
@@ -216,6 +232,11 @@ final class Connector: EventLoopIOHandler {
             } else if self.winner?.id == id {
                 self.closeWinner()
             }
+        case .startProxyTLS(let id):
+            self.takeWinner(id)
+            self.startProxyTLS()
+        case .evaluateProxyTrust:
+            self.evaluateProxyTrust()
         case .startProxyExchange(let id):
             self.takeWinner(id)
             self.startProxyExchange()
@@ -287,6 +308,7 @@ final class Connector: EventLoopIOHandler {
 
     private func closeWinner() {
         self.tls = nil
+        self.proxyTLS = nil
         guard self.fd >= 0 else { return }
         if self.registered { self.loop.deregister(fd: self.fd) }
         self.registered = false
@@ -307,16 +329,22 @@ final class Connector: EventLoopIOHandler {
 
     func ioWritable() {
         switch self.machine.phase {
-        case .tlsHandshake: self.continueHandshake()
-        case .proxyHandshake: self.flushProxyOutbox()
+        case .tlsHandshake, .proxyTLSHandshake: self.continueHandshake()
+        case .proxyHandshake:
+            self.flushProxyOutbox()
+            // Over TLS a read may have waited for the socket to be writable.
+            if self.proxyTLS != nil { self.readFromProxy() }
         default: break
         }
     }
 
     func ioReadable() {
         switch self.machine.phase {
-        case .tlsHandshake: self.continueHandshake()
-        case .proxyHandshake: self.readFromProxy()
+        case .tlsHandshake, .proxyTLSHandshake: self.continueHandshake()
+        case .proxyHandshake:
+            // Over TLS a write may have waited for the socket to be readable.
+            if self.proxyTLS != nil, !self.proxyOutbox.isEmpty { self.flushProxyOutbox() }
+            self.readFromProxy()
         default: break
         }
     }
@@ -392,19 +420,73 @@ final class Connector: EventLoopIOHandler {
         self.flushProxyOutbox()
     }
 
+    /// What one read or write of the proxy exchange did, on the socket or over the proxy's TLS.
+    private enum ProxyIO {
+        case bytes(Int)
+        /// Nothing moved: wait for the socket to become readable (or writable).
+        case wait(writable: Bool)
+        case eof
+        case failed(HawserError)
+    }
+
+    private var proxyName: String { self.key.proxy.map { "\($0.server)" } ?? "the proxy" }
+
+    private func proxySend(_ raw: UnsafeRawBufferPointer) -> ProxyIO {
+        if let tls = self.proxyTLS {
+            switch tls.write(raw) {
+            case .bytes(let n): return .bytes(n)
+            case .wantWrite: return .wait(writable: true)
+            case .wantRead: return .wait(writable: false)
+            case .closed: return .failed(HawserError(.proxyError, "the proxy \(self.proxyName) closed the TLS connection"))
+            case .failed(let message, _):
+                return .failed(HawserError(.proxyError, "writing to the proxy \(self.proxyName) over TLS failed: \(message)"))
+            }
+        }
+        do {
+            switch try Posix.send(self.fd, raw) {
+            case .processed(let n): return .bytes(n)
+            case .wouldBlock: return .wait(writable: true)
+            }
+        } catch {
+            return .failed(HawserError(.proxyError, "writing to the proxy \(self.proxyName) failed: \(error)", underlying: error))
+        }
+    }
+
+    private func proxyReceive(_ raw: UnsafeMutableRawBufferPointer) -> ProxyIO {
+        if let tls = self.proxyTLS {
+            switch tls.read(into: raw) {
+            case .bytes(let n): return .bytes(n)
+            case .wantRead: return .wait(writable: false)
+            case .wantWrite: return .wait(writable: true)
+            case .closed: return .eof
+            case .failed(let message, _):
+                return .failed(HawserError(.proxyError, "reading from the proxy \(self.proxyName) over TLS failed: \(message)"))
+            }
+        }
+        do {
+            switch try Posix.read(self.fd, raw) {
+            case .processed(0): return .eof
+            case .processed(let n): return .bytes(n)
+            case .wouldBlock: return .wait(writable: false)
+            }
+        } catch {
+            return .failed(HawserError(.proxyError, "reading from the proxy \(self.proxyName) failed: \(error)", underlying: error))
+        }
+    }
+
     private func flushProxyOutbox() {
         while !self.proxyOutbox.isEmpty, self.machine.phase == .proxyHandshake {
-            let r = self.proxyOutbox.withUnsafeBytes { raw in
-                Result { () throws(IOError) in try Posix.send(self.fd, raw) }
-            }
-            switch r {
-            case .success(.processed(let n)):
+            switch self.proxyOutbox.withUnsafeBytes({ self.proxySend($0) }) {
+            case .bytes(let n):
                 self.proxyOutbox.removeFirst(n)
-            case .success(.wouldBlock):
-                self.loop.setInterest(fd: self.fd, readable: true, writable: true)
+            case .wait(let writable):
+                self.loop.setInterest(fd: self.fd, readable: true, writable: writable)
                 return
-            case .failure(let e):
-                self.proxyFinished(.failure(HawserError(.proxyError, "writing to the proxy \(self.key.proxy.map { "\($0.server)" } ?? "") failed: \(e)", underlying: e)))
+            case .eof:
+                self.proxyFinished(.failure(HawserError(.proxyError, "the proxy \(self.proxyName) closed the connection")))
+                return
+            case .failed(let error):
+                self.proxyFinished(.failure(error))
                 return
             }
         }
@@ -412,23 +494,29 @@ final class Connector: EventLoopIOHandler {
     }
 
     private func readFromProxy() {
+        // Over TLS, records OpenSSL read ahead are not seen by epoll: read while it holds some.
+        repeat {
+            self.readFromProxyOnce()
+        } while self.machine.phase == .proxyHandshake && self.proxyTLS?.hasBufferedPlaintext == true
+    }
+
+    private func readFromProxyOnce() {
         guard self.machine.phase == .proxyHandshake, let exchange = self.proxyExchange else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let r = buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(IOError) in try Posix.read(self.fd, raw) }
-        }
         let bytes: [UInt8]
-        switch r {
-        case .success(.wouldBlock): return
-        case .success(.processed(0)):
+        switch buffer.withUnsafeMutableBytes({ self.proxyReceive($0) }) {
+        case .wait(let writable):
+            if writable || !self.proxyOutbox.isEmpty { self.loop.setInterest(fd: self.fd, readable: true, writable: true) }
+            return
+        case .eof:
             switch exchange {
             case .connect(var reader): self.proxyFinished(.failure(reader.finish().hawserError))
             case .socks: self.proxyFinished(.failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake")))
             }
             return
-        case .success(.processed(let n)): bytes = Array(buffer[0..<n])
-        case .failure(let e):
-            self.proxyFinished(.failure(HawserError(.proxyError, "reading from the proxy failed: \(e)", underlying: e)))
+        case .bytes(let n): bytes = Array(buffer[0..<n])
+        case .failed(let error):
+            self.proxyFinished(.failure(error))
             return
         }
         var leftover: [UInt8] = []
@@ -470,6 +558,29 @@ final class Connector: EventLoopIOHandler {
 
     // MARK: - TLS
 
+    /// TLS to the https proxy, with SNI naming the proxy and its own session cache key.
+    private func startProxyTLS() {
+        guard let context = self.proxyTLSContext, let proxy = self.key.proxy else { return }
+        do {
+            let host = proxy.server.host
+            let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host.lowercased() : nil
+            self.proxyTLS = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: Self.proxyTLSOrigin(proxy.server))
+            try self.setInterest(read: false, write: true)
+            self.handshakeInterest = (false, true)
+        } catch let e as TLSError {
+            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(e))))
+            return
+        } catch {
+            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))))
+            return
+        }
+        self.continueHandshake()
+    }
+
+    /// The key the proxy's TLS sessions are cached under: apart from any origin's, so a session
+    /// trusted for one can never resume the other past its own evaluator.
+    static func proxyTLSOrigin(_ server: ProxyServer) -> String { "proxy \(server.host):\(server.port)" }
+
     private func startTLS() {
         guard let context = self.tlsContext else { return }
         // The handshake runs under the same connect timeout.
@@ -477,7 +588,12 @@ final class Connector: EventLoopIOHandler {
         do {
             let host = self.key.host
             let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host : nil
-            self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: self.tlsOrigin)
+            if let outer = self.proxyTLS {
+                // Through an https proxy: the origin's TLS runs inside the proxy's.
+                self.tls = try TLSStream(client: context, over: outer, serverName: sni, origin: self.tlsOrigin)
+            } else {
+                self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: self.tlsOrigin)
+            }
             try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
@@ -497,6 +613,10 @@ final class Connector: EventLoopIOHandler {
     }
 
     private func continueHandshake() {
+        if self.machine.phase == .proxyTLSHandshake {
+            self.continueProxyHandshake()
+            return
+        }
         guard let tls = self.tls, self.machine.phase == .tlsHandshake else { return }
         switch tls.handshake() {
         case .wantRead:
@@ -518,6 +638,45 @@ final class Connector: EventLoopIOHandler {
             self.setHandshakeInterest(read: false, write: false)
             // Without a hook (no policy at all) the handshake is the whole check.
             self.feed(self.machine.handshakeFinished(.success(tls.isResumed || self.trustHook == nil)))
+        }
+    }
+
+    private func continueProxyHandshake() {
+        guard let tls = self.proxyTLS, let proxy = self.key.proxy else { return }
+        switch tls.handshake() {
+        case .wantRead:
+            self.setHandshakeInterest(read: true, write: false)
+        case .wantWrite:
+            self.setHandshakeInterest(read: false, write: true)
+        case .failed(let message, let reasons):
+            self.proxyTLSContext?.removeSession(for: tls.origin)
+            let code: HawserError.Code = TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
+            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)"))))
+        case .done:
+            self.setHandshakeInterest(read: false, write: false)
+            let resumed = tls.isResumed
+            // A resumed session was trusted before (only those are kept); without a hook the
+            // handshake is the whole check.
+            if resumed || self.proxyTrustHook == nil { tls.markTrusted() }
+            self.feed(self.machine.proxyTLSFinished(.success(resumed || self.proxyTrustHook == nil)))
+        }
+    }
+
+    private func evaluateProxyTrust() {
+        guard let tls = self.proxyTLS, let hook = self.proxyTrustHook else { return }
+        let chain = tls.peerCertificates()
+        var decided = false
+        hook(self, chain) { [unowned(unsafe) self] error in
+            guard !decided else { return }
+            decided = true
+            guard self.machine.phase == .evaluatingProxyTrust else { return }
+            if error != nil {
+                self.proxyTLSContext?.removeSession(for: tls.origin)
+            } else {
+                // Its sessions may be kept from now on.
+                tls.markTrusted()
+            }
+            self.feed(self.machine.proxyTrustDecided(error))
         }
     }
 
@@ -554,8 +713,11 @@ final class Connector: EventLoopIOHandler {
         self.registered = false
         let fd = self.fd
         self.fd = -1
-        let tls = self.tls
+        // The origin's TLS (which holds the proxy's, when it runs inside it), or for a forward
+        // proxy over https the proxy's own.
+        let tls = self.tls ?? self.proxyTLS
         self.tls = nil
+        self.proxyTLS = nil
         self.timings.attempts = self.machine.reportedAttempts
         self.end(.success(Established(fd: fd, address: winner.address, timings: self.timings, tls: tls)))
     }

@@ -188,11 +188,14 @@ public final class Session: Sendable {
             body = try Self.gzipped(b)
             extra.append(("Content-Encoding", "gzip"))
         }
-        if let proxy = configuration.proxy.proxy(for: request.url) {
-            if case .https = proxy.server.kind {
-                throw HawserError(.proxyError, "https:// proxies (TLS to the proxy) are not supported; use an http:// proxy (CONNECT) or SOCKS5",
-                                  url: request.url)
-            }
+        let target: ProxyTarget?
+        do {
+            target = try configuration.proxy.proxy(for: request.url)
+        } catch {
+            let origin = error.variable == nil ? "the proxy setting" : "the proxy from the environment"
+            throw HawserError(.proxyError, "cannot use \(origin): \(error.message)", url: request.url, underlying: error)
+        }
+        if let proxy = target {
             info.key.proxy = proxy
             if proxy.mode == .forward {
                 // RFC 9112 §3.2.2: absolute-form to a forward proxy, without user info or fragment.

@@ -54,10 +54,18 @@ public struct SessionConfiguration: Sendable {
     /// Send and store cookies for requests that do not say otherwise (`shouldHandleCookies`).
     /// A request that sets its own `Cookie` field gets no cookies added from the jar.
     public var httpShouldSetCookies = true
-    /// Proxies (HTTP forward, CONNECT tunnels for https, SOCKS5). By default the environment's
-    /// `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, read once per process the way
-    /// curl reads them; `.none` for a direct connection whatever the environment says.
+    /// Proxies (HTTP forward, CONNECT tunnels for https, `https://` proxies reached over TLS,
+    /// SOCKS5). By default the environment's `http_proxy`, `https_proxy`, `all_proxy` and
+    /// `no_proxy`, read once per process the way curl reads them (a variable that cannot be
+    /// parsed fails the requests that would use it, with `proxyError` naming it); `.none` for a
+    /// direct connection whatever the environment says.
     public var proxy: ProxyConfiguration = ProxyConfiguration.processEnvironment
+    /// Decides whether an `https://` proxy's certificate chain is trusted, for the proxy's host
+    /// name: nil means ``DefaultTrustEvaluator`` (the system store, the proxy's name checked).
+    /// Apart from ``serverTrustEvaluator``, which decides about origins (also inside a tunnel
+    /// through an https proxy); delegates are not asked about the proxy. A refusal fails the
+    /// request with `serverCertificateUntrusted`, naming the proxy.
+    public var proxyTrustEvaluator: (any ServerTrustEvaluating)? = nil
     /// The private HTTP cache (RFC 9111) responses are served from and stored in; nil (the
     /// default) means no caching. `HTTPCache(memoryCapacity:)` or with a disk directory.
     public var urlCache: HTTPCache? = nil

@@ -4,6 +4,7 @@
 import HawserAuth
 import HawserBase
 import HawserPosix
+import HawserProxy
 import HawserTLS
 
 final class SessionContext: @unchecked Sendable {
@@ -81,6 +82,37 @@ final class SessionContext: @unchecked Sendable {
     }
 
     // MARK: - Server trust
+
+    /// Decides about an https proxy's chain after the handshake with it: the configuration's
+    /// `proxyTrustEvaluator` (a ``DefaultTrustEvaluator`` when nil) for the proxy's host name.
+    /// Delegates are not asked: their server-trust challenges are about origins. `decide` runs
+    /// at once, on the loop.
+    func evaluateProxyTrust(_ proxy: ProxyServer, _ chain: Result<[Certificate], CertificateError>,
+                            _ decide: (HawserError?) -> Void) {
+        let certificates: [Certificate]
+        switch chain {
+        case .success(let list):
+            certificates = list
+        case .failure(let error):
+            decide(HawserError(.secureConnectionFailed, "the proxy \(proxy) sent a certificate that cannot be parsed: \(error)",
+                               underlying: error))
+            return
+        }
+        if certificates.isEmpty {
+            decide(HawserError(.secureConnectionFailed, "the proxy \(proxy) sent no certificate"))
+            return
+        }
+        let evaluator = self.configuration.proxyTrustEvaluator ?? DefaultTrustEvaluator()
+        do throws(TrustFailure) {
+            try evaluator.evaluate(ServerTrust(host: proxy.host, certificates: certificates), forHost: proxy.host)
+            decide(nil)
+        } catch {
+            var e = HawserError(.serverCertificateUntrusted, "the certificate of the proxy \(proxy) is not trusted: \(error.message)",
+                                underlying: error)
+            e.peerCertificates = certificates
+            decide(e)
+        }
+    }
 
     /// Decides about a server's chain after a handshake: `task`'s delegate first (the task first
     /// in line for the origin the connection is opened for), then the session's delegate, then
