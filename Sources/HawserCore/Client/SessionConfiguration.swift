@@ -61,7 +61,7 @@ public struct SessionConfiguration: Sendable {
     /// direct connection whatever the environment says.
     public var proxy: ProxyConfiguration = ProxyConfiguration.processEnvironment
     /// Decides whether an `https://` proxy's certificate chain is trusted, for the proxy's host
-    /// name: nil means ``DefaultTrustEvaluator`` (the system store, the proxy's name checked).
+    /// name: nil means `DefaultTrustEvaluator` (the system store, the proxy's name checked).
     /// Apart from ``serverTrustEvaluator``, which decides about origins (also inside a tunnel
     /// through an https proxy); delegates are not asked about the proxy. A refusal fails the
     /// request with `serverCertificateUntrusted`, naming the proxy.

@@ -84,7 +84,7 @@ final class SessionContext: @unchecked Sendable {
     // MARK: - Server trust
 
     /// Decides about an https proxy's chain after the handshake with it: the configuration's
-    /// `proxyTrustEvaluator` (a ``DefaultTrustEvaluator`` when nil) for the proxy's host name.
+    /// `proxyTrustEvaluator` (a `DefaultTrustEvaluator` when nil) for the proxy's host name.
     /// Delegates are not asked: their server-trust challenges are about origins. `decide` runs
     /// at once, on the loop.
     func evaluateProxyTrust(_ proxy: ProxyServer, _ chain: Result<[Certificate], CertificateError>,
