@@ -235,7 +235,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         self.receivedBytes.store(total.0, ordering: .relaxed)
         self.existingDownloadProgress?.set(completed: total.0, total: total.1)
         if case .at(let offset, let expected) = resumed {
-            channel?.forEach { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
+            channel?.emit { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
         }
     }
 
@@ -265,7 +265,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             self.receivedBytes.store(written, ordering: .relaxed)
             self.existingDownloadProgress?.set(completed: written, total: total)
             let n = Int64(bytes.count)
-            channel?.forEach { $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total) }
+            channel?.emit { $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total) }
         }
     }
 

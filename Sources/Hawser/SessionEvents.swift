@@ -203,9 +203,9 @@ final class MonitorChannel: Sendable {
         return own + self.process.list.withLock { $0 }
     }
 
-    /// Calls `body` with each monitor, if there is any.
+    /// Emits one event: calls `body` with each monitor, if there is any.
     @inline(__always)
-    func forEach(_ body: (any EventMonitor) -> Void) {
+    func emit(_ body: (any EventMonitor) -> Void) {
         guard self.isActive else { return }
         for m in self.all { body(m) }
     }

@@ -193,7 +193,7 @@ final class ManagerCore: @unchecked Sendable {
             // On its loop: from there `shutdown()` does not block.
             session.eventLoop.execute { session.shutdown() }
         }
-        self.channel.forEach { $0.sessionDidInvalidate(error: nil) }
+        self.channel.emit { $0.sessionDidInvalidate(error: nil) }
     }
 }
 
@@ -517,7 +517,7 @@ public class SessionManager: @unchecked Sendable {
         if let upload { task.uploadProgress.addObserver(upload) }
         if let download { task.downloadProgress.addObserver(download) }
         self.core.registry.withLock { $0.tasks[task.taskIdentifier] = task }
-        self.core.channel.forEach { $0.taskDidCreate(task) }
+        self.core.channel.emit { $0.taskDidCreate(task) }
         return task
     }
 

@@ -213,7 +213,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             return s.lifecycle.resume(networkDown: networkDown, needsPreparation: needsPreparation)
         }
         guard let action else { return }
-        if case .complete = action {} else { core.channel.forEach { $0.taskDidResume(self) } }
+        if case .complete = action {} else { core.channel.emit { $0.taskDidResume(self) } }
         self.perform(action)
     }
 
@@ -222,7 +222,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public func suspend() {
         guard let action = self.locked.withLock({ $0.lifecycle.suspend() }) else { return }
         self.perform(action)
-        self.core.channel.forEach { $0.taskDidSuspend(self) }
+        self.core.channel.emit { $0.taskDidSuspend(self) }
     }
 
     /// Cancels the task. It completes (once) with a `HawserError` of code `.cancelled`
@@ -233,7 +233,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     func cancel(with error: HawserError) {
         guard let action = self.locked.withLock({ $0.lifecycle.cancel(error) }) else { return }
-        self.core.channel.forEach { $0.taskDidCancel(self) }
+        self.core.channel.emit { $0.taskDidCancel(self) }
         self.perform(action)
     }
 
@@ -302,7 +302,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         Task(executorPreference: loop) {
             do {
                 let adapted = try await adapter.adapt(request, for: self)
-                core.channel.forEach { $0.task(self, didAdapt: request, to: adapted) }
+                core.channel.emit { $0.task(self, didAdapt: request, to: adapted) }
                 let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action in
                     s.prepared = adapted
                     return s.lifecycle.prepared(attempt: attempt)
@@ -385,7 +385,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             timer.cancel()
             return
         }
-        core.channel.forEach { $0.taskIsWaitingForConnectivity(self) }
+        core.channel.emit { $0.taskIsWaitingForConnectivity(self) }
         if reachability.networkReachabilityStatus != .notReachable { returned() }
     }
 
@@ -407,7 +407,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             case .retry: delay = 0
             case .retryWithDelay(let d): delay = max(0, min(d, 3600))
             }
-            if let delay { core.channel.forEach { $0.task(self, willRetryAfter: delay, error: hawserError) } }
+            if let delay { core.channel.emit { $0.task(self, willRetryAfter: delay, error: hawserError) } }
             let networkDown = core.mustWaitForConnectivity
             let needsPreparation = core.needsPreparation
             let action = self.locked.withLock {

@@ -110,7 +110,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         }
         task.receivedBytes.store(0, ordering: .relaxed)
         let channel = self.core.channel
-        channel.forEach { $0.task(task, didReceive: response) }
+        channel.emit { $0.task(task, didReceive: response) }
         if let download = self.download {
             download.didReceiveResponse(response, engine: engine, channel: channel)
             return
@@ -128,7 +128,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
                 self.task = download
                 self.download = download
                 download.didReceiveResponse(response, engine: engine, channel: channel)
-                channel.forEach { $0.dataTask(data, didBecome: download) }
+                channel.emit { $0.dataTask(data, didBecome: download) }
                 return
             }
         }
@@ -176,7 +176,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             total = -1
         }
         task.existingUploadProgress?.set(completed: totalSent, total: total)
-        self.core.channel.forEach { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
+        self.core.channel.emit { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
     }
 
     func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
@@ -386,12 +386,12 @@ struct TaskOutcome: @unchecked Sendable {
         let channel = self.core.channel
         do {
             try FileManager.default.moveItem(at: location, to: target)
-            channel.forEach { $0.downloadTask(task, didMoveFileTo: target) }
+            channel.emit { $0.downloadTask(task, didMoveFileTo: target) }
             return .moved(target)
         } catch {
             try? FileManager.default.removeItem(at: location)
             let e = SessionManagerError.cannotMoveDownloadedFile(to: target, underlying: error)
-            channel.forEach { $0.downloadTask(task, didFailToMoveFileTo: target, error: e) }
+            channel.emit { $0.downloadTask(task, didFailToMoveFileTo: target, error: e) }
             return .failed(e)
         }
     }

@@ -44,7 +44,11 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
     case deflate
 
     /// What a `Content-Encoding` token names (case-insensitive).
-    enum Token { case coding(ContentCoding), identity, unsupported }
+    enum Token {
+        case coding(ContentCoding)
+        case identity
+        case unsupported
+    }
 
     static func classify(_ token: Substring) -> Token {
         switch token.lowercased() {

@@ -13,7 +13,11 @@ import Hawser
 /// - `;type=MIME` and `;filename=NAME` after any of them, as curl reads them.
 enum FormParts {
     struct Spec: Equatable {
-        enum Kind: Equatable { case text(String), fileContents(String), file(String) }
+        enum Kind: Equatable {
+            case text(String)
+            case fileContents(String)
+            case file(String)
+        }
         var name: String
         var kind: Kind
         var type: String?

@@ -388,7 +388,8 @@ struct CookieTests {
         jar.setCookie(fromSetCookie: "c=6", for: url("http://h6.example/"), now: later)
         let domains = Set(jar.allCookies.map(\.domain))
         #expect(jar.count == 5)
-        #expect(domains == ["h0.example", "h2.example", "h3.example", "h5.example", "h6.example"])   // h1 was least recently used
+        // H1 was least recently used.
+        #expect(domains == ["h0.example", "h2.example", "h3.example", "h5.example", "h6.example"])
     }
 
     @Test("setCookie, deleteCookie, removeAll, allCookies by hand")
@@ -410,7 +411,8 @@ struct CookieTests {
         var h = HTTPHeaders()
         h.add(name: "Set-Cookie", value: "a=1")
         h.add(name: "Content-Type", value: "text/plain")
-        h.add(name: "set-cookie", value: "b=2; Expires=Wed, 09 Jun 2021 10:18:14 GMT, c=3")   // one cookie: commas are not separators
+        // One cookie: commas are not separators.
+        h.add(name: "set-cookie", value: "b=2; Expires=Wed, 09 Jun 2021 10:18:14 GMT, c=3")
         h.add(name: "Set-Cookie", value: "bad")
         let jar = CookieJar()
         jar.setCookies(fromResponseHeaders: h, for: url("http://example.com/"), now: Date(timeIntervalSince1970: 1_600_000_000))

@@ -329,7 +329,8 @@ extension NetworkTests {
                 let refused = try runProxyCurl(["-o", "/dev/null", "-w", "%{http_code}", "-x", bare, "\(server.baseURL)/hello"])
                 #expect(refused.body == "407", "\(refused)")
                 let refusedTunnel = try runProxyCurl(["-p", "-x", bare, "\(server.baseURL)/hello"])
-                #expect(refusedTunnel.exitCode == 56, "CONNECT without credentials: \(refusedTunnel)")   // CURLE_RECV_ERROR: 407 to CONNECT
+                // CURLE_RECV_ERROR: 407 to CONNECT.
+                #expect(refusedTunnel.exitCode == 56, "CONNECT without credentials: \(refusedTunnel)")
                 let ok = try runProxyCurl(["-x", proxy.url, "\(server.baseURL)/hello"])
                 #expect(ok.exitCode == 0 && ok.body == "Hello, World!", "\(ok.stderr)")
                 let tunnel = try runProxyCurl(["-p", "-x", proxy.url, "\(server.baseURL)/hello"])

@@ -204,7 +204,7 @@ extension ManagerNetworkTests {
             // The upload file is written in bounded chunks too, so the test itself stays small.
             let file = tempURL("big-upload")
             defer { try? FileManager.default.removeItem(at: file) }
-            FileManager.default.createFile(atPath: file.path, contents: nil)
+            #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
             let h = try FileHandle(forWritingTo: file)
             let piece = pattern(251 * 4096)
             var written = 0

@@ -16,7 +16,8 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
         ("foo", "http://example.com/v1/foo"),
         ("foo?bar=baz", "http://example.com/v1/foo?bar=baz"),
         ("/foo", "http://example.com/foo"),
-        ("foo/", "http://example.com/v1/foo/"),   // RFC 3986 keeps the slash (AFNetworking's header comment says otherwise)
+        // RFC 3986 keeps the slash (AFNetworking's header comment says otherwise).
+        ("foo/", "http://example.com/v1/foo/"),
         ("/foo/", "http://example.com/foo/"),
         ("http://example2.com/", "http://example2.com/"),
         ("", "http://example.com/v1/"),

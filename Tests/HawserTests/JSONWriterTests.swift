@@ -32,7 +32,7 @@ private func randomString(_ rng: inout SplitMix) -> String {
 
 private func randomDouble(_ rng: inout SplitMix) -> Double {
     let special: [Double] = [0, -0.0, 1, -1, 0.1, 1.5, 1e15, 1e16, 9_007_199_254_740_992, 1e-7, 1e21, 123456789.123,
-                             .pi, 5e-324, .greatestFiniteMagnitude, .leastNormalMagnitude, 2.5e-5, 100, 1e100]
+                             .pi, .leastNonzeroMagnitude, .greatestFiniteMagnitude, .leastNormalMagnitude, 2.5e-5, 100, 1e100]
     if Bool.random(using: &rng) { return special.randomElement(using: &rng)! }
     while true {
         let d = Double(bitPattern: rng.next())
