@@ -1,7 +1,8 @@
 // Allocations per keep-alive request, with thresholds CI checks (issue 15).
 //
 //   swift package --package-path Benchmarks benchmark --target AllocationBenchmarks --no-progress
-//   swift package --package-path Benchmarks benchmark thresholds check --target AllocationBenchmarks --path Thresholds
+//   swift package --package-path Benchmarks benchmark thresholds check --target AllocationBenchmarks \
+//       --path "$PWD/Benchmarks/Thresholds"        # from the repository root; CI's check
 //
 // Every benchmark measures one metric, `mallocCountTotal`, over batches of 1,000 requests
 // (scalingFactor .kilo): the committed figure in `Benchmarks/Thresholds/` is mallocs per
@@ -17,8 +18,10 @@
 // replaced by `_` but reads it back under the name as it is, so such a name never finds its file.
 //
 // Allocation counts do not move with machine load, which makes them a gate where times are not.
-// The tolerance (`tolerance` below) is a few percent of the measured figure: a change that adds
-// one allocation per request fails the check; Benchmarks/README.md says how to update the files.
+// The slack (`allocationConfiguration(percent:)`, 2 %) is less than one allocation per request, so
+// a change that adds or removes one fails the check; Benchmarks/README.md says how to update the
+// files. Measured here: 9.0 mallocs per request (Session, delegate), 13.9–14.0 (Session, async;
+// manager, HTTP serializer), 16.9–17.0 (manager, JSON serializer), 1.0 per parse of R1.
 import Benchmark
 import BenchSupport
 import FoundationEssentials
