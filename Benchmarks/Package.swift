@@ -7,6 +7,8 @@
 //   parser-bench      `parser-bench FILE|R1|R2|R3 N`: parse N times, print ns/message
 //                     (N=0 only loads the message: the callgrind baseline)
 //   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
+//   AllocationBenchmarks ordo-one suite: mallocs per keep-alive request (Session, HTTPSessionManager,
+//                     the parser), checked in CI against Thresholds/ (README.md there)
 //   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
@@ -150,6 +152,18 @@ let package = Package(
                 .product(name: "HawserTestServer", package: "Hawser"),
             ],
             path: "Benchmarks/LoopbackBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "AllocationBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Hawser", package: "Hawser"),
+                .product(name: "HawserHTTP1", package: "Hawser"),
+                "BenchSupport",
+            ],
+            path: "Benchmarks/AllocationBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
