@@ -8,8 +8,10 @@
 // and records each round trip. The bulk session (a disk cache: 16 MiB in memory, so the large
 // entry lives on disk only) runs ROUNDS rounds of: GET /bytes/SIZE?max-age=600&r=I (a miss:
 // downloaded, recorded, stored on disk) then the same GET again (a fresh disk hit: read back
-// and delivered). The test server runs on a loop of its own. Phase "idle" measures the probes
-// alone for S seconds; phase "cache" measures them while the rounds run.
+// and delivered). The probes and the bulk GETs go to two test servers, each on a loop of its own
+// (making the 256 MiB body stalls the bulk server's loop, which must not be blamed on the
+// client). Phase "idle" measures the probes alone for S seconds; phase "cache" measures them
+// while the rounds run.
 //
 // Prints, per phase:
 //   RESULT phase=P probes=N p50_us=A p99_us=B max_us=C
@@ -125,9 +127,11 @@ func report(_ phase: String, _ samples: [UInt64]) {
     print("RESULT phase=\(phase) probes=\(sorted.count) p50_us=\(Int(pct(0.50))) p99_us=\(Int(pct(0.99))) max_us=\(Int(Double(sorted.last!) / 1000))")
 }
 
-let serverLoop = try EventLoop(name: "server-loop")
+let bulkServerLoop = try EventLoop(name: "bulk-server")
+let probeServerLoop = try EventLoop(name: "probe-server")
 let clientLoop = try EventLoop(name: "client-loop")
-let server = try TestServer(loop: serverLoop)
+let server = try TestServer(loop: bulkServerLoop)
+let probeServer = try TestServer(loop: probeServerLoop)
 let cache = try HTTPCache(memoryCapacity: 16 << 20, diskCapacity: max(size * 11, 64 << 20), directory: directory)
 var bulkConfiguration = SessionConfiguration.default
 bulkConfiguration.urlCache = cache
@@ -136,7 +140,7 @@ var probeConfiguration = SessionConfiguration.default
 probeConfiguration.urlCache = nil
 let bulk = Session(configuration: bulkConfiguration, eventLoop: clientLoop)
 let probe = Session(configuration: probeConfiguration, eventLoop: clientLoop)
-let prober = Prober(session: probe, url: URL(string: server.baseURL + "/hello")!)
+let prober = Prober(session: probe, url: URL(string: probeServer.baseURL + "/hello")!)
 
 prober.start()
 try await Task.sleep(for: .seconds(idleSeconds))
@@ -165,3 +169,4 @@ try? FileManager.default.removeItem(atPath: directory)
 bulk.shutdown()
 probe.shutdown()
 server.shutdown()
+probeServer.shutdown()
