@@ -15,7 +15,7 @@
 //     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics
 //     HawserReachability  route monitoring over netlink
 //     HawserTLS       OpenSSL: contexts, streams, certificates, trust, pinning policies
-//     HawserPosix     event loop, timers, clock, resolver, sockets, file descriptors
+//     HawserPosix     event loop, timers, clock, resolver, sockets, files and the blocking-IO pool
 //   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
 //   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
 import PackageDescription

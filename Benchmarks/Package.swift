@@ -40,6 +40,7 @@ let package = Package(
         .executable(name: "peer-urlsession", targets: ["PeerURLSession"]),
         .executable(name: "openapi-load", targets: ["OpenAPILoad"]),
         .executable(name: "stream-bench", targets: ["StreamBench"]),
+        .executable(name: "cache-latency", targets: ["CacheLatency"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -142,6 +143,15 @@ let package = Package(
             name: "StreamBench",
             dependencies: [.product(name: "HawserCore", package: "Hawser")],
             path: "Sources/StreamBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "CacheLatency",
+            dependencies: [
+                .product(name: "HawserCore", package: "Hawser"),
+                .product(name: "HawserTestServer", package: "Hawser"),
+            ],
+            path: "Sources/CacheLatency",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

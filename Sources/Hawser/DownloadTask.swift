@@ -243,14 +243,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, engine engineTask: RequestTask, channel: MonitorChannel?) {
         let outcome = self.file.withLock { f -> Result<(Int64, Int64), any Error>? in
             if f.discardBody || f.fd < 0 { return nil }
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(f.fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return .failure(SessionManagerError.downloadWriteFailed(path: f.url?.path ?? "?", errno: errno))
-                }
-                offset += n
+            let file = FileDescriptor(rawValue: f.fd, path: f.url?.path ?? "?")
+            do throws(FileError) { try file.write(all: bytes) } catch {
+                return .failure(SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode))
             }
             f.written += Int64(bytes.count)
             return .success((f.written, f.expectedTotal))
@@ -335,13 +330,19 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         if f.fd < 0 {
             let url = f.url ?? FileManager.default.temporaryDirectory
                 .appendingPathComponent("\(temporaryPrefix)\(UUID().uuidString).tmp")
-            let fd = Glibc.open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-            if fd < 0 { throw SessionManagerError.downloadWriteFailed(path: url.path, errno: errno) }
-            f.fd = fd
+            do throws(FileError) {
+                f.fd = try FileDescriptor.open(url.path, O_WRONLY | O_CREAT, mode: 0o600).rawValue
+            } catch {
+                throw SessionManagerError.downloadWriteFailed(path: url.path, errno: error.errnoCode)
+            }
             f.url = url
         }
-        if Glibc.ftruncate(f.fd, off_t(keep)) != 0 || Glibc.lseek(f.fd, off_t(keep), SEEK_SET) < 0 {
-            throw SessionManagerError.downloadWriteFailed(path: f.url?.path ?? "?", errno: errno)
+        let file = FileDescriptor(rawValue: f.fd, path: f.url?.path ?? "?")
+        do throws(FileError) {
+            try file.truncate(to: Int(keep))
+            try file.seek(to: Int(keep))
+        } catch {
+            throw SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode)
         }
     }
 

@@ -100,22 +100,20 @@ public struct MultipartFormData: Sendable {
             throw SerializationError(.invalidFileURL, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
         }
         let path = fileURL.path(percentEncoded: false)
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            let err = errno
-            throw SerializationError(.fileNotReachable, "file URL not reachable: \(path): \(String(cString: strerror(err)))",
-                                     url: fileURL, cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
+        let size: Int?
+        do throws(FileError) {
+            let fd = try FileDescriptor.openForReading(path)
+            defer { fd.closeIgnoringErrors() }
+            size = try fd.regularFileSize()
+        } catch {
+            let what = error.errnoCode == ENOENT || error.errnoCode == ENOTDIR ? "file URL not reachable: \(path)" : "\(path) cannot be read"
+            throw SerializationError(.fileNotReachable, "\(what): \(error.reason)", url: fileURL, cause: posixCause(error))
         }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
+        guard let size else {
             throw SerializationError(.fileNotReachable, "\(path) is not a regular file", url: fileURL)
         }
-        guard access(path, R_OK) == 0 else {
-            let err = errno
-            throw SerializationError(.fileNotReachable, "\(path) cannot be read: \(String(cString: strerror(err)))",
-                                     url: fileURL, cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
-        }
         self.parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                               body: .file(path: path, length: Int64(st.st_size))))
+                               body: .file(path: path, length: Int64(size))))
     }
 
     /// A part whose bytes come from a reader that `open` creates each time the body is sent
@@ -221,35 +219,25 @@ public struct MultipartFormData: Sendable {
             throw SerializationError(.invalidFileURL, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
         }
         let path = fileURL.path(percentEncoded: false)
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            let err = errno
-            throw SerializationError(.cannotWriteFile, "cannot create \(path): \(String(cString: strerror(err)))", url: fileURL,
-                                     cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
+        let fd: FileDescriptor
+        do throws(FileError) { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644) } catch {
+            throw SerializationError(.cannotWriteFile, "cannot create \(path): \(error.reason)", url: fileURL, cause: posixCause(error))
         }
         var closed = false
-        defer { if !closed { close(fd) } }
+        defer { if !closed { fd.closeIgnoringErrors() } }
         do {
             try await self.writeBody { chunk in
-                var offset = 0
-                while offset < chunk.count {
-                    let n = chunk.withUnsafeBytes { write(fd, $0.baseAddress! + offset, chunk.count - offset) }
-                    if n < 0 {
-                        let err = errno
-                        if err == EINTR { continue }
-                        throw SerializationError(.cannotWriteFile, "writing \(path) failed: \(String(cString: strerror(err)))", url: fileURL,
-                                                 cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
-                    }
-                    offset += n
+                do throws(FileError) { try fd.write(all: chunk) } catch {
+                    throw SerializationError(.cannotWriteFile, "writing \(path) failed: \(error.reason)", url: fileURL, cause: posixCause(error))
                 }
             }
             closed = true
-            guard close(fd) == 0 else {
-                throw SerializationError(.cannotWriteFile, "closing \(path) failed: \(String(cString: strerror(errno)))", url: fileURL)
+            do throws(FileError) { try fd.close() } catch {
+                throw SerializationError(.cannotWriteFile, "closing \(path) failed: \(error.reason)", url: fileURL, cause: posixCause(error))
             }
         } catch {
-            if !closed { close(fd); closed = true }
-            unlink(path)
+            if !closed { fd.closeIgnoringErrors(); closed = true }
+            FileSystem.unlinkIgnoringErrors(path)
             throw error
         }
     }
@@ -300,22 +288,25 @@ public struct MultipartFormData: Sendable {
     // MARK: Reading part bodies
 
     private static func copyFile(path: String, length: Int64, into out: inout ChunkBuffer) async throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let err = errno
-            throw SerializationError(.bodyReadFailed, "cannot open \(path) for the multipart body: \(String(cString: strerror(err)))",
-                                     url: URL(fileURLWithPath: path), cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
+        let fd: FileDescriptor
+        do throws(FileError) { fd = try FileDescriptor.openForReading(path) } catch {
+            throw SerializationError(.bodyReadFailed, "cannot open \(path) for the multipart body: \(error.reason)",
+                                     url: URL(fileURLWithPath: path), cause: posixCause(error))
         }
-        defer { close(fd) }
+        defer { fd.closeIgnoringErrors() }
         var remaining = length
         while remaining > 0 {
             let want = Int(min(Int64(out.room), remaining))
-            let n = out.appendRead(upTo: want) { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 {
-                let err = errno
-                if err == EINTR { continue }
-                throw SerializationError(.bodyReadFailed, "reading \(path) failed: \(String(cString: strerror(err)))",
-                                         url: URL(fileURLWithPath: path), cause: POSIXErrorCode(rawValue: err).map { POSIXError($0) })
+            var failure: FileError?
+            let n = out.appendRead(upTo: want) { buffer in
+                do throws(FileError) { return try fd.read(into: buffer) } catch {
+                    failure = error
+                    return -1
+                }
+            }
+            if let failure {
+                throw SerializationError(.bodyReadFailed, "reading \(path) failed: \(failure.reason)",
+                                         url: URL(fileURLWithPath: path), cause: posixCause(failure))
             }
             if n == 0 {
                 throw SerializationError(.bodyReadFailed, "\(path) ended \(remaining) bytes early: it shrank after it was appended (\(length) bytes then)",
@@ -432,4 +423,9 @@ private struct ChunkBuffer {
         try await self.sink(chunk)
         if self.delay > 0 { try await Task.sleep(nanoseconds: UInt64(self.delay * 1_000_000_000)) }
     }
+}
+
+/// A file operation's failure as the POSIXError a `SerializationError` carries as its cause.
+private func posixCause(_ error: FileError) -> POSIXError? {
+    POSIXErrorCode(rawValue: error.errnoCode).map { POSIXError($0) }
 }

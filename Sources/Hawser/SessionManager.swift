@@ -432,11 +432,17 @@ public class SessionManager: @unchecked Sendable {
         var r = request
         var preflight: (any Error)? = nil
         let path = fileURL.path
-        var st = stat()
-        if stat(path, &st) != 0 || (st.st_mode & S_IFMT) != S_IFREG || access(path, R_OK) != 0 {
-            preflight = SessionManagerError.cannotReadUploadFile(path: path, errno: errno == 0 ? EINVAL : errno)
-        } else {
-            let length = Int64(st.st_size)
+        var size: Int? = nil
+        do throws(FileError) {
+            let fd = try FileDescriptor.openForReading(path)
+            defer { fd.closeIgnoringErrors() }
+            size = try fd.regularFileSize()
+            if size == nil { preflight = SessionManagerError.cannotReadUploadFile(path: path, errno: EINVAL) }
+        } catch {
+            preflight = SessionManagerError.cannotReadUploadFile(path: path, errno: error.errnoCode)
+        }
+        if let size {
+            let length = Int64(size)
             r.body = .stream(length: length) { writer in try await FileStreamer.stream(path: path, length: length, to: writer) }
         }
         return self.makeUpload(r, preflightError: preflight, progress: progress, completion: Self.completion(completionHandler))
@@ -763,17 +769,24 @@ enum FileStreamer {
     static let chunkSize = 64 * 1024
 
     static func stream(path: String, length: Int64, to writer: RequestBodyWriter) async throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { throw SessionManagerError.cannotReadUploadFile(path: path, errno: errno) }
-        defer { close(fd) }
+        let fd: FileDescriptor
+        do throws(FileError) { fd = try FileDescriptor.openForReading(path) } catch {
+            throw SessionManagerError.cannotReadUploadFile(path: path, errno: error.errnoCode)
+        }
+        defer { fd.closeIgnoringErrors() }
         var remaining = length
         var buffer = [UInt8](repeating: 0, count: chunkSize)
         while remaining > 0 {
             let want = Int(min(Int64(chunkSize), remaining))
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SessionManagerError.cannotReadUploadFile(path: path, errno: errno)
+            let read: Result<Int, FileError> = buffer.withUnsafeMutableBytes { raw in
+                do throws(FileError) { return .success(try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))) } catch {
+                    return .failure(error)
+                }
+            }
+            let n: Int
+            switch read {
+            case .success(let count): n = count
+            case .failure(let e): throw SessionManagerError.cannotReadUploadFile(path: path, errno: e.errnoCode)
             }
             if n == 0 {
                 throw SessionManagerError.cannotReadUploadFile(path: path, errno: EIO)   // the file shrank

@@ -388,6 +388,14 @@ struct MemoryStore {
 /// the index is rebuilt from the files when the cache is opened; unreadable files are
 /// removed). Thread-safe. A fresh hit from memory takes one lock, a dictionary lookup and
 /// a copy of the header fields (to set `Age`).
+///
+/// File IO never runs on the calling thread's behalf inside the cache's locks: every disk
+/// operation runs on ``ioPool``, one at a time per URL, in the order asked (a lookup asked
+/// after a store of the same URL completed sees it; an entry being written is not served
+/// until its file is complete and renamed into place). The methods that return a value
+/// (``lookup(_:policy:now:)``, ``store(_:for:)``…) wait for their disk operation and so block
+/// the calling thread: call them off event loops. The engine uses the forms that take an
+/// `EventLoop` and complete there, which never block it.
 public final class HTTPCache: Sendable {
     /// Bytes the memory store may hold.
     public let memoryCapacity: Int
@@ -408,6 +416,8 @@ public final class HTTPCache: Sendable {
 
     private let memory: Mutex<MemoryStore>
     private let disk: DiskStore?
+    /// The threads the disk store's file IO runs on.
+    public let ioPool: BlockingIOPool
 
     /// A memory-only cache of `memoryCapacity` bytes.
     public init(memoryCapacity: Int) {
@@ -416,13 +426,18 @@ public final class HTTPCache: Sendable {
         self.directory = nil
         self.memory = Mutex(MemoryStore(capacity: memoryCapacity))
         self.disk = nil
+        self.ioPool = .shared
     }
 
     /// A cache of `memoryCapacity` bytes in memory and, with a `directory`, `diskCapacity`
     /// bytes on disk. The directory is created if needed and its files are indexed (files
     /// that are not valid entries are removed). Throws `ioError` when the directory cannot
-    /// be created or read.
-    public init(memoryCapacity: Int, diskCapacity: Int, directory: String?) throws(HawserError) {
+    /// be created or read. Opening reads the directory on the calling thread (once, before any
+    /// request uses the cache); afterwards the disk is used only from `ioPool` (by default
+    /// `BlockingIOPool.shared`).
+    public init(memoryCapacity: Int, diskCapacity: Int, directory: String?,
+                ioPool: BlockingIOPool = .shared) throws(HawserError) {
+        self.ioPool = ioPool
         self.memoryCapacity = max(0, memoryCapacity)
         self.memory = Mutex(MemoryStore(capacity: memoryCapacity))
         if let directory, diskCapacity > 0 {
@@ -502,10 +517,50 @@ public final class HTTPCache: Sendable {
         else { return false }
         let vary = names.map { VaryField(name: $0, value: selectingValue(request.headers, $0)) }
         let entry = CacheEntry(key: cacheKey(request.url), response: cached, vary: vary)
-        return self.keep(entry)
+        let inMemory = self.keepInMemory(entry)
+        guard let disk = self.disk else { return inMemory }
+        let onDisk = self.ioPool.runAndWait(key: entry.key) { Self.diskStore(disk, entry) }
+        return inMemory || ((try? onDisk.get()) ?? false)
     }
 
-    private func keep(_ entry: CacheEntry) -> Bool {
+    /// Stores `cached` for `request` as ``store(_:for:)`` does, without blocking: the memory
+    /// store is updated before this returns, the file is written on ``ioPool``, and `completion`
+    /// runs on `loop` once the entry is complete on disk (or at once, on `loop`, when there is
+    /// no disk store), with whether it was kept, or an `ioError` naming the file operation
+    /// that failed (the memory copy, if any, stays).
+    public func store(_ cached: CachedResponse, for request: HTTPClientRequest, on loop: EventLoop,
+                      completion: @escaping @Sendable (Result<Bool, HawserError>) -> Void = { _ in }) {
+        guard cached.storagePolicy != .notAllowed, Self.isStorable(cached.head, for: request),
+            let names = varyNames(cached.head.headers)
+        else {
+            loop.execute { completion(.success(false)) }
+            return
+        }
+        let vary = names.map { VaryField(name: $0, value: selectingValue(request.headers, $0)) }
+        let entry = CacheEntry(key: cacheKey(request.url), response: cached, vary: vary)
+        let inMemory = self.keepInMemory(entry)
+        guard let disk = self.disk else {
+            loop.execute { completion(.success(inMemory)) }
+            return
+        }
+        self.ioPool.submit(key: entry.key, on: loop, { Self.diskStore(disk, entry) }) { result in
+            completion(result.map { $0 || inMemory })
+        }
+    }
+
+    /// The disk part of a store (on a pool thread): the file for a disk-allowed entry, the
+    /// removal of the variant's old file for a memory-only one.
+    private static func diskStore(_ disk: DiskStore, _ entry: CacheEntry) -> Result<Bool, HawserError> {
+        do throws(FileError) {
+            if entry.response.storagePolicy == .allowed { return .success(try disk.store(entry)) }
+            try disk.remove(key: entry.key, vary: entry.vary)
+            return .success(false)
+        } catch {
+            return .failure(HawserError(.ioError, "the cache could not store \(entry.key): \(error)", underlying: error))
+        }
+    }
+
+    private func keepInMemory(_ entry: CacheEntry) -> Bool {
         var kept = false
         self.memory.withLock { memory in
             // Whatever was stored for this variant before is out of date now.
@@ -517,13 +572,6 @@ public final class HTTPCache: Sendable {
             if variants.count >= Self.maximumVariantsPerKey, let last = variants.last { memory.remove(last) }
             memory.insert(entry)
             kept = true
-        }
-        if let disk = self.disk {
-            if entry.response.storagePolicy == .allowed {
-                if disk.store(entry) { kept = true }
-            } else {
-                disk.remove(key: entry.key, vary: entry.vary)
-            }
         }
         return kept
     }
@@ -548,6 +596,42 @@ public final class HTTPCache: Sendable {
         guard request.method == .get, policy != .reloadIgnoringLocalCacheData,
             let entry = self.find(request)
         else { return .miss }
+        return self.answer(entry, request, policy: policy, now: now)
+    }
+
+    /// What the cache has for `request`, as ``lookup(_:policy:now:)``, without blocking: a
+    /// memory hit (or a cache without disk) answers before this returns, on the calling thread,
+    /// and `completion` returns true then; otherwise the file is read on ``ioPool`` and
+    /// `completion` runs on `loop` later. `now` is taken when the answer is made.
+    public func lookup(_ request: HTTPClientRequest, policy: CachePolicy? = nil, on loop: EventLoop,
+                       now: @escaping @Sendable () -> Date = { Date() },
+                       completion: @escaping @Sendable (CacheLookup) -> Void) {
+        let policy = policy ?? request.cachePolicy ?? .useProtocolCachePolicy
+        guard request.method == .get, policy != .reloadIgnoringLocalCacheData else {
+            completion(.miss)
+            return
+        }
+        let key = cacheKey(request.url)
+        if let hit = self.findInMemory(key, request.headers) {
+            completion(self.answer(hit, request, policy: policy, now: now()))
+            return
+        }
+        guard let disk = self.disk else {
+            completion(.miss)
+            return
+        }
+        let headers = request.headers
+        self.ioPool.submit(key: key, on: loop, { disk.load(key: key, request: headers) }) { entry in
+            guard let entry else {
+                completion(.miss)
+                return
+            }
+            self.promote(entry)
+            completion(self.answer(entry, request, policy: policy, now: now()))
+        }
+    }
+
+    private func answer(_ entry: CacheEntry, _ request: HTTPClientRequest, policy: CachePolicy, now: Date) -> CacheLookup {
         let nowSeconds = finiteSeconds(now)
         let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: nowSeconds)
         var served = entry.response
@@ -592,18 +676,28 @@ public final class HTTPCache: Sendable {
     /// The matching entry: memory first, then disk (a disk hit is promoted to memory).
     private func find(_ request: HTTPClientRequest) -> CacheEntry? {
         let key = cacheKey(request.url)
-        let hit: CacheEntry? = self.memory.withLock { memory in
-            guard let index = memory.find(key, request.headers) else { return nil }
+        if let hit = self.findInMemory(key, request.headers) { return hit }
+        guard let disk = self.disk else { return nil }
+        let headers = request.headers
+        guard let entry = self.ioPool.runAndWait(key: key, { disk.load(key: key, request: headers) }) else { return nil }
+        self.promote(entry)
+        return entry
+    }
+
+    private func findInMemory(_ key: String, _ headers: HTTPHeaders) -> CacheEntry? {
+        self.memory.withLock { memory in
+            guard let index = memory.find(key, headers) else { return nil }
             memory.touch(index)
             return memory.entry(index)
         }
-        if let hit { return hit }
-        guard let disk = self.disk, let entry = disk.load(key: key, request: request.headers) else { return nil }
+    }
+
+    /// A disk hit goes to memory when it fits there.
+    private func promote(_ entry: CacheEntry) {
         self.memory.withLock { memory in
             guard entry.size <= memory.capacity / Self.maximumEntryDivisor else { return }
-            memory.insert(entry)
+            memory.insert(entry)   // replaces the variant with the same Vary'd values
         }
-        return entry
     }
 
     // MARK: Validation (§4.3.4)
@@ -623,19 +717,66 @@ public final class HTTPCache: Sendable {
         var candidates: [CacheEntry] = self.memory.withLock { memory in
             memory.indices(for: key).map { memory.entry($0) }.filter { $0.matches(request.headers) }
         }
-        if candidates.isEmpty, let disk = self.disk, let entry = disk.load(key: key, request: request.headers) {
-            candidates = [entry]
+        if candidates.isEmpty, let disk = self.disk {
+            let headers = request.headers
+            if let entry = self.ioPool.runAndWait(key: key, { disk.load(key: key, request: headers) }) {
+                candidates = [entry]
+            }
         }
-        let selected: CacheEntry?
-        if let etag = notModified.headers["ETag"] {
-            selected = candidates.first { $0.etag.map { weakETagEquals($0, etag) } ?? false }
-        } else if let lastModified = notModified.headers["Last-Modified"] {
-            selected = candidates.first { $0.lastModified == lastModified }
-        } else {
-            selected = candidates.count == 1 ? candidates[0] : nil
-        }
-        guard let old = selected else { return nil }
+        guard let old = Self.select(candidates, notModified) else { return nil }
+        let entry = Self.updated(old, notModified, key: key, requestTime: requestTime, responseTime: responseTime)
+        _ = self.keepInMemory(entry)
+        if let disk = self.disk { _ = self.ioPool.runAndWait(key: key) { Self.diskStore(disk, entry) } }
+        return Self.served(entry)
+    }
 
+    /// The 304 `notModified` applied to `stored`, the response this task sent the conditional
+    /// request for (a ``CacheLookup/stale(_:conditionalHeaders:)`` answer), as
+    /// ``updateAfterNotModified(_:for:requestTime:responseTime:)`` does, without reading the
+    /// disk: nil when the 304's validators do not select `stored`. The updated entry replaces
+    /// the stored one in memory at once and on disk on ``ioPool`` (then `completion` runs on
+    /// `loop`).
+    public func updateAfterNotModified(
+        _ notModified: HTTPResponseHead, revalidating stored: CachedResponse, for request: HTTPClientRequest,
+        requestTime: Date, responseTime: Date, on loop: EventLoop,
+        completion: @escaping @Sendable (Result<Bool, HawserError>) -> Void = { _ in }
+    ) -> CachedResponse? {
+        guard request.method == .get, let names = varyNames(stored.head.headers) else { return nil }
+        var response = stored
+        response.head.headers.remove(name: "Age")   // the served copy's; the stored one has none
+        let key = cacheKey(request.url)
+        let vary = names.map { VaryField(name: $0, value: selectingValue(request.headers, $0)) }
+        let old = CacheEntry(key: key, response: response, vary: vary, correctedInitialAge: 0)
+        guard let selected = Self.select([old], notModified) else { return nil }
+        let entry = Self.updated(selected, notModified, key: key, requestTime: requestTime, responseTime: responseTime)
+        _ = self.keepInMemory(entry)
+        if let disk = self.disk, entry.response.storagePolicy != .notAllowed {
+            self.ioPool.submit(key: key, on: loop, { Self.diskStore(disk, entry) }, completion: completion)
+        } else {
+            loop.execute { completion(.success(true)) }
+        }
+        return Self.served(entry)
+    }
+
+    private static func select(_ candidates: [CacheEntry], _ notModified: HTTPResponseHead) -> CacheEntry? {
+        if let etag = notModified.headers["ETag"] {
+            return candidates.first { $0.etag.map { weakETagEquals($0, etag) } ?? false }
+        } else if let lastModified = notModified.headers["Last-Modified"] {
+            return candidates.first { $0.lastModified == lastModified }
+        } else {
+            return candidates.count == 1 ? candidates[0] : nil
+        }
+    }
+
+    private static func served(_ entry: CacheEntry) -> CachedResponse {
+        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: entry.responseSeconds)
+        var served = entry.response
+        served.head.headers.add(name: "Age", value: ageField(age))
+        return served
+    }
+
+    private static func updated(_ old: CacheEntry, _ notModified: HTTPResponseHead, key: String,
+                                requestTime: Date, responseTime: Date) -> CacheEntry {
         var updated = old.response
         let incoming = storableHeaders(notModified.headers)
         var replaced = Set<String>()
@@ -648,12 +789,7 @@ public final class HTTPCache: Sendable {
         }
         updated.requestTime = requestTime
         updated.responseTime = responseTime
-        let entry = CacheEntry(key: key, response: updated, vary: old.vary)
-        _ = self.keep(entry)
-        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: entry.responseSeconds)
-        var served = entry.response
-        served.head.headers.add(name: "Age", value: ageField(age))
-        return served
+        return CacheEntry(key: key, response: updated, vary: old.vary)
     }
 
     // MARK: Invalidation (§4.4)
@@ -661,32 +797,44 @@ public final class HTTPCache: Sendable {
     /// After an unsafe request (anything but GET, HEAD, OPTIONS, TRACE) got a non-error
     /// (2xx or 3xx) response, removes what is stored for its URL and for the response's
     /// `Location` and `Content-Location` when they are on the same origin.
-    public func invalidate(after request: HTTPClientRequest, response: HTTPResponseHead) {
+    /// The memory store changes before this returns; the files are removed on ``ioPool``, before
+    /// any later disk operation on the same URLs, and this waits for that unless `waitForDisk`
+    /// is false (the engine's form, which never blocks its loop).
+    public func invalidate(after request: HTTPClientRequest, response: HTTPResponseHead, waitForDisk: Bool = true) {
         switch request.method {
         case .get, .head, .options, .trace: return
         default: break
         }
         guard response.status >= 200 && response.status < 400 else { return }
-        self.removeResponses(for: request.url)
+        self.removeResponses(for: request.url, waitForDisk: waitForDisk)
         for name in ["Location", "Content-Location"] {
             guard let value = response.headers[name], let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
                 sameOrigin(target, request.url)
             else { continue }
-            self.removeResponses(for: target)
+            self.removeResponses(for: target, waitForDisk: waitForDisk)
         }
     }
 
-    /// Removes every stored variant for `url`.
-    public func removeResponses(for url: URL) {
+    /// Removes every stored variant for `url`: from memory before this returns, from disk on
+    /// ``ioPool`` before any later disk operation on `url` (waited for unless `waitForDisk` is
+    /// false). A file that cannot be removed is forgotten by the index either way.
+    public func removeResponses(for url: URL, waitForDisk: Bool = true) {
         let key = cacheKey(url)
         self.memory.withLock { $0.removeKey(key) }
-        self.disk?.remove(key: key)
+        guard let disk = self.disk else { return }
+        if waitForDisk {
+            self.ioPool.runAndWait(key: key) { try? disk.remove(key: key) }
+        } else {
+            self.ioPool.submit(key: key) { try? disk.remove(key: key) }
+        }
     }
 
-    /// Removes everything, from memory and disk.
+    /// Removes everything, from memory and disk (waiting for the files to go; a barrier: no
+    /// disk operation asked for after it runs before it).
     public func removeAll() {
         self.memory.withLock { $0.removeAll() }
-        self.disk?.removeAll()
+        guard let disk = self.disk else { return }
+        self.ioPool.runAndWait(key: nil) { try? disk.removeAll() }
     }
 }
 

@@ -25,12 +25,18 @@ import HawserBase
 import HawserHTTP1
 import HawserPosix
 
+/// The on-disk store. Its operations block (they read, write and rename files): the cache
+/// runs each of them on its `BlockingIOPool`, ordered by cache key, never on an event loop.
+/// The index lock is held only for index updates and the quick metadata calls that must stay
+/// in step with them (rename into place, unlink), never while a body is read or written.
 final class DiskStore: Sendable {
     struct Record {
         var key: String
         var vary: [VaryField]
         var size: Int
         var access: UInt64
+        /// Distinguishes this file's record from an earlier or later one with the same name.
+        var generation: UInt64
     }
 
     struct State {
@@ -49,26 +55,27 @@ final class DiskStore: Sendable {
     let capacity: Int
     private let state = Mutex(State())
 
+    /// Creates the directory if needed and indexes its files (on the calling thread).
     init(directory: String, capacity: Int) throws(HawserError) {
         self.directory = directory
         self.capacity = capacity
         let names: [String]
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        do throws(FileError) {
+            try FileSystem.createDirectory(directory)
+            names = try FileSystem.contentsOfDirectory(directory)
         } catch {
-            throw HawserError(.ioError, "cannot use cache directory \(directory): \(error)")
+            throw HawserError(.ioError, "cannot use cache directory \(directory): \(error)", underlying: error)
         }
         var found: [(name: String, record: Record, mtime: Int64)] = []
         for name in names {
             let path = self.path(name)
             if name.hasPrefix(Self.temporaryPrefix) && name.hasSuffix(".partial") {
-                unlink(path)  // a write that never finished
+                FileSystem.unlinkIgnoringErrors(path)  // a write that never finished
                 continue
             }
             guard name.hasSuffix(Self.suffix) else { continue }
             guard let (record, mtime) = Self.readIndexRecord(path) else {
-                unlink(path)  // not a valid entry: never trusted, never a crash
+                FileSystem.unlinkIgnoringErrors(path)  // not a valid entry: never trusted, never a crash
                 continue
             }
             found.append((name, record, mtime))
@@ -79,6 +86,7 @@ final class DiskStore: Sendable {
                 state.clock += 1
                 var record = item.record
                 record.access = state.clock
+                record.generation = state.clock
                 state.records[item.name] = record
                 state.byKey[record.key, default: []].append(item.name)
                 state.bytes += record.size
@@ -98,65 +106,121 @@ final class DiskStore: Sendable {
         return hash + Self.suffix
     }
 
-    // MARK: Operations
+    // MARK: Operations (blocking: run on the cache's IO pool)
 
-    /// Writes `entry`; false when it is larger than a tenth of the capacity or the write failed.
-    func store(_ entry: CacheEntry) -> Bool {
-        let bytes = Self.encode(entry)
+    /// Writes `entry` to a temporary file, then renames it into place and indexes it. Returns
+    /// false when it is larger than a tenth of the capacity (whatever was stored for its variant
+    /// is removed either way: it is out of date); throws when a file operation fails.
+    func store(_ entry: CacheEntry) throws(FileError) -> Bool {
         let name = Self.fileName(key: entry.key, vary: entry.vary)
-        return self.state.withLock { state in
-            self.removeFile(&state, name)
-            guard bytes.count <= self.capacity / HTTPCache.maximumEntryDivisor else { return false }
-            guard self.writeAtomically(name, bytes) else { return false }
+        let (head, size) = Self.encodeHead(entry)
+        guard size <= self.capacity / HTTPCache.maximumEntryDivisor else {
+            try self.state.withLock { state throws(FileError) in try self.removeFile(&state, name) }
+            return false
+        }
+        let temporary = self.path(Self.temporaryPrefix + Digest.randomHex(byteCount: 16) + ".partial")
+        do throws(FileError) {
+            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            do throws(FileError) {
+                let body = entry.response.body
+                var crc = crc32Of(head[...])
+                crc = crc32Of(body[...], seed: crc)
+                try fd.write(all: head)
+                try fd.write(all: body)
+                var trailer = ByteWriter()
+                trailer.u32(crc)
+                try fd.write(all: trailer.bytes)
+            } catch {
+                fd.closeIgnoringErrors()
+                throw error
+            }
+            try fd.close()
+        } catch {
+            FileSystem.unlinkIgnoringErrors(temporary)
+            throw error
+        }
+        return try self.state.withLock { state throws(FileError) -> Bool in
+            // Renamed under the index lock, so the index and the directory change in step.
+            do throws(FileError) {
+                try FileSystem.rename(temporary, to: self.path(name))
+            } catch {
+                FileSystem.unlinkIgnoringErrors(temporary)
+                throw error
+            }
+            self.forget(&state, name)   // the file it replaced is gone with the rename
             state.clock += 1
-            state.records[name] = Record(key: entry.key, vary: entry.vary, size: bytes.count, access: state.clock)
+            state.records[name] = Record(key: entry.key, vary: entry.vary, size: size, access: state.clock, generation: state.clock)
             state.byKey[entry.key, default: []].append(name)
-            state.bytes += bytes.count
+            state.bytes += size
             self.evict(&state, keeping: name)
             return state.records[name] != nil
         }
     }
 
-    /// The entry for `key` matching `request`'s Vary'd headers; corrupt files are removed.
+    /// The entry for `key` matching `request`'s Vary'd headers; files that fail to read or to
+    /// check (length, CRC, key) are removed.
     func load(key: String, request: HTTPHeaders) -> CacheEntry? {
-        self.state.withLock { state in
-            for name in state.byKey[key] ?? [] {
+        let candidates: [(name: String, generation: UInt64)] = self.state.withLock { state in
+            (state.byKey[key] ?? []).compactMap { name in
                 guard let record = state.records[name],
                     record.vary.allSatisfy({ $0.value == selectingValue(request, $0.name) })
-                else { continue }
-                guard let bytes = readWholeFile(self.path(name)), let entry = Self.decode(bytes), entry.key == key else {
-                    self.removeFile(&state, name)
-                    continue
-                }
-                state.clock += 1
-                state.records[name]!.access = state.clock
-                utimensat(AT_FDCWD, self.path(name), nil, 0)  // recency survives a reopen
-                return entry
+                else { return nil }
+                return (name, record.generation)
             }
-            return nil
         }
+        for candidate in candidates {
+            let path = self.path(candidate.name)
+            guard let entry = try? Self.readEntry(path), entry.key == key, entry.matches(request) else {
+                self.state.withLock { state in
+                    // Only the file that failed: a store may have replaced it meanwhile.
+                    if state.records[candidate.name]?.generation == candidate.generation {
+                        try? self.removeFile(&state, candidate.name)
+                    }
+                }
+                continue
+            }
+            self.state.withLock { state in
+                state.clock += 1
+                if state.records[candidate.name]?.generation == candidate.generation {
+                    state.records[candidate.name]!.access = state.clock
+                }
+            }
+            try? FileSystem.touch(path)  // recency survives a reopen
+            return entry
+        }
+        return nil
     }
 
-    func remove(key: String, vary: [VaryField]) {
+    func remove(key: String, vary: [VaryField]) throws(FileError) {
         let name = Self.fileName(key: key, vary: vary)
-        self.state.withLock { self.removeFile(&$0, name) }
+        try self.state.withLock { state throws(FileError) in try self.removeFile(&state, name) }
     }
 
-    func remove(key: String) {
-        self.state.withLock { state in
-            for name in state.byKey[key] ?? [] { self.removeFile(&state, name) }
+    func remove(key: String) throws(FileError) {
+        try self.state.withLock { state throws(FileError) in
+            for name in state.byKey[key] ?? [] { try self.removeFile(&state, name) }
         }
     }
 
-    func removeAll() {
-        self.state.withLock { state in
-            for name in Array(state.records.keys) { self.removeFile(&state, name) }
+    func removeAll() throws(FileError) {
+        try self.state.withLock { state throws(FileError) in
+            for name in Array(state.records.keys) { try self.removeFile(&state, name) }
             state = State()
         }
     }
 
-    private func removeFile(_ state: inout State, _ name: String) {
-        unlink(self.path(name))
+    private func removeFile(_ state: inout State, _ name: String) throws(FileError) {
+        let known = state.records[name] != nil
+        self.forget(&state, name)
+        do {
+            try FileSystem.unlink(self.path(name))
+        } catch {
+            if known { throw error }
+        }
+    }
+
+    /// Drops `name` from the index (the file is gone or replaced).
+    private func forget(_ state: inout State, _ name: String) {
         guard let record = state.records.removeValue(forKey: name) else { return }
         state.bytes -= record.size
         if var names = state.byKey[record.key] {
@@ -170,38 +234,16 @@ final class DiskStore: Sendable {
         guard state.bytes > self.capacity else { return }
         let order = state.records.sorted { $0.value.access < $1.value.access }.map(\.key)
         for name in order where state.bytes > self.capacity && name != keeping {
-            self.removeFile(&state, name)
+            try? self.removeFile(&state, name)
         }
-        if state.bytes > self.capacity, let keeping { self.removeFile(&state, keeping) }
-    }
-
-    private func writeAtomically(_ name: String, _ bytes: [UInt8]) -> Bool {
-        let temporary = self.path(Self.temporaryPrefix + Digest.randomHex(byteCount: 16) + ".partial")
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
-        var written = 0
-        let ok = bytes.withUnsafeBytes { raw -> Bool in
-            while written < raw.count {
-                let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += n
-            }
-            return true
-        }
-        close(fd)
-        guard ok, rename(temporary, self.path(name)) == 0 else {
-            unlink(temporary)
-            return false
-        }
-        return true
+        if state.bytes > self.capacity, let keeping { try? self.removeFile(&state, keeping) }
     }
 
     // MARK: Format
 
-    static func encode(_ entry: CacheEntry) -> [UInt8] {
+    /// Everything before the body ("HWC1", meta length, meta, body length) and the file's
+    /// total size. The body and the CRC are written after it, so a large body is never copied.
+    static func encodeHead(_ entry: CacheEntry) -> (head: [UInt8], size: Int) {
         var meta = ByteWriter()
         let r = entry.response
         meta.string(entry.key)
@@ -229,29 +271,42 @@ final class DiskStore: Sendable {
             meta.string(v)
         }
         var out = ByteWriter()
-        out.bytes.reserveCapacity(meta.bytes.count + r.body.count + 24)
+        out.bytes.reserveCapacity(meta.bytes.count + 16)
         out.bytes.append(contentsOf: Self.magic)
         out.u32(UInt32(meta.bytes.count))
         out.bytes.append(contentsOf: meta.bytes)
         out.u64(UInt64(r.body.count))
-        out.bytes.append(contentsOf: r.body)
-        out.u32(crc32Of(out.bytes[...]))
-        return out.bytes
+        return (out.bytes, out.bytes.count + r.body.count + 4)
     }
 
-    /// A whole file back into an entry; nil when anything does not add up.
-    static func decode(_ bytes: [UInt8]) -> CacheEntry? {
-        guard bytes.count >= 20, bytes[0..<4].elementsEqual(Self.magic) else { return nil }
-        var tail = ByteReader(bytes[(bytes.count - 4)...])
-        guard let crc = tail.u32(), crc == crc32Of(bytes[..<(bytes.count - 4)]) else { return nil }
-        var reader = ByteReader(bytes[4..<(bytes.count - 4)])
-        guard let metaLength = reader.u32().map(Int.init), metaLength <= reader.remaining,
-            let (key, response, vary, initialAge) = decodeMeta(ByteReader(bytes[8..<(8 + metaLength)]))
+    /// A whole file back into an entry: nil when anything does not add up (length, CRC,
+    /// meta); throws when the file cannot be read. The body is read straight into its array.
+    static func readEntry(_ path: String) throws(FileError) -> CacheEntry? {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.closeIgnoringErrors() }
+        guard let size = try fd.regularFileSize(), size >= 20 else { return nil }
+        let start = try fd.readExactly(count: 8, at: 0)
+        guard start[0..<4].elementsEqual(Self.magic) else { return nil }
+        var reader = ByteReader(start[4...])
+        guard let metaLength = reader.u32().map(Int.init), metaLength <= Self.maximumMetaLength,
+            8 + metaLength + 12 <= size
         else { return nil }
-        reader.skip(metaLength)
-        guard let bodyLength = reader.u64(), bodyLength == UInt64(reader.remaining) else { return nil }
+        let meta = try fd.readExactly(count: metaLength + 8, at: 8)
+        var lengthReader = ByteReader(meta[metaLength...])
+        guard let bodyLength64 = lengthReader.u64(), UInt64(size) == UInt64(8 + metaLength + 12) &+ bodyLength64 else {
+            return nil
+        }
+        let bodyLength = Int(bodyLength64)
+        let body = try fd.readExactly(count: bodyLength, at: 16 + metaLength)
+        let trailer = try fd.readExactly(count: 4, at: 16 + metaLength + bodyLength)
+        var crc = crc32Of(start[...])
+        crc = crc32Of(meta[...], seed: crc)
+        crc = crc32Of(body[...], seed: crc)
+        var trailerReader = ByteReader(trailer[...])
+        guard trailerReader.u32() == crc, let (key, response, vary, initialAge) = decodeMeta(ByteReader(meta[0..<metaLength]))
+        else { return nil }
         var full = response
-        full.body = Array(bytes[(bytes.count - 4 - Int(bodyLength))..<(bytes.count - 4)])
+        full.body = body
         return CacheEntry(key: key, response: full, vary: vary, correctedInitialAge: initialAge)
     }
 
@@ -296,25 +351,23 @@ final class DiskStore: Sendable {
     /// The index record of a file from its first bytes (magic, meta, body length checked
     /// against the file size), and its mtime; nil when the file is not a valid entry.
     static func readIndexRecord(_ path: String) -> (Record, Int64)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let fd = try? FileDescriptor.openForReading(path) else { return nil }
+        defer { fd.closeIgnoringErrors() }
+        guard let st = try? fd.status(), (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         let size = Int(st.st_size)
-        guard size >= 20, let head = readExactly(fd, offset: 0, count: 8), head[0..<4].elementsEqual(Self.magic) else {
+        guard size >= 20, let head = try? fd.readExactly(count: 8, at: 0), head[0..<4].elementsEqual(Self.magic) else {
             return nil
         }
         var reader = ByteReader(head[4...])
         guard let metaLength = reader.u32().map(Int.init), metaLength <= Self.maximumMetaLength,
             8 + metaLength + 12 <= size,
-            let meta = readExactly(fd, offset: 8, count: metaLength + 8)
+            let meta = try? fd.readExactly(count: metaLength + 8, at: 8)
         else { return nil }
         var lengthReader = ByteReader(meta[metaLength...])
         guard let bodyLength = lengthReader.u64(), UInt64(size) == UInt64(8 + metaLength + 12) &+ bodyLength,
             let (key, _, vary, _) = decodeMeta(ByteReader(meta[0..<metaLength]))
         else { return nil }
-        return (Record(key: key, vary: vary, size: size, access: 0), Int64(st.st_mtim.tv_sec))
+        return (Record(key: key, vary: vary, size: size, access: 0, generation: 0), Int64(st.st_mtim.tv_sec))
     }
 }
 
@@ -374,9 +427,10 @@ struct ByteReader {
     }
 }
 
-/// zlib's CRC-32 of `bytes`, in chunks that fit its 32-bit length.
-func crc32Of(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-    var crc: UInt = crc32(0, nil, 0)
+/// zlib's CRC-32 of `bytes` continuing from `seed` (a CRC so far), in chunks that fit its
+/// 32-bit length.
+func crc32Of(_ bytes: ArraySlice<UInt8>, seed: UInt32? = nil) -> UInt32 {
+    var crc: UInt = seed.map { UInt($0) } ?? crc32(0, nil, 0)
     bytes.withUnsafeBytes { raw in
         var offset = 0
         while offset < raw.count {
@@ -386,28 +440,4 @@ func crc32Of(_ bytes: ArraySlice<UInt8>) -> UInt32 {
         }
     }
     return UInt32(truncatingIfNeeded: crc)
-}
-
-private func readExactly(_ fd: Int32, offset: Int, count: Int) -> [UInt8]? {
-    var out = [UInt8](repeating: 0, count: count)
-    var done = 0
-    let ok = out.withUnsafeMutableBytes { raw -> Bool in
-        while done < count {
-            let n = pread(fd, raw.baseAddress! + done, count - done, off_t(offset + done))
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            done += n
-        }
-        return true
-    }
-    return ok ? out : nil
-}
-
-func readWholeFile(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-    return readExactly(fd, offset: 0, count: Int(st.st_size))
 }

@@ -481,30 +481,22 @@ public enum NetscapeCookieFile {
 }
 
 /// Writes `bytes` to a temporary file next to `path` (mode 0600), syncs it, renames it over `path`.
+/// A failure is an `ioError` whose underlying `FileError` names the operation and the path.
 func writeAtomically(_ bytes: [UInt8], to path: String) throws(HawserError) {
     let tmp = "\(path).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-    let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-    if fd < 0 {
-        throw HawserError(.ioError, "cannot create \(tmp): \(String(cString: strerror(errno)))")
-    }
-    var failure: String?
-    bytes.withUnsafeBytes { raw in
-        var done = 0
-        while done < raw.count {
-            let n = write(fd, raw.baseAddress! + done, raw.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = "cannot write \(tmp): \(String(cString: strerror(errno)))"
-                return
-            }
-            done += n
+    do throws(FileError) {
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        do throws(FileError) {
+            try fd.write(all: bytes)
+            try fd.sync()
+        } catch {
+            fd.closeIgnoringErrors()
+            throw error
         }
-    }
-    if failure == nil && fsync(fd) != 0 { failure = "cannot sync \(tmp): \(String(cString: strerror(errno)))" }
-    if close(fd) != 0 && failure == nil { failure = "cannot close \(tmp): \(String(cString: strerror(errno)))" }
-    if failure == nil && rename(tmp, path) != 0 { failure = "cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))" }
-    if let failure {
-        unlink(tmp)
-        throw HawserError(.ioError, failure)
+        try fd.close()
+        try FileSystem.rename(tmp, to: path)
+    } catch {
+        FileSystem.unlinkIgnoringErrors(tmp)
+        throw HawserError(.ioError, "cannot save cookies: \(error)", underlying: error)
     }
 }

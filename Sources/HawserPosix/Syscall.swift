@@ -5,7 +5,11 @@
 //   EAGAIN / EWOULDBLOCK  returned as IOResult.wouldBlock: a value, not an error
 //   EINPROGRESS (connect) returned as .wouldBlock
 //   everything else       thrown as IOError(errno, function)
-// No other file reads errno.
+// Files have their own wrapper with the same policy, FileDescriptor.swift (FileError names the
+// operation and the path). Besides these two, errno is read only where a call of another kind
+// is made: EventLoop.swift (epoll_create1, eventfd, epoll_ctl), HawserTLS's TLSStream.swift
+// (errno after SSL_ERROR_SYSCALL), HawserReachability's RouteMonitor.swift (netlink sockets,
+// namespaces) and HawserTestServer's TestProcesses.swift (waitpid). No other file reads errno.
 
 #if canImport(Glibc)
 import Glibc

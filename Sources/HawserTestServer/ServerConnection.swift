@@ -170,7 +170,9 @@ final class ServerConnection: EventLoopIOHandler {
             if let k = query["chunk"].flatMap(Int.init), k > 0 {
                 self.sendChunked(status: 200, body: bytes, chunkSize: k, head: isHead, recordPerChunk: query["records"] == "1")
             } else {
-                self.send(status: 200, body: bytes, extra: [("Content-Type", "application/octet-stream")], head: isHead)
+                var extra = [("Content-Type", "application/octet-stream")]
+                if let maxAge = query["max-age"] { extra.append(("Cache-Control", "max-age=\(maxAge)")) }
+                self.send(status: 200, body: bytes, extra: extra, head: isHead)
             }
         case ("echo", 1):
             var extra: [(String, String)] = [("X-Echo-Method", h.method.rawValue), ("X-Echo-Target", h.target),

@@ -12,7 +12,8 @@ import Glibc
 /// Routes (query parameters in brackets):
 /// - `GET /hello`: 200, `Hello, World!` (text/plain).
 /// - `GET /json`: 200, a small JSON document (application/json).
-/// - `GET /bytes/N[?chunk=K[&records=1]]`: N deterministic bytes (`byte i = i % 251`); with `chunk`, sent chunked in
+/// - `GET /bytes/N[?chunk=K[&records=1]][?max-age=S]`: N deterministic bytes (`byte i = i % 251`), with
+///   `Cache-Control: max-age=S` when asked (not with `chunk`); with `chunk`, sent chunked in
 ///   K-byte chunks; with `records=1` over TLS, each chunk in a TLS record of its own, all in one TCP send.
 /// - `ANY /echo`: 200; the request body as the body; `X-Echo-Method`, `X-Echo-Target`, `X-Echo-Body-Length`
 ///   and every request header as `X-Echo-H-<name>`.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HawserCore
 
 /// Minimal unbuffered file output on a descriptor (stdout, stderr or a file). A file named
 /// for -o is opened when the first byte is written, as curl opens it: a transfer that fails
@@ -31,9 +32,11 @@ final class OutputFile: @unchecked Sendable {
     /// Opens (creates, truncates) `path` now; "-" is stdout.
     static func open(_ path: String) throws -> OutputFile {
         if path == "-" { return .stdout }
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
-        return OutputFile(fd: fd, owned: true)
+        do throws(FileError) {
+            return OutputFile(fd: try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC).rawValue, owned: true)
+        } catch {
+            throw FileIO.Error(description: "cannot open '\(path)' for writing: \(error.reason)")
+        }
     }
 
     /// `path`, created (truncated) when the first byte is written; "-" is stdout.
@@ -43,8 +46,10 @@ final class OutputFile: @unchecked Sendable {
 
     /// Opens `path` to append to it (for -C -), creating it if needed; returns it and its size.
     static func openForAppend(_ path: String) throws -> (OutputFile, Int64) {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        if fd < 0 { throw FileIO.Error(description: "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do throws(FileError) { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_APPEND).rawValue } catch {
+            throw FileIO.Error(description: "cannot open '\(path)' for writing: \(error.reason)")
+        }
         let size = lseek(fd, 0, SEEK_END)
         return (OutputFile(fd: fd, owned: true), Int64(max(0, size)))
     }
@@ -58,13 +63,13 @@ final class OutputFile: @unchecked Sendable {
     func create() -> Bool {
         guard let path = self.pendingPath else { return !self.failed }
         self.pendingPath = nil
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if fd < 0 {
-            self.openError = "cannot open '\(path)' for writing: \(String(cString: strerror(errno)))"
+        do throws(FileError) {
+            self.fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC).rawValue
+        } catch {
+            self.openError = "cannot open '\(path)' for writing: \(error.reason)"
             self.failed = true
             return false
         }
-        self.fd = fd
         return true
     }
 
@@ -83,15 +88,9 @@ final class OutputFile: @unchecked Sendable {
 
     func write(_ bytes: UnsafeRawBufferPointer) {
         if self.pendingPath != nil && !self.create() { return }
-        var off = 0
-        while off < bytes.count && !self.failed {
-            let n = Glibc.write(self.fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                self.failed = true
-                return
-            }
-            off += n
+        guard !self.failed else { return }
+        do throws(FileError) { try FileDescriptor(rawValue: self.fd, path: "output").write(all: bytes) } catch {
+            self.failed = true
         }
     }
 
@@ -109,25 +108,28 @@ enum FileIO {
     struct Error: Swift.Error, CustomStringConvertible { var description: String }
 
     static func readAll(path: String) throws -> [UInt8] {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
-        defer { _ = Glibc.close(fd) }
-        return try self.readAll(fd: fd, name: path)
+        let fd: FileDescriptor
+        do throws(FileError) { fd = try FileDescriptor.openForReading(path) } catch {
+            throw Error(description: "cannot read '\(path)': \(error.reason)")
+        }
+        defer { fd.closeIgnoringErrors() }
+        return try self.readAll(fd: fd.rawValue, name: path)
     }
 
     /// Reads `fd` to its end (stdin for `@-`).
     static func readAll(fd: Int32, name: String) throws -> [UInt8] {
-        let path = name
+        let file = FileDescriptor(rawValue: fd, path: name)
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Error(description: "cannot read '\(path)': \(String(cString: strerror(errno)))")
+            let read: Result<Int, FileError> = buf.withUnsafeMutableBytes { raw in
+                do throws(FileError) { return .success(try file.read(into: raw)) } catch { return .failure(error) }
             }
-            if n == 0 { return out }
-            out.append(contentsOf: buf[0..<n])
+            switch read {
+            case .failure(let e): throw Error(description: "cannot read '\(name)': \(e.reason)")
+            case .success(0): return out
+            case .success(let n): out.append(contentsOf: buf[0..<n])
+            }
         }
     }
 }
@@ -148,9 +150,9 @@ final class InputFile: @unchecked Sendable {
             self.owned = false
             return
         }
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { throw FileIO.Error(description: "Failed to open/read local data from file '\(path)': \(String(cString: strerror(errno)))") }
-        self.fd = fd
+        do throws(FileError) { self.fd = try FileDescriptor.openForReading(path).rawValue } catch {
+            throw FileIO.Error(description: "Failed to open/read local data from file '\(path)': \(error.reason)")
+        }
         self.owned = true
     }
 
@@ -164,12 +166,13 @@ final class InputFile: @unchecked Sendable {
     /// Up to `max` next bytes; empty at the end.
     func read(max: Int) throws -> [UInt8] {
         var buf = [UInt8](repeating: 0, count: max)
-        while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(self.fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileIO.Error(description: "reading '\(self.path)' failed: \(String(cString: strerror(errno)))")
-            }
+        let file = FileDescriptor(rawValue: self.fd, path: self.path)
+        let read: Result<Int, FileError> = buf.withUnsafeMutableBytes { raw in
+            do throws(FileError) { return .success(try file.read(into: raw)) } catch { return .failure(error) }
+        }
+        switch read {
+        case .failure(let e): throw FileIO.Error(description: "reading '\(self.path)' failed: \(e.reason)")
+        case .success(let n):
             buf.removeSubrange(n...)
             return buf
         }

@@ -171,6 +171,38 @@ extension ManagerNetworkTests {
             #expect(r.bytes == Data(pattern(size)))
         }
 
+        /// A resumed download whose 206 comes back content-coded (the server ignored the
+        /// `Accept-Encoding: identity` the resume asked for) fails with cannotDecodeContent and
+        /// writes nothing after the partial file: a coded range is never decoded or spliced onto it.
+        @Test func codedPartialContentIsRefusedAndNeverSpliced() async throws {
+            let kept = pattern(1000)
+            let partial = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-download-\(UUID().uuidString).tmp")
+            try Data(kept).write(to: partial)
+            defer { try? FileManager.default.removeItem(at: partial) }
+            var state: UInt32 = 7
+            let coded = try GzipEncoder.compress((0..<4000).map { _ -> UInt8 in state = state &* 1_103_515_245 &+ 12345; return UInt8(truncatingIfNeeded: state >> 16) })
+            let slice = Array(coded[100..<600])
+            let head = "HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nContent-Encoding: gzip\r\nContent-Range: bytes 1000-1499/5000\r\nContent-Length: \(slice.count)\r\n\r\n"
+            let server = try ScriptedServer([[.readRequest(), .send(Array(head.utf8) + slice), .waitForClose]])
+            defer { server.stop() }
+            let resume = DownloadResumeData(url: URL(string: "http://127.0.0.1:\(server.port)/file")!, headers: [], bytesWritten: Int64(kept.count),
+                                            temporaryFilePath: partial.path, entityTag: "\"v1\"", lastModified: nil)
+            let manager = makeManager()
+            let written = Box<Int64>(0)
+            manager.downloadTaskDidWriteData = { _, n, _, _ in written.value += n }
+            let done = Expectation()
+            let error = Box<(any Error)?>(nil)
+            manager.downloadTask(withResumeData: resume.encoded(), progress: nil, destination: nil) { _, _, e in
+                error.value = e
+                done.fulfill()
+            }.resume()
+            #expect(await done.wait())
+            #expect((error.value as? HawserError)?.code == .cannotDecodeContent, "\(String(describing: error.value))")
+            let sent = String(decoding: server.requests.first ?? [], as: UTF8.self)
+            #expect(sent.contains("Range: bytes=1000-\r\n") && sent.contains("Accept-Encoding: identity\r\n"), "\(sent)")
+            #expect(written.value == 0, "no byte of the coded range was written after the partial file")
+        }
+
         @Test func invalidResumeDataIsATypedError() async throws {
             let manager = makeManager()
             for (data, why) in [(Data("garbage".utf8), "not json"),

@@ -61,6 +61,10 @@ public final class RequestTask: @unchecked Sendable {
     /// The network body is ignored: a cached response was delivered in its place (after a 304).
     var servedFromCache = false
     var pendingCachedBody: [UInt8]?
+    /// A stored response is being delivered (its machine is finished already).
+    var servingFromCache = false
+    /// A cancel or `fail(with:)` that arrived while a stored body was being delivered.
+    var cacheServeError: HawserError?
     var requestTime = Date()
     /// Undoes the response's Content-Encoding as body bytes arrive.
     var decoder: ContentDecoder?
@@ -136,8 +140,13 @@ public final class RequestTask: @unchecked Sendable {
         self.resourceDeadline = now &+ self.context.resourceTimeoutNanos
         self.armTimer(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
-        let served = self.context.configuration.urlCache != nil && self.consultCache()
-        self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: served))
+        guard self.context.configuration.urlCache != nil else {
+            self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: false))
+            return
+        }
+        self.consultCache { [self] served in
+            self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: served))
+        }
     }
 
     // MARK: - Running actions
@@ -403,6 +412,7 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Ends the task with an error, from wherever it is. Idempotent.
     func fail(_ error: HawserError) {
+        if self.servingFromCache, self.cacheServeError == nil { self.cacheServeError = error }
         self.run(self.machine.fail(error))
     }
 

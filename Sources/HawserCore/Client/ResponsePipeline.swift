@@ -53,6 +53,14 @@ extension RequestTask {
         if configuration.automaticallyDecodesContent, self.request.method != .head,
            head.status != 204, head.status != 304,
            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
+            if head.status == 206 {
+                // A 206's body is a byte range of the coded representation: decoding it alone
+                // gives garbage or an error, and splicing it after decoded bytes corrupts a file.
+                self.fail(HawserError(.cannotDecodeContent,
+                                      "206 Partial Content with Content-Encoding '\(coding)': a byte range of a coded representation cannot be decoded; send the Range request with Accept-Encoding: identity (the session does when it adds Accept-Encoding itself)",
+                                      url: self.request.url))
+                return
+            }
             do {
                 let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
                 if !d.codings.isEmpty { self.decoder = d }

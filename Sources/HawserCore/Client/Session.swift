@@ -242,7 +242,10 @@ public final class Session: Sendable {
                 try HTTP1Encoder.writeField(name: "Cookie", value: cookies, into: &out)
             }
             if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
-                try HTTP1Encoder.writeField(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding, into: &out)
+                // A byte range of a coded representation cannot be decoded on its own (and its
+                // offsets count coded bytes): a Range request asks for the identity coding.
+                let accept = headers.contains(name: "Range") ? "identity" : ContentDecoder.acceptEncoding
+                try HTTP1Encoder.writeField(name: "Accept-Encoding", value: accept, into: &out)
             }
             if let body {
                 if expectsContinue, !headers.contains(name: "Expect") {
