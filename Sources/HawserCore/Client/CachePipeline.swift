@@ -36,7 +36,8 @@ extension RequestTask {
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
-                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration).head
+                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration,
+                                                         addedFields: self.observer?.headerFields).head
             } catch {
                 return false   // the original head stands; the response is simply not revalidated
             }

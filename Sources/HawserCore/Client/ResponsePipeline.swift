@@ -277,7 +277,7 @@ extension RequestTask {
         self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
         let prepared: Session.Prepared
         do {
-            prepared = try Session.prepare(next, configuration: self.context.configuration)
+            prepared = try Session.prepare(next, configuration: self.context.configuration, addedFields: self.observer?.headerFields)
         } catch {
             self.run(self.machine.fail(error.with(url: next.url)))
             return
@@ -285,6 +285,7 @@ extension RequestTask {
         self.request = next
         self.prepared = prepared
         if countsAsRedirect { self.metrics.redirectCount += 1 }
+        if self.observer != nil { self.nextExchange = countsAsRedirect ? .redirect : .resend }
         self.lastActivity = self.eventLoop.now
         if self.pool.isShutDown {
             self.run(self.machine.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url)))
