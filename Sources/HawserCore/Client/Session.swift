@@ -121,8 +121,11 @@ public final class Session: Sendable {
     private func start(_ request: HTTPClientRequest, observer: (any RequestObserver)?, delegate: any ResponseDelegate) -> RequestTask {
         var failure: HawserError? = nil
         let prepared: Prepared
+        // Read before the call: asked between loading the configuration and the call, the
+        // observer (opaque code) would make the compiler copy the whole configuration first.
+        let addedFields = observer?.headerFields
         do {
-            prepared = try Self.prepare(request, configuration: self.configuration, addedFields: observer?.headerFields)
+            prepared = try Self.prepare(request, configuration: self.configuration, addedFields: addedFields)
         } catch {
             failure = error
             prepared = Prepared(key: ConnectionKey(scheme: "http", host: "", port: 0), head: [], body: nil, expectsContinue: false)
