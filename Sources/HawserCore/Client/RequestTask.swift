@@ -144,7 +144,7 @@ public final class RequestTask: @unchecked Sendable {
         self.resourceDeadline = now &+ self.context.resourceTimeoutNanos
         self.armTimer(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
-        let served = self.context.configuration.urlCache != nil && self.consultCache()
+        let served = self.context.urlCache != nil && self.consultCache()
         self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: served))
     }
 

@@ -48,13 +48,13 @@ extension RequestTask {
     func deliverHead() {
         guard let head = self.decidingHead else { return }
         self.decidingHead = nil
-        let configuration = self.context.configuration
+        let context = self.context
         self.decoder = nil
-        if configuration.automaticallyDecodesContent, self.request.method != .head,
+        if context.automaticallyDecodesContent, self.request.method != .head,
            head.status != 204, head.status != 304,
            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
             do {
-                let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
+                let d = try ContentDecoder(contentEncoding: coding, limits: context.decodingLimits)
                 if !d.codings.isEmpty { self.decoder = d }
             } catch {
                 self.fail(error)
@@ -62,7 +62,7 @@ extension RequestTask {
             }
         }
         var delivered = head
-        if configuration.urlCache != nil {
+        if context.urlCache != nil {
             delivered = self.cacheHead(head)
             if self.servedFromCache { self.decoder = nil }
         }
