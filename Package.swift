@@ -194,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "HawserObservabilityTests",
             dependencies: [
-                "HawserCore", "HawserTracing", "HawserMetrics", "HawserTestServer", "HawserTestSupport",
+                "Hawser", "HawserCore", "HawserTracing", "HawserMetrics", "HawserTestServer", "HawserTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,6 +1,7 @@
 // Logging, tracing and metrics against the project's test server on loopback: what a session
 // emits is caught by the in-memory ends of Recorders.swift and asserted line by line, span by
 // span, metric by metric.
+import Hawser
 @testable import HawserCore
 import HawserMetrics
 import HawserTestServer
@@ -125,6 +126,23 @@ extension ObservabilityTests {
                 #expect(recorder.lines.isEmpty)
                 #expect(own.lines.count == 1)
             }
+        }
+
+        @Test("the AFNetworking layer logs through its configuration's logger")
+        func managerLogs() async throws {
+            let recorder = LogRecorder()
+            // No descriptor count here: the manager runs on the shared loop group, which opens
+            // its loops' descriptors on first use and keeps them.
+            let server = try TestServer()
+            defer { server.shutdown() }
+            var configuration = SessionConfiguration()
+            configuration.logger = recorder.logger(level: .debug)
+            let m = HTTPSessionManager(baseURL: url(server.baseURL + "/"), configuration: configuration)
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
+            let (_, response) = try await m.get("json")
+            #expect(response.statusCode == 200)
+            #expect(recorder.lines.count == 1)
+            #expect(recorder.lines.first?.metadata["url.full"] == server.baseURL + "/json")
         }
 
         @Test("a redirect: the trace lines show both exchanges; one debug line counts the redirect")
