@@ -8,9 +8,13 @@
 //                   full Foundation (property lists, InputStream, NotificationCenter; XMLParser).
 //   HawserHTTPTypes swift-http-types conversions and a Session entry point taking HTTPRequest
 //   HawserOpenAPI   an OpenAPI ClientTransport (swift-openapi-runtime) on a Session
+//   HawserTracing   a client span per request (swift-distributed-tracing) over HawserCore's
+//                   RequestInstrumentation hook; `traceparent` through the tracer's injector
+//   HawserMetrics   request, error and duration metrics and pool gauges (swift-metrics), same hook
 //   HawserCore      the engine's client (Session, tasks, connections, pool; buffered and streaming
-//                   bodies); no package dependencies; re-exports the modules below, so it is the
-//                   one import an application needs:
+//                   bodies); re-exports the modules below, so it is the one import an application
+//                   needs. Its one package dependency, swift-log, sits behind the trait "Logging"
+//                   (on by default; `traits: []` gives an engine with no package dependency):
 //     HawserAuth, HawserCache, HawserCoding, HawserCookies, HawserProxy   HTTP features
 //     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics
 //     HawserReachability  route monitoring over netlink
@@ -40,10 +44,18 @@ let package = Package(
         .library(name: "HawserHTTPTypes", targets: ["HawserHTTPTypes"]),
         // The OpenAPI ClientTransport, apart so only its users build swift-openapi-runtime.
         .library(name: "HawserOpenAPI", targets: ["HawserOpenAPI"]),
+        // Tracing and metrics, apart so that only their users build swift-distributed-tracing and
+        // swift-metrics (HawserCore has a dependency-free hook they plug into).
+        .library(name: "HawserTracing", targets: ["HawserTracing"]),
+        .library(name: "HawserMetrics", targets: ["HawserMetrics"]),
         // The client generated from Tests/HawserOpenAPIExample/openapi.yaml (tests, benchmarks).
         .library(name: "HawserOpenAPIExample", targets: ["HawserOpenAPIExample"]),
         .library(name: "HawserTestServer", targets: ["HawserTestServer"]),
         .executable(name: "hawser", targets: ["HawserTool"]),
+    ],
+    traits: [
+        .trait(name: "Logging", description: "SessionConfiguration.logger and per-request loggers (swift-log)"),
+        .default(enabledTraits: ["Logging"]),
     ],
     dependencies: [
         // A command plugin only (`swift package generate-documentation`): it links nothing into
@@ -53,6 +65,9 @@ let package = Package(
         // OpenAPIRuntime FoundationEssentials only (a package that enables them gets them).
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0", traits: []),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4", traits: []),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // MARK: - Library targets
@@ -80,7 +95,18 @@ let package = Package(
         .target(
             name: "HawserCore",
             dependencies: ["CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
-                           "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability"],
+                           "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability",
+                           .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"]))],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HawserTracing",
+            dependencies: ["HawserCore", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HawserMetrics",
+            dependencies: ["HawserCore", .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: strict
         ),
         .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
@@ -162,6 +188,16 @@ let package = Package(
                 "HawserOpenAPI", "HawserOpenAPIExample", "HawserCore", "HawserTestServer", "HawserTestSupport",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HawserObservabilityTests",
+            dependencies: [
+                "Hawser", "HawserCore", "HawserTracing", "HawserMetrics", "HawserTestServer", "HawserTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),

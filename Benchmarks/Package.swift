@@ -21,6 +21,8 @@
 //   openapi-load      the generated OpenAPI example client's getGreeting over HawserTransport or
 //                     AsyncHTTPClientTransport (--transport hawser|ahc; builds AHC: not in CI)
 //   stream-bench      a large download read through the delegate API or the AsyncSequence body
+//   obs-bench         `obs-bench URL N none|debug-noop|trace-noop`: N keep-alive GETs, no logger or a
+//                     logger on swift-log's no-op handler (the logging overhead, under callgrind)
 //   BenchSupport      the three messages (embedded) and the shared parse loop
 //
 // The C peers (Benchmarks/peers) are built by Benchmarks/peers/build.sh with gcc,
@@ -41,6 +43,7 @@ let package = Package(
         .executable(name: "openapi-load", targets: ["OpenAPILoad"]),
         .executable(name: "stream-bench", targets: ["StreamBench"]),
         .executable(name: "cache-latency", targets: ["CacheLatency"]),
+        .executable(name: "obs-bench", targets: ["ObservabilityBench"]),
     ],
     dependencies: [
         // `name:` makes the reference independent of the checkout folder's name.
@@ -59,6 +62,7 @@ let package = Package(
         // The OpenAPI transport's peer (openapi-load --transport ahc), on the same AHC.
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", exact: "1.5.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -152,6 +156,12 @@ let package = Package(
                 .product(name: "HawserTestServer", package: "Hawser"),
             ],
             path: "Sources/CacheLatency",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "ObservabilityBench",
+            dependencies: [.product(name: "HawserCore", package: "Hawser"), .product(name: "Logging", package: "swift-log")],
+            path: "Sources/ObservabilityBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

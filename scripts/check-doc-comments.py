@@ -12,7 +12,8 @@ requirement whose own documentation the compiler carries over (`description`, `i
 `==`, and the requirements of Hawser's own protocols): DocC shows that inherited text.
 
 Checked: every library module (HawserHTTP1, the engine's modules HawserPosix … HawserCore,
-Hawser, HawserFoundation, HawserXML, HawserHTTPTypes, HawserOpenAPI) and HawserTestServer,
+Hawser, HawserFoundation, HawserXML, HawserHTTPTypes, HawserOpenAPI, HawserTracing, HawserMetrics) and
+HawserTestServer,
 which is a product too (the Benchmarks package uses it).
 Not checked: CHawser (C shims, no Swift API), the `hawser` executable (it has no importable
 API) and the Fuzz targets.
@@ -27,7 +28,7 @@ import sys
 
 MODULES = ["HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies", "HawserAuth",
            "HawserCache", "HawserProxy", "HawserReachability", "HawserCore", "Hawser", "HawserFoundation", "HawserXML",
-           "HawserHTTPTypes", "HawserOpenAPI", "HawserTestServer"]
+           "HawserHTTPTypes", "HawserOpenAPI", "HawserTracing", "HawserMetrics", "HawserTestServer"]
 
 
 def dump_symbol_graphs(root):

@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(HawserHTTP1 HawserPosix HawserTLS HawserBase HawserCoding HawserCookies HawserAuth HawserCache
-                                     HawserProxy HawserReachability HawserCore Hawser HawserFoundation HawserXML HawserHTTPTypes HawserOpenAPI)
+                                     HawserProxy HawserReachability HawserCore Hawser HawserFoundation HawserXML HawserHTTPTypes HawserOpenAPI
+                                     HawserTracing HawserMetrics)
 for t in "${targets[@]}"; do
   log=$(mktemp)
   if swift package generate-documentation --target "$t" --warnings-as-errors >"$log" 2>&1; then

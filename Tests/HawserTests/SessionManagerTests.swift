@@ -450,7 +450,7 @@ extension ManagerNetworkTests {
             defer { server.shutdown() }
             let target = tempURL("fd")
             defer { try? FileManager.default.removeItem(at: target) }
-            try await expectNoFDLeak("data, upload and download tasks") {
+            await expectNoFDLeak("data, upload and download tasks") {
                 let manager = makeManager()
                 let done = Expectation()
                 manager.dataTask(with: request(server, "/json")) { _, _, _ in done.fulfill() }.resume()

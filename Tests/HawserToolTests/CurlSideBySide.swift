@@ -97,8 +97,9 @@ enum HawserBinary {
     static func run(_ args: [String], environment: [String: String] = [:]) throws -> Result {
         let t = TempFiles()
         let out = t.path("stdout"), err = t.path("stderr")
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        guard FileManager.default.createFile(atPath: out, contents: nil),
+              FileManager.default.createFile(atPath: err, contents: nil)
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: self.path)
         p.arguments = args
@@ -258,7 +259,7 @@ extension CurlSideBySideTests {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Curl.path)
             p.arguments = ["-q", "-s", "-o", t.path("o"), "-w", format] + args + [url]
-            FileManager.default.createFile(atPath: theirs, contents: nil)
+            #expect(FileManager.default.createFile(atPath: theirs, contents: nil))
             p.standardOutput = FileHandle(forWritingAtPath: theirs)
             try p.run()
             p.waitUntilExit()

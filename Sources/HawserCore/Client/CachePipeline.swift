@@ -52,7 +52,7 @@ extension RequestTask {
     /// when the task was answered (or failed) without the network. A disk lookup reads the file
     /// on the cache's IO pool; `decided` then runs on a later turn of the loop.
     func consultCache(_ decided: @escaping (Bool) -> Void) {
-        guard let cache = self.context.configuration.urlCache else {
+        guard let cache = self.context.urlCache else {
             decided(false)
             return
         }
@@ -81,7 +81,8 @@ extension RequestTask {
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
-                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration).head
+                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration,
+                                                         addedFields: self.observer?.headerFields).head
             } catch {
                 return false   // the original head stands; the response is simply not revalidated
             }
@@ -137,7 +138,7 @@ extension RequestTask {
     /// starts recording a storable response; unsafe methods invalidate. Returns the head to
     /// deliver.
     func cacheHead(_ head: HTTPResponseHead) -> HTTPResponseHead {
-        guard let cache = self.context.configuration.urlCache else { return head }
+        guard let cache = self.context.urlCache else { return head }
         let responseTime = Date()
         if head.status == 304, let candidate = self.cacheCandidate,
            let updated = cache.updateAfterNotModified(head, revalidating: candidate, for: self.cacheRequest,
@@ -172,7 +173,7 @@ extension RequestTask {
 
     /// Body bytes as delivered to the delegate, recorded for the cache while they fit.
     func recordForCache(_ bytes: UnsafeRawBufferPointer) {
-        guard self.cacheRecording != nil, let cache = self.context.configuration.urlCache else { return }
+        guard self.cacheRecording != nil, let cache = self.context.urlCache else { return }
         if self.cacheRecording!.body.count + bytes.count > cache.maximumEntrySize {
             self.cacheRecording = nil   // too large to be kept: stop copying
             return
@@ -185,7 +186,7 @@ extension RequestTask {
     /// the file).
     func storeInCache(_ recording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)) {
         let request = self.cacheRequest
-        guard let cache = self.context.configuration.urlCache,
+        guard let cache = self.context.urlCache,
               let proposed = HTTPCache.cacheableResponse(recording.head, body: recording.body, for: request,
                                                          requestTime: recording.requestTime, responseTime: Date()) else { return }
         let loop = self.eventLoop

@@ -20,6 +20,9 @@ final class ConnectionPool: @unchecked Sendable {
     private var tasks: [ObjectIdentifier: RequestTask] = [:]
     /// Idle timers by connection (one long-lived timer each, re-armed lazily by the machine).
     private var idleTimers: [ObjectIdentifier: Scheduled] = [:]
+    /// Told when the connection counts change (nil: no one is, and nothing is counted).
+    private let instrumentation: (any RequestInstrumentation)?
+    private var reportedCounts = PoolCounts(open: 0, idle: 0)
 
     init(context: SessionContext) {
         self.loop = context.loop
@@ -27,6 +30,7 @@ final class ConnectionPool: @unchecked Sendable {
         self.machine = Machine(maximumPerOrigin: context.configuration.maximumConnectionsPerHost,
                                idleTimeout: SessionContext.nanos(context.configuration.idleConnectionTimeout))
         self.actions.reserveCapacity(8)
+        self.instrumentation = context.configuration.instrumentation
     }
 
     var isShutDown: Bool { self.machine.isShutDown }
@@ -98,6 +102,15 @@ final class ConnectionPool: @unchecked Sendable {
         }
         self.actions.removeAll(keepingCapacity: true)
         self.running = false
+        if let instrumentation = self.instrumentation { self.reportCounts(to: instrumentation) }
+    }
+
+    /// Tells `instrumentation` the open and idle counts if they changed since it last heard.
+    private func reportCounts(to instrumentation: any RequestInstrumentation) {
+        let counts = PoolCounts(open: self.machine.connectionCount, idle: self.machine.idleCount)
+        guard counts != self.reportedCounts else { return }
+        self.reportedCounts = counts
+        instrumentation.poolCountsChanged(counts)
     }
 
     private func perform(_ action: Machine.Action) {

@@ -70,6 +70,14 @@ public final class RequestTask: @unchecked Sendable {
     var decoder: ContentDecoder?
     /// The sink of the current streamed body, if any.
     private var bodySink: BodyStreamSink?
+    /// What watches this task (instrumentation, a logger); nil for most tasks, and then the
+    /// request path checks this one optional and nothing else.
+    var observer: (any RequestObserver)?
+    /// Why the next exchange starts, and how many started (for the observer only).
+    var nextExchange: ExchangeReason = .initial
+    private var exchangeCount = 0
+    /// The last final status received (for the observer only).
+    private var lastStatus: Int?
 
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)
@@ -140,7 +148,7 @@ public final class RequestTask: @unchecked Sendable {
         self.resourceDeadline = now &+ self.context.resourceTimeoutNanos
         self.armTimer(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
-        guard self.context.configuration.urlCache != nil else {
+        guard self.context.urlCache != nil else {
             self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: false))
             return
         }
@@ -165,6 +173,7 @@ public final class RequestTask: @unchecked Sendable {
                     self.run(self.machine.continueTimerFired())
                 }
             }
+            if let observer = self.observer { self.exchangeStarting(observer, on: c) }
             c.writeRequest(head: self.prepared.head, body: self.prepared.body, holdBody: holdBody)
         case .sendHeldBody:
             self.cancelContinueTimer()
@@ -198,6 +207,7 @@ public final class RequestTask: @unchecked Sendable {
         case .retry:
             self.detachConnection(HawserError(.cancelled, "the request is replayed on a new connection; this body stream is no longer read"))
             self.metrics.retryCount += 1
+            if self.observer != nil { self.nextExchange = .retry }
             self.pool.request(self, fresh: true)
         case .succeed:
             self.finishSuccessfully()
@@ -300,6 +310,10 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     func receivedHead(_ head: HTTPResponseHead) {
+        if let observer = self.observer {
+            self.lastStatus = head.status
+            observer.receivedHead(head)
+        }
         self.run(self.machine.finalHead(self.classify(head)))
     }
 
@@ -449,12 +463,32 @@ public final class RequestTask: @unchecked Sendable {
         self.cancelContinueTimer()
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
         self.pool.taskFinished(self)
+        if let observer = self.observer { self.observerCompleted(observer, result) }
         self.delegate.task(self, didCompleteWith: result, metrics: self.metrics)
+    }
+
+    /// Tells the observer a head is going out on `connection`.
+    private func exchangeStarting(_ observer: any RequestObserver, on connection: HTTP1Connection) {
+        observer.exchangeStarted(ExchangeInfo(reason: self.nextExchange, resendCount: self.exchangeCount, request: self.request,
+                                              wireHead: self.prepared.head, remoteAddress: self.metrics.remoteAddress,
+                                              reusedConnection: connection.isReused))
+        self.exchangeCount += 1
+    }
+
+    /// Tells the observer the task ended (before the delegate, so a log line or a span's end
+    /// comes before whatever the completion does), and lets it go.
+    private func observerCompleted(_ observer: any RequestObserver, _ result: Result<HTTPHeaders?, HawserError>) {
+        self.observer = nil
+        switch result {
+        case .success: observer.completed(error: nil, status: self.lastStatus, metrics: self.metrics)
+        case .failure(let e): observer.completed(error: e, status: self.lastStatus, metrics: self.metrics)
+        }
     }
 
     /// The task never reached its loop (the loop had shut down): complete on the caller's thread.
     func completeWithoutLoop(_ error: HawserError) {
         _ = self.machine.fail(error)
+        if let observer = self.observer { self.observerCompleted(observer, .failure(error)) }
         self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
     }
 }

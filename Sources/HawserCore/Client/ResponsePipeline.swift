@@ -48,9 +48,9 @@ extension RequestTask {
     func deliverHead() {
         guard let head = self.decidingHead else { return }
         self.decidingHead = nil
-        let configuration = self.context.configuration
+        let context = self.context
         self.decoder = nil
-        if configuration.automaticallyDecodesContent, self.request.method != .head,
+        if context.automaticallyDecodesContent, self.request.method != .head,
            head.status != 204, head.status != 304,
            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
             if head.status == 206 {
@@ -62,7 +62,7 @@ extension RequestTask {
                 return
             }
             do {
-                let d = try ContentDecoder(contentEncoding: coding, limits: configuration.decodingLimits)
+                let d = try ContentDecoder(contentEncoding: coding, limits: context.decodingLimits)
                 if !d.codings.isEmpty { self.decoder = d }
             } catch {
                 self.fail(error)
@@ -70,7 +70,7 @@ extension RequestTask {
             }
         }
         var delivered = head
-        if configuration.urlCache != nil {
+        if context.urlCache != nil {
             delivered = self.cacheHead(head)
             if self.servedFromCache { self.decoder = nil }
         }
@@ -285,7 +285,7 @@ extension RequestTask {
         self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
         let prepared: Session.Prepared
         do {
-            prepared = try Session.prepare(next, configuration: self.context.configuration)
+            prepared = try Session.prepare(next, configuration: self.context.configuration, addedFields: self.observer?.headerFields)
         } catch {
             self.run(self.machine.fail(error.with(url: next.url)))
             return
@@ -293,6 +293,7 @@ extension RequestTask {
         self.request = next
         self.prepared = prepared
         if countsAsRedirect { self.metrics.redirectCount += 1 }
+        if self.observer != nil { self.nextExchange = countsAsRedirect ? .redirect : .resend }
         self.lastActivity = self.eventLoop.now
         if self.pool.isShutDown {
             self.run(self.machine.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url)))

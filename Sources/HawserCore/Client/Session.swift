@@ -13,6 +13,9 @@ import HawserCookies
 import HawserPosix
 import HawserProxy
 import HawserTLS
+#if Logging
+import Logging
+#endif
 
 /// The engine's client (the NSURLSession role): executes requests over a keep-alive
 /// connection pool on one event loop.
@@ -26,6 +29,12 @@ public final class Session: Sendable {
     public let eventLoop: EventLoop
     private let context: SessionContext
     private let pool: ConnectionPool
+    /// The configuration's instrumentation, read once here.
+    private let instrumentation: (any RequestInstrumentation)?
+#if Logging
+    /// The configuration's logger, read once here (nil: no log call on the request path).
+    private let logger: Logger?
+#endif
 
     /// Creates a session on `eventLoop` (by default the next loop of `EventLoopGroup/shared`).
     ///
@@ -34,6 +43,10 @@ public final class Session: Sendable {
     public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
                 delegate: (any SessionDelegate)? = nil) {
         self.configuration = configuration
+        self.instrumentation = configuration.instrumentation
+#if Logging
+        self.logger = configuration.logger
+#endif
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         self.eventLoop = loop
         let context = SessionContext(loop: loop, configuration: configuration, sessionDelegate: delegate)
@@ -64,15 +77,61 @@ public final class Session: Sendable {
     /// The delegate's completion is called exactly once, also for an invalid request.
     @discardableResult
     public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
+#if Logging
+        return self.start(request, observer: self.observer(for: request, logger: self.logger), delegate: delegate)
+#else
+        return self.start(request, observer: self.instrumentation?.observe(request), delegate: delegate)
+#endif
+    }
+
+#if Logging
+    /// Starts `request` as ``execute(_:delegate:)`` does, logging it to `logger` instead of the
+    /// configuration's logger (nil: not logged at all).
+    @discardableResult
+    public func execute(_ request: HTTPClientRequest, logger: Logger?, delegate: any ResponseDelegate) -> RequestTask {
+        self.start(request, observer: self.observer(for: request, logger: logger), delegate: delegate)
+    }
+
+    /// Starts `request` as ``execute(_:completion:)`` does, logging it to `logger` instead of the
+    /// configuration's logger (nil: not logged at all).
+    @discardableResult
+    public func execute(_ request: HTTPClientRequest, logger: Logger?,
+                        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask {
+        let collector = BufferedResponseCollector(limit: self.configuration.maximumBufferedBodySize, completion: completion)
+        return self.execute(request, logger: logger, delegate: collector)
+    }
+
+    /// Executes `request` as ``response(for:)`` does, logging it to `logger` instead of the
+    /// configuration's logger (nil: not logged at all).
+    public func response(for request: HTTPClientRequest, logger: Logger?) async throws(HawserError) -> HTTPClientResponse {
+        try await self.response(for: request) { self.execute(request, logger: logger, completion: $0) }
+    }
+
+    /// The task's observer: the instrumentation's, and a logging one when there is a logger.
+    private func observer(for request: HTTPClientRequest, logger: Logger?) -> (any RequestObserver)? {
+        let instrumented = self.instrumentation?.observe(request)
+        guard let logger else { return instrumented }
+        let logging = LoggingObserver(logger: logger, request: request)
+        guard let instrumented else { return logging }
+        return FanOutObserver([logging, instrumented])
+    }
+#endif
+
+    /// Prepares and submits a task; `observer` watches it (nil: nothing does).
+    private func start(_ request: HTTPClientRequest, observer: (any RequestObserver)?, delegate: any ResponseDelegate) -> RequestTask {
         var failure: HawserError? = nil
         let prepared: Prepared
+        // Read before the call: asked between loading the configuration and the call, the
+        // observer (opaque code) would make the compiler copy the whole configuration first.
+        let addedFields = observer?.headerFields
         do {
-            prepared = try Self.prepare(request, configuration: self.configuration)
+            prepared = try Self.prepare(request, configuration: self.configuration, addedFields: addedFields)
         } catch {
             failure = error
             prepared = Prepared(key: ConnectionKey(scheme: "http", host: "", port: 0), head: [], body: nil, expectsContinue: false)
         }
         let task = RequestTask(request: request, prepared: prepared, context: self.context, pool: self.pool, delegate: delegate)
+        task.observer = observer
         if self.eventLoop.isShutDown {
             // The loop will never run this task: complete it here, on the caller's thread.
             task.completeWithoutLoop(HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url))
@@ -96,12 +155,19 @@ public final class Session: Sendable {
     /// Executes `request` and returns the whole response. Cancelling the calling Swift task
     /// cancels the request.
     public func response(for request: HTTPClientRequest) async throws(HawserError) -> HTTPClientResponse {
+        try await self.response(for: request) { self.execute(request, completion: $0) }
+    }
+
+    /// Runs what `start` starts (an `execute` with a completion) as an async call, cancellable.
+    private func response(for request: HTTPClientRequest,
+                          start: (@escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask)
+        async throws(HawserError) -> HTTPClientResponse {
         let handle = Mutex<RequestTask?>(nil)
         let result: Result<HTTPClientResponse, HawserError> = await withTaskCancellationHandler {
             // Unsafe is sound: `execute` calls its completion exactly once on every path (what
             // the exactly-once tests hold it to); the checked form allocates per request.
             await withUnsafeContinuation { (cont: UnsafeContinuation<Result<HTTPClientResponse, HawserError>, Never>) in
-                let t = self.execute(request) { cont.resume(returning: $0) }
+                let t = start { cont.resume(returning: $0) }
                 let alreadyCancelled = handle.withLock { h -> Bool in
                     h = t
                     return Task.isCancelled
@@ -180,10 +246,15 @@ public final class Session: Sendable {
     }
 
     /// What `request` becomes on the wire.
-    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration) throws(HawserError) -> Prepared {
+    /// `addedFields`: an observer's fields (`traceparent`), added unless the request sets them.
+    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration,
+                        addedFields: [(name: String, value: String)]? = nil) throws(HawserError) -> Prepared {
         var info = try request.wireInfo()
         var body = request.body
         var extra: [(name: String, value: String)] = []
+        if let addedFields {
+            for field in addedFields where !request.headers.contains(name: field.name) { extra.append(field) }
+        }
         if request.compressesBody, let b = body, !request.headers.contains(name: "Content-Encoding") {
             body = try Self.gzipped(b)
             extra.append(("Content-Encoding", "gzip"))

@@ -7,6 +7,9 @@ import HawserCoding
 import HawserCookies
 import HawserProxy
 import HawserTLS
+#if Logging
+import Logging
+#endif
 
 /// Settings of a ``Session`` (the NSURLSessionConfiguration role).
 public struct SessionConfiguration: Sendable {
@@ -85,6 +88,19 @@ public struct SessionConfiguration: Sendable {
     public var serverTrustEvaluator: (any ServerTrustEvaluating)? = nil
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
+
+    /// Tracing, metrics or anything else that watches requests (`HawserTracing`'s
+    /// `TracingInstrumentation`, `HawserMetrics`' `MetricsInstrumentation`; several at once with
+    /// ``CombinedInstrumentation``). nil (the default): requests are not watched, at no cost.
+    public var instrumentation: (any RequestInstrumentation)? = nil
+#if Logging
+    /// Where the session logs its requests (swift-log; trait "Logging", on by default): one
+    /// `debug` line per request when it ends, each head as sent and as received at `trace`
+    /// (`Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values redacted).
+    /// A request given its own logger (`Session.execute(_:logger:delegate:)`) logs there instead.
+    /// nil (the default): nothing is logged and no log call is made.
+    public var logger: Logger? = nil
+#endif
 
     /// Creates the defaults documented on each property.
     public init() {}

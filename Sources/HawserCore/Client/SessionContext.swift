@@ -3,6 +3,8 @@
 // one read buffer. Loop-confined.
 import HawserAuth
 import HawserBase
+import HawserCache
+import HawserCoding
 import HawserPosix
 import HawserProxy
 import HawserTLS
@@ -25,6 +27,11 @@ final class SessionContext: @unchecked Sendable {
     let idleTimeoutNanos: UInt64
     let resourceTimeoutNanos: UInt64
     let expectContinueNanos: UInt64
+    /// What every task reads of the configuration, kept apart: reading them through
+    /// `configuration` made the compiler copy the whole configuration (retains included) per read.
+    let urlCache: HTTPCache?
+    let automaticallyDecodesContent: Bool
+    let decodingLimits: DecodingLimits
 
     init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
         self.loop = loop
@@ -34,6 +41,9 @@ final class SessionContext: @unchecked Sendable {
         self.idleTimeoutNanos = Self.nanos(configuration.timeoutIntervalForRequest)
         self.resourceTimeoutNanos = Self.nanos(configuration.timeoutIntervalForResource)
         self.expectContinueNanos = Self.nanos(configuration.expectContinueTimeout)
+        self.urlCache = configuration.urlCache
+        self.automaticallyDecodesContent = configuration.automaticallyDecodesContent
+        self.decodingLimits = configuration.decodingLimits
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
