@@ -87,16 +87,30 @@ let package = Package(
         .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
         .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix", "HawserTLS"], swiftSettings: strict),
         .target(name: "HawserCoding", dependencies: ["CHawser", "HawserBase"], swiftSettings: strict),
-        .target(name: "HawserCookies", dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(
+            name: "HawserCookies",
+            dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
+            swiftSettings: strict
+        ),
         .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
-        .target(name: "HawserCache", dependencies: ["CHawser", "HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
-        .target(name: "HawserProxy", dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(
+            name: "HawserCache",
+            dependencies: ["CHawser", "HawserPosix", "HawserHTTP1", "HawserBase"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HawserProxy",
+            dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
+            swiftSettings: strict
+        ),
         .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
         .target(
             name: "HawserCore",
-            dependencies: ["CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
-                           "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability",
-                           .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"]))],
+            dependencies: [
+                "CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
+                "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -139,7 +153,11 @@ let package = Package(
         ),
 
         // MARK: - Test server, tool (never used by the library)
-        .target(name: "HawserTestServer", dependencies: ["HawserCore", "HawserPosix", "CHawser"], swiftSettings: strict),
+        .target(
+            name: "HawserTestServer",
+            dependencies: ["HawserCore", "HawserPosix", "CHawser"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "HawserTool",
             dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
@@ -148,14 +166,54 @@ let package = Package(
 
         // MARK: - Fuzz targets (libFuzzer with -DFUZZING; replay mode otherwise)
         .target(name: "FuzzSupport", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzSupport", swiftSettings: strict),
-        .executableTarget(name: "FuzzResponseParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzResponseParser", swiftSettings: strict),
-        .executableTarget(name: "FuzzRequestParser", dependencies: ["FuzzSupport", "HawserHTTP1"], path: "Fuzz/FuzzRequestParser", swiftSettings: strict),
-        .executableTarget(name: "FuzzCertificates", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCertificates", swiftSettings: strict),
-        .executableTarget(name: "FuzzAuthChallenge", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzAuthChallenge", swiftSettings: strict),
-        .executableTarget(name: "FuzzCacheControl", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCacheControl", swiftSettings: strict),
-        .executableTarget(name: "FuzzContentDecoder", dependencies: ["FuzzSupport", "HawserCore", "CHawser"], path: "Fuzz/FuzzContentDecoder", swiftSettings: strict),
-        .executableTarget(name: "FuzzCookieParser", dependencies: ["FuzzSupport", "HawserCore"], path: "Fuzz/FuzzCookieParser", swiftSettings: strict),
-        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzSupport", "Hawser"], path: "Fuzz/FuzzJSON", swiftSettings: strict),
+        .executableTarget(
+            name: "FuzzResponseParser",
+            dependencies: ["FuzzSupport", "HawserHTTP1"],
+            path: "Fuzz/FuzzResponseParser",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzRequestParser",
+            dependencies: ["FuzzSupport", "HawserHTTP1"],
+            path: "Fuzz/FuzzRequestParser",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzCertificates",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzCertificates",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzAuthChallenge",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzAuthChallenge",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzCacheControl",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzCacheControl",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzContentDecoder",
+            dependencies: ["FuzzSupport", "HawserCore", "CHawser"],
+            path: "Fuzz/FuzzContentDecoder",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzCookieParser",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzCookieParser",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "FuzzJSON",
+            dependencies: ["FuzzSupport", "Hawser"],
+            path: "Fuzz/FuzzJSON",
+            swiftSettings: strict
+        ),
 
         // MARK: - Tests
         // What the test targets share: descriptor-leak checks, scripted raw-socket servers, process
@@ -166,7 +224,12 @@ let package = Package(
             path: "Tests/HawserTestSupport",
             swiftSettings: strict
         ),
-        .testTarget(name: "HawserHTTP1Tests", dependencies: ["HawserHTTP1"], exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "HawserHTTP1Tests",
+            dependencies: ["HawserHTTP1"],
+            exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HawserToolTests",
             dependencies: ["HawserTool", "HawserCore", "HawserTestServer"],
@@ -179,7 +242,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HawserHTTPTypesTests",
-            dependencies: ["HawserHTTPTypes", "HawserCore", "HawserTestServer", "HawserTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: [
+                "HawserHTTPTypes", "HawserCore", "HawserTestServer", "HawserTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -204,7 +270,9 @@ let package = Package(
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",
-            dependencies: ["HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "HawserTestSupport", "CHawser"],
+            dependencies: [
+                "HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "HawserTestSupport", "CHawser",
+            ],
             swiftSettings: strict
         ),
     ]

@@ -50,8 +50,11 @@ let package = Package(
         .package(name: "Hawser", path: ".."),
         // MallocInterposer: the default trait pulls swift-runtime-interposer, which
         // is not in the mirror.  No jemalloc needed.
-        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
-                 traits: ["MallocInterposer"]),
+        .package(
+            url: "https://github.com/ordo-one/benchmark",
+            exact: "1.38.1",
+            traits: ["MallocInterposer"]
+        ),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
         // Peer for the request-rate comparisons (Benchmarks/scripts/compare-peers.sh).  Only
         // this package sees it; it brings swift-nio, swift-nio-ssl (BoringSSL), -http2, -extras,
@@ -160,7 +163,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "ObservabilityBench",
-            dependencies: [.product(name: "HawserCore", package: "Hawser"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                .product(name: "HawserCore", package: "Hawser"), .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/ObservabilityBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

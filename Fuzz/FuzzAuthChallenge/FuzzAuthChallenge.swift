@@ -36,19 +36,35 @@ public func fuzzAuthChallenge(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt
 private func answer(_ challenges: [HTTPAuthChallenge]) {
     _ = HTTPAuthChallenge.strongest(of: challenges)
     let authenticator = DigestAuthenticator(cnonce: { "0a4f113b" })
-    let space = ProtectionSpace(host: "example.org", port: 80, urlScheme: .http, realm: "r", authenticationMethod: .digest)
+    let space = ProtectionSpace(
+        host: "example.org",
+        port: 80,
+        urlScheme: .http,
+        realm: "r",
+        authenticationMethod: .digest
+    )
     let credential = Credential(user: "Mufasa", password: "Circle of Life")
     for challenge in challenges.prefix(4) {
         guard let digest = try? DigestChallenge(challenge) else { continue }
         for body: [UInt8]? in [nil, [1, 2, 3]] {
-            guard let value = try? authenticator.authorization(
-                responding: challenge, in: space, credential: credential, method: .get, target: "/dir/index.html", body: body)
+            guard
+                let value = try? authenticator.authorization(
+                    responding: challenge,
+                    in: space,
+                    credential: credential,
+                    method: .get,
+                    target: "/dir/index.html",
+                    body: body
+                )
             else { continue }
             guard let parsed = try? HTTPAuthChallenge.parse(fieldValue: value), parsed.count == 1,
                 parsed[0].hasScheme("Digest"), let response = parsed[0][parameter: "response"]
             else { fatalError("malformed Digest answer \(value)") }
             let length = digest.algorithm.strength == 1 ? 32 : 64
-            precondition(response.utf8.count == length && response.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            precondition(
+                response.utf8.count == length
+                    && response.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+            )
         }
         _ = authenticator.authorization(for: space, credential: credential, method: .post, target: "/x")
     }

@@ -24,7 +24,9 @@ private let cache = HTTPCache(memoryCapacity: 64 * 1024)
 public func fuzzCacheControl(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let seed = fnv1a(bytes)
-    let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map {
+        String(decoding: $0, as: UTF8.self)
+    }
 
     let cc = CacheControl(parsing: lines.first ?? "")
     for name in ["max-age", "s-maxage", "min-fresh", "max-stale", "stale-if-error", "stale-while-revalidate"] {
@@ -39,7 +41,9 @@ public func fuzzCacheControl(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         let isRequest = line.hasPrefix(">")
         let text = isRequest ? String(line.dropFirst()) : line
         guard let colon = text.firstIndex(of: ":") else { continue }
-        let field = (name: String(text[..<colon]), value: String(text[text.index(after: colon)...]).trimmingCharacters())
+        let field = (
+            name: String(text[..<colon]), value: String(text[text.index(after: colon)...]).trimmingCharacters()
+        )
         if isRequest { request.append(field) } else { response.append(field) }
         if let date = HTTPDate.parse(field.value) {
             precondition(HTTPDate.parse(HTTPDate.format(date)) == date, "date round trip: \(field.value)")
@@ -54,7 +58,13 @@ public func fuzzCacheControl(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     let statuses = [200, 203, 204, 206, 301, 302, 304, 404, 500, 599, 100, 999]
     let status = statuses[Int((seed >> 40) % UInt64(statuses.count))]
     let head = HTTPResponseHead(status: status, headers: HTTPHeaders(response))
-    let freshness = ResponseFreshness(headers: head.headers, status: status, requestTime: time(0), responseTime: time(8), now: time(16))
+    let freshness = ResponseFreshness(
+        headers: head.headers,
+        status: status,
+        requestTime: time(0),
+        responseTime: time(8),
+        now: time(16)
+    )
     for v in [freshness.lifetime, freshness.correctedInitialAge, freshness.currentAge] {
         precondition(v.isFinite && v >= 0, "freshness \(freshness)")
     }
@@ -66,7 +76,12 @@ public func fuzzCacheControl(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     case .fresh(let r), .stale(let r, _): precondition(r.head.headers.values(for: "Age").count == 1)
     case .miss: break
     }
-    _ = cache.updateAfterNotModified(HTTPResponseHead(status: 304, headers: HTTPHeaders(response)), for: clientRequest, requestTime: time(0), responseTime: time(16))
+    _ = cache.updateAfterNotModified(
+        HTTPResponseHead(status: 304, headers: HTTPHeaders(response)),
+        for: clientRequest,
+        requestTime: time(0),
+        responseTime: time(16)
+    )
     var unsafe = clientRequest
     unsafe.method = .post
     cache.invalidate(after: unsafe, response: head)

@@ -35,7 +35,8 @@ private func checkCertificates(_ bytes: [UInt8]) {
         if again != certificate || again.subject != certificate.subject || again.issuer != certificate.issuer
             || again.subjectAlternativeNames != certificate.subjectAlternativeNames
             || again.publicKeyInfoDER != certificate.publicKeyInfoDER
-            || again.notValidBefore != certificate.notValidBefore || again.notValidAfter != certificate.notValidAfter {
+            || again.notValidBefore != certificate.notValidBefore || again.notValidAfter != certificate.notValidAfter
+        {
             fatalError("re-parsing changed the certificate: \(certificate) vs \(again)")
         }
         let pin = certificate.publicKeySHA256Pin

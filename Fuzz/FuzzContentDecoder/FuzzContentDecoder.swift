@@ -39,7 +39,10 @@ func decode(_ encoding: String, _ pieces: [ArraySlice<UInt8>], _ limits: Decodin
             defer { copy.deallocate() }
             copy.copyBytes(from: piece)
             try decoder.decode(UnsafeRawBufferPointer(copy)) { chunk in
-                precondition(chunk.count > 0 && chunk.count <= ContentDecoder.chunkSize, "chunk of \(chunk.count) bytes")
+                precondition(
+                    chunk.count > 0 && chunk.count <= ContentDecoder.chunkSize,
+                    "chunk of \(chunk.count) bytes"
+                )
                 outcome.output.append(contentsOf: chunk)
             }
         }
@@ -47,11 +50,20 @@ func decode(_ encoding: String, _ pieces: [ArraySlice<UInt8>], _ limits: Decodin
     } catch {
         outcome.error = error
     }
-    precondition(outcome.error == nil || outcome.error!.code == .cannotDecodeContent, "unexpected error \(outcome.error!)")
-    precondition(decoder.decodedByteCount == outcome.output.count, "decodedByteCount \(decoder.decodedByteCount) != \(outcome.output.count)")
+    precondition(
+        outcome.error == nil || outcome.error!.code == .cannotDecodeContent,
+        "unexpected error \(outcome.error!)"
+    )
+    precondition(
+        decoder.decodedByteCount == outcome.output.count,
+        "decodedByteCount \(decoder.decodedByteCount) != \(outcome.output.count)"
+    )
     precondition(outcome.output.count <= limits.maxDecodedBytes, "decoded past maxDecodedBytes")
     if outcome.output.count > limits.ratioCheckFloor {
-        precondition(outcome.output.count <= max(decoder.encodedByteCount, 1) * limits.maxExpansionRatio, "decoded past the ratio bound")
+        precondition(
+            outcome.output.count <= max(decoder.encodedByteCount, 1) * limits.maxExpansionRatio,
+            "decoded past the ratio bound"
+        )
     }
     return outcome
 }
@@ -76,7 +88,9 @@ func zlibCompress(_ bytes: [UInt8], windowBits: Int32) -> [UInt8] {
 }
 
 func gzipEncoder(_ bytes: [UInt8]) -> [UInt8] {
-    do { return try GzipEncoder.compress(bytes, level: 1 + bytes.count % 9) } catch { fatalError("GzipEncoder: \(error)") }
+    do { return try GzipEncoder.compress(bytes, level: 1 + bytes.count % 9) } catch {
+        fatalError("GzipEncoder: \(error)")
+    }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -87,13 +101,14 @@ public func fuzzContentDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
     let mode = bytes[0] & 15
     let rest = Array(bytes.dropFirst())
     // Small limits for half the inputs, so that both bounds are reachable.
-    let limits = bytes[0] & 16 == 0
+    let limits =
+        bytes[0] & 16 == 0
         ? DecodingLimits(maxDecodedBytes: 1 << 16, maxExpansionRatio: 8, ratioCheckFloor: 2048)
         : DecodingLimits(maxDecodedBytes: 1 << 22, maxExpansionRatio: 1000, ratioCheckFloor: 1 << 16)
 
     var encoding: String
     var encoded: [UInt8]
-    var expected: [UInt8]?   // the exact output, when the input is an untouched compression
+    var expected: [UInt8]?  // the exact output, when the input is an untouched compression
     switch mode {
     case 0: (encoding, encoded) = ("gzip", rest)
     case 1: (encoding, encoded) = ("deflate", rest)
@@ -103,7 +118,10 @@ public func fuzzContentDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
     case 5: (encoding, encoded, expected) = ("deflate", zlibCompress(rest, windowBits: 15), rest)
     case 6: (encoding, encoded, expected) = ("deflate", zlibCompress(rest, windowBits: -15), rest)
     case 7: (encoding, encoded, expected) = ("deflate, gzip", gzipEncoder(zlibCompress(rest, windowBits: -15)), rest)
-    case 8: (encoding, encoded, expected) = ("gzip", gzipEncoder(rest) + gzipEncoder(rest.reversed()), rest + rest.reversed())
+    case 8:
+        (encoding, encoded, expected) = (
+            "gzip", gzipEncoder(rest) + gzipEncoder(rest.reversed()), rest + rest.reversed()
+        )
     case 9, 10, 11:
         // Corrupt one byte of a valid stream, or cut it short.
         let valid = mode == 9 ? gzipEncoder(rest) : zlibCompress(rest, windowBits: mode == 10 ? 15 : -15)
@@ -135,8 +153,10 @@ public func fuzzContentDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
             precondition(whole.output[0..<n] == other.output[0..<n], "outputs differ before a ratio error")
             continue
         }
-        precondition(whole.error?.message == other.error?.message,
-                     "whole and split differ: \(String(describing: whole.error)) vs \(String(describing: other.error))")
+        precondition(
+            whole.error?.message == other.error?.message,
+            "whole and split differ: \(String(describing: whole.error)) vs \(String(describing: other.error))"
+        )
         if whole.error == nil {
             precondition(whole.output == other.output, "whole and split outputs differ")
         } else {

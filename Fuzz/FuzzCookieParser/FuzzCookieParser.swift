@@ -18,7 +18,9 @@ import FuzzSupport
 import HawserCore
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)
-let origins = ["http://www.example.com/a/b", "https://sub.example.co.uk/", "http://127.0.0.1:8080/x/", "http://localhost/"].map { URL(string: $0)! }
+let origins = [
+    "http://www.example.com/a/b", "https://sub.example.co.uk/", "http://127.0.0.1:8080/x/", "http://localhost/",
+].map { URL(string: $0)! }
 
 func fileKey(_ c: Cookie) -> String {
     "\(c.name)\t\(c.value)\t\(c.domain)\t\(c.path)\t\(Int64(c.expires?.timeIntervalSince1970.rounded(.down) ?? 0))\t\(c.isSecure)\t\(c.isHTTPOnly)\t\(c.isHostOnly)"
@@ -36,7 +38,10 @@ func checkSetCookie(_ text: String, seed: UInt64) {
     for line in text.split(separator: "\n", omittingEmptySubsequences: false).prefix(16) {
         guard case .success(let c) = jar.setCookie(fromSetCookie: String(line), for: origin, now: now) else { continue }
         let host = CookieRules.canonicalHost(origin)!
-        precondition(c.isHostOnly ? c.domain == host : CookieRules.domainMatches(host, c.domain), "domain \(c.domain) for \(host)")
+        precondition(
+            c.isHostOnly ? c.domain == host : CookieRules.domainMatches(host, c.domain),
+            "domain \(c.domain) for \(host)"
+        )
         precondition(c.path.utf8.first == UInt8(ascii: "/"), "path \(c.path)")
         if let e = c.expires { precondition(e <= now.addingTimeInterval(Cookie.maxLifetime), "expiry past 400 days") }
         precondition(!c.isSecure || CookieRules.isSecureOrigin(origin), "Secure from an insecure origin")
@@ -45,8 +50,11 @@ func checkSetCookie(_ text: String, seed: UInt64) {
             if let p = origin.port { comps += ":\(p)" }
             if let u = URL(string: comps + c.path) {
                 let sent = jar.cookies(for: u, now: now)
-                precondition(sent.contains { $0.name == c.name && $0.path == c.path && $0.domain == c.domain } || CookieRules.requestPath(u) != c.path,
-                             "cookie \(c) not sent to its own path")
+                precondition(
+                    sent.contains { $0.name == c.name && $0.path == c.path && $0.domain == c.domain }
+                        || CookieRules.requestPath(u) != c.path,
+                    "cookie \(c) not sent to its own path"
+                )
             }
         }
     }
@@ -65,7 +73,10 @@ func checkNetscape(_ text: String) {
         precondition(!c.domain.isEmpty && !c.name.isEmpty && c.path.utf8.first == UInt8(ascii: "/"), "bad cookie \(c)")
     }
     let second = NetscapeCookieFile.parse(NetscapeCookieFile.render(first), now: now)
-    precondition(first.map(fileKey) == second.map(fileKey), "render/parse is not stable:\n\(first.map(fileKey))\n\(second.map(fileKey))")
+    precondition(
+        first.map(fileKey) == second.map(fileKey),
+        "render/parse is not stable:\n\(first.map(fileKey))\n\(second.map(fileKey))"
+    )
 }
 
 /// The public-suffix lookup on any bytes: no suffix (not a domain name), or a suffix of the
@@ -75,13 +86,20 @@ func checkPublicSuffix(_ name: String) {
     let n = Array(name.utf8)
     guard let suffix = PublicSuffixes.publicSuffix(of: name) else { return }
     let s = Array(suffix.utf8)
-    precondition(!s.isEmpty && s.count <= n.count && n.reversed().starts(with: s.reversed())
-                 && (s.count == n.count || n[n.count - s.count - 1] == UInt8(ascii: ".")), "suffix \(suffix) of \(name)")
+    precondition(
+        !s.isEmpty && s.count <= n.count && n.reversed().starts(with: s.reversed())
+            && (s.count == n.count || n[n.count - s.count - 1] == UInt8(ascii: ".")),
+        "suffix \(suffix) of \(name)"
+    )
     precondition(PublicSuffixes.isPublicSuffix(name) == (s.count == n.count), "isPublicSuffix(\(name))")
     if let registrable = PublicSuffixes.registrableDomain(of: name) {
         let r = Array(registrable.utf8)
-        precondition(r.count > s.count + 1 && r.reversed().starts(with: s.reversed()) && r[r.count - s.count - 1] == UInt8(ascii: ".")
-                     && !r[..<(r.count - s.count - 1)].contains(UInt8(ascii: ".")), "registrable \(registrable) of \(name)")
+        precondition(
+            r.count > s.count + 1 && r.reversed().starts(with: s.reversed())
+                && r[r.count - s.count - 1] == UInt8(ascii: ".")
+                && !r[..<(r.count - s.count - 1)].contains(UInt8(ascii: ".")),
+            "registrable \(registrable) of \(name)"
+        )
     } else {
         precondition(s.count == n.count, "no registrable domain for \(name), suffix \(suffix)")
     }

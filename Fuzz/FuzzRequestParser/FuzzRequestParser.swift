@@ -8,7 +8,8 @@ import HawserHTTP1
 struct RequestParser: FuzzedParser {
     var parser: HTTP1RequestParser
 
-    mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: FuzzedEvent?) {
+    mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: FuzzedEvent?)
+    {
         let (consumed, event) = try self.parser.next(input)
         switch event {
         case nil: return (consumed, nil)

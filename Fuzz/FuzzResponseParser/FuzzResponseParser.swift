@@ -16,12 +16,16 @@ struct ResponseParser: FuzzedParser {
         self.parser.expectResponse(to: method)
     }
 
-    mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: FuzzedEvent?) {
+    mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: FuzzedEvent?)
+    {
         let (consumed, event) = try self.parser.next(input)
         switch event {
         case nil: return (consumed, nil)
         case .head(let h)?:
-            return (consumed, .head("\(h.version) \(h.status) \(h.reasonPhrase) interim=\(h.isInterim) [\(render(h.headers))]"))
+            return (
+                consumed,
+                .head("\(h.version) \(h.status) \(h.reasonPhrase) interim=\(h.isInterim) [\(render(h.headers))]")
+            )
         case .body(let r)?: return (consumed, .body(r))
         case .trailers(let t)?: return (consumed, .trailers(t))
         case .end(let k)?: return (consumed, .end(keepAlive: k))

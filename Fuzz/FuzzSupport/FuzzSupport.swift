@@ -33,7 +33,13 @@ public protocol FuzzedParser {
 /// Small limits for a quarter of the inputs, so that every limit is reachable.
 public func fuzzLimits(seed: UInt64) -> HTTP1Limits {
     seed & 3 == 0
-        ? HTTP1Limits(maxHeadBytes: 300, maxHeaderCount: 6, maxLineLength: 90, maxChunkExtensionBytes: 12, maxTrailerBytes: 80)
+        ? HTTP1Limits(
+            maxHeadBytes: 300,
+            maxHeaderCount: 6,
+            maxLineLength: 90,
+            maxChunkExtensionBytes: 12,
+            maxTrailerBytes: 80
+        )
         : HTTP1Limits.default
 }
 
@@ -165,7 +171,10 @@ public func observe<P: FuzzedParser>(_ pieces: [ArraySlice<UInt8>], _ parser: P)
                 return Result { () throws(HTTP1ParseError) in
                     let (consumed, event) = try parser.step(input)
                     if case .body(let range)? = event {
-                        precondition(range.lowerBound >= 0 && range.upperBound <= consumed, "body range outside consumed")
+                        precondition(
+                            range.lowerBound >= 0 && range.upperBound <= consumed,
+                            "body range outside consumed"
+                        )
                         recorder.addBody(UnsafeRawBufferPointer(rebasing: input[range]))
                     }
                     return (consumed, event)
@@ -227,4 +236,3 @@ public func fnv1a(_ bytes: [UInt8]) -> UInt64 {
     for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
     return hash
 }
-

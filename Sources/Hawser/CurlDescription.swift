@@ -1,10 +1,11 @@
+import HawserCore
+
 // A curl command line for any request, for logs and bug reports.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
 
 extension HTTPClientRequest {
     /// A curl command line that sends this request: method, URL, every header, and the body

@@ -1,3 +1,5 @@
+import HawserCore
+
 // NSURLSessionDownloadTask: the body goes to a temporary file as it arrives (memory stays bounded
 // by the engine's read chunk), and an interrupted download can continue from resume data with a
 // Range request validated by If-Range.
@@ -6,7 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
 
 #if canImport(Glibc)
 import Glibc
@@ -48,8 +49,14 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
 
     /// Creates resume data; each parameter sets the property of the same name. Downloads make these
     /// when they stop; ``init(data:)`` validates data read back.
-    public init(url: URL, headers: [[String]], bytesWritten: Int64, temporaryFilePath: String,
-                entityTag: String?, lastModified: String?) {
+    public init(
+        url: URL,
+        headers: [[String]],
+        bytesWritten: Int64,
+        temporaryFilePath: String,
+        entityTag: String?,
+        lastModified: String?
+    ) {
         self.url = url
         self.headers = headers
         self.bytesWritten = bytesWritten
@@ -68,18 +75,25 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
         }
         guard decoded.format == Self.formatName else { throw .invalidResumeData("unknown format '\(decoded.format)'") }
         guard decoded.version >= 1, decoded.version <= Self.currentVersion else {
-            throw .invalidResumeData("version \(decoded.version) is not supported (this library reads up to \(Self.currentVersion))")
+            throw .invalidResumeData(
+                "version \(decoded.version) is not supported (this library reads up to \(Self.currentVersion))"
+            )
         }
         guard decoded.bytesWritten >= 0 else { throw .invalidResumeData("bytesWritten is negative") }
         guard let scheme = decoded.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .invalidResumeData("the URL is not http(s)")
         }
-        guard decoded.headers.allSatisfy({ $0.count == 2 }) else { throw .invalidResumeData("a header is not a [name, value] pair") }
+        guard decoded.headers.allSatisfy({ $0.count == 2 }) else {
+            throw .invalidResumeData("a header is not a [name, value] pair")
+        }
         let file = URL(fileURLWithPath: decoded.temporaryFilePath).standardizedFileURL
         let tmp = FileManager.default.temporaryDirectory.standardizedFileURL
         guard file.deletingLastPathComponent().path == tmp.path,
-              file.lastPathComponent.hasPrefix(DownloadTask.temporaryPrefix) else {
-            throw .invalidResumeData("the temporary file \(decoded.temporaryFilePath) is not one of Hawser's download files")
+            file.lastPathComponent.hasPrefix(DownloadTask.temporaryPrefix)
+        else {
+            throw .invalidResumeData(
+                "the temporary file \(decoded.temporaryFilePath) is not one of Hawser's download files"
+            )
         }
         self = decoded
     }
@@ -152,7 +166,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             f.resumeDataHandler = handler
             return false
         }
-        if alreadyDone { handler(nil); return }
+        if alreadyDone {
+            handler(nil)
+            return
+        }
         if self.state == .completed {
             let h = self.file.withLock { f -> (@Sendable (Data?) -> Void)? in
                 defer { f.resumeDataHandler = nil }
@@ -176,7 +193,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             f.rangeRequested = false
             f.discardBody = false
             f.restart = false
-            guard let resume = f.resumeFrom, resume.bytesWritten > 0, let validator = resume.ifRangeValidator else { return }
+            guard let resume = f.resumeFrom, resume.bytesWritten > 0, let validator = resume.ifRangeValidator else {
+                return
+            }
             r.headers.add(name: "Range", value: "bytes=\(resume.bytesWritten)-")
             r.headers.add(name: "If-Range", value: validator)
             f.rangeRequested = true
@@ -188,7 +207,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// resume worked, opens the file, reports progress and the resume.
     func didReceiveResponse(_ response: HTTPResponse, engine engineTask: RequestTask, channel: MonitorChannel?) {
         let length = response.expectedContentLength
-        enum Resumed { case no, at(Int64, Int64) }
+        enum Resumed {
+            case no
+            case at(Int64, Int64)
+        }
         var resumed = Resumed.no
         let failure: (any Error)? = self.file.withLock { f -> (any Error)? in
             f.entityTag = response.headers["ETag"] ?? f.entityTag
@@ -197,7 +219,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             if f.rangeRequested, let resume = f.resumeFrom {
                 switch response.statusCode {
                 case 206:
-                    if let range = Self.parseContentRange(response.headers["Content-Range"]), range.start == resume.bytesWritten {
+                    if let range = Self.parseContentRange(response.headers["Content-Range"]),
+                        range.start == resume.bytesWritten
+                    {
                         keep = resume.bytesWritten
                         f.expectedTotal = range.total ?? (length >= 0 ? keep + length : -1)
                     } else {
@@ -228,7 +252,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
         if let failure {
             self.file.withLock { $0.writeError = failure }
-            engineTask.fail(with: HawserError(.ioError, "cannot open the download file: \(failure)", underlying: failure))
+            engineTask.fail(
+                with: HawserError(.ioError, "cannot open the download file: \(failure)", underlying: failure)
+            )
             return
         }
         let total = self.file.withLock { ($0.written, $0.expectedTotal) }
@@ -260,7 +286,9 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             self.receivedBytes.store(written, ordering: .relaxed)
             self.existingDownloadProgress?.set(completed: written, total: total)
             let n = Int64(bytes.count)
-            channel?.emit { $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total) }
+            channel?.emit {
+                $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total)
+            }
         }
     }
 
@@ -278,10 +306,21 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         super.resetForRetry()
         // A retry continues from what the file holds when the server gave a validator.
         self.file.withLock { f in
-            if f.fd >= 0 { Glibc.close(f.fd); f.fd = -1 }
-            if f.written > 0, let url = f.url, let req = self.originalRequest, f.entityTag != nil || f.lastModified != nil {
-                f.resumeFrom = DownloadResumeData(url: req.url, headers: Self.headerPairs(req), bytesWritten: f.written,
-                                                  temporaryFilePath: url.path, entityTag: f.entityTag, lastModified: f.lastModified)
+            if f.fd >= 0 {
+                Glibc.close(f.fd)
+                f.fd = -1
+            }
+            if f.written > 0, let url = f.url, let req = self.originalRequest,
+                f.entityTag != nil || f.lastModified != nil
+            {
+                f.resumeFrom = DownloadResumeData(
+                    url: req.url,
+                    headers: Self.headerPairs(req),
+                    bytesWritten: f.written,
+                    temporaryFilePath: url.path,
+                    entityTag: f.entityTag,
+                    lastModified: f.lastModified
+                )
             } else {
                 f.resumeFrom = nil
             }
@@ -292,17 +331,27 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         let writeError = self.file.withLock { $0.writeError }
         let error: (any Error)? = writeError ?? error
         let (data, handler) = self.file.withLock { f -> (Data?, (@Sendable (Data?) -> Void)?) in
-            if f.fd >= 0 { Glibc.close(f.fd); f.fd = -1 }
+            if f.fd >= 0 {
+                Glibc.close(f.fd)
+                f.fd = -1
+            }
             let handler = f.resumeDataHandler
             f.resumeDataHandler = nil
             guard error != nil else { return (nil, handler) }
             var data: Data? = nil
             let wanted = f.wantsResumeData || !(error.map(Self.isCancellation) ?? false)
             if wanted, writeError == nil, f.written > 0, !f.discardBody, let url = f.url,
-               f.entityTag.map({ !$0.hasPrefix("W/") }) == true || f.lastModified != nil,
-               let req = self.originalRequest {
-                let resume = DownloadResumeData(url: req.url, headers: Self.headerPairs(req), bytesWritten: f.written,
-                                                temporaryFilePath: url.path, entityTag: f.entityTag, lastModified: f.lastModified)
+                f.entityTag.map({ !$0.hasPrefix("W/") }) == true || f.lastModified != nil,
+                let req = self.originalRequest
+            {
+                let resume = DownloadResumeData(
+                    url: req.url,
+                    headers: Self.headerPairs(req),
+                    bytesWritten: f.written,
+                    temporaryFilePath: url.path,
+                    entityTag: f.entityTag,
+                    lastModified: f.lastModified
+                )
                 data = resume.encoded()
                 f.resumeData = data
             } else if let url = f.url {
@@ -322,13 +371,17 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     }
 
     static func headerPairs(_ r: HTTPClientRequest) -> [[String]] {
-        r.headers.filter { $0.name.lowercased() != "range" && $0.name.lowercased() != "if-range" }.map { [$0.name, $0.value] }
+        r.headers.filter { $0.name.lowercased() != "range" && $0.name.lowercased() != "if-range" }.map {
+            [$0.name, $0.value]
+        }
     }
 
     /// Opens (or creates) the temporary file and keeps its first `keep` bytes.
     private static func openFile(_ f: inout FileState, keeping keep: Int64) throws {
         if f.fd < 0 {
-            let url = f.url ?? FileManager.default.temporaryDirectory
+            let url =
+                f.url
+                ?? FileManager.default.temporaryDirectory
                 .appendingPathComponent("\(temporaryPrefix)\(UUID().uuidString).tmp")
             do throws(FileError) {
                 f.fd = try FileDescriptor.open(url.path, O_WRONLY | O_CREAT, mode: 0o600).rawValue

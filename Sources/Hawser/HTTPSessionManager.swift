@@ -1,3 +1,6 @@
+import HawserCore
+import Synchronization
+
 // AFHTTPSessionManager: a SessionManager with a base URL, a request serializer and the
 // GET / HEAD / POST / PUT / PATCH / DELETE conveniences.
 #if canImport(FoundationEssentials)
@@ -5,8 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Synchronization
 
 /// The AFHTTPSessionManager role: builds requests from a URL string relative to ``baseURL`` and
 /// parameters (through ``requestSerializer``), runs them as data tasks, and reports the serialized
@@ -39,8 +40,12 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     private let lastURL = Mutex<(string: String, url: URL)?>(nil)
 
     /// Creates a manager (AFHTTPSessionManager `initWithBaseURL:sessionConfiguration:`).
-    public init(baseURL: URL? = nil, configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
-                eventMonitors: [any EventMonitor] = []) {
+    public init(
+        baseURL: URL? = nil,
+        configuration: SessionConfiguration = .default,
+        eventLoop: EventLoop? = nil,
+        eventMonitors: [any EventMonitor] = []
+    ) {
         self.baseURL = baseURL.map(Self.withTrailingSlash)
         super.init(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
     }
@@ -59,7 +64,9 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     public override func setSecurityPolicy(_ policy: SecurityPolicy) throws(SessionManagerError) {
         if policy.pinningMode != .none && self.baseURL?.scheme?.lowercased() != "https" {
             let mode = policy.pinningMode == .certificate ? "certificate pinning" : "public-key pinning"
-            throw .invalidSecurityPolicy("a security policy configured with \(mode) can only be applied on a manager with a secure base URL (https); the base URL is \(self.baseURL?.absoluteString ?? "not set")")
+            throw .invalidSecurityPolicy(
+                "a security policy configured with \(mode) can only be applied on a manager with a secure base URL (https); the base URL is \(self.baseURL?.absoluteString ?? "not set")"
+            )
         }
         try super.setSecurityPolicy(policy)
     }
@@ -67,7 +74,11 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// A new manager with the same base URL, configuration and settings, and a copy of the
     /// request serializer (AFHTTPSessionManager's `copyWithZone:`); see ``SessionManager/copy()``.
     public override func copy() -> HTTPSessionManager {
-        let copy = HTTPSessionManager(baseURL: self.baseURL, configuration: self.configuration, eventLoop: self.eventLoop)
+        let copy = HTTPSessionManager(
+            baseURL: self.baseURL,
+            configuration: self.configuration,
+            eventLoop: self.eventLoop
+        )
         copy.copySettings(from: self)
         copy.requestSerializer = self.requestSerializer
         return copy
@@ -86,7 +97,8 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// `urlString` resolved against ``baseURL`` (or alone when there is none); nil if invalid.
     public func url(for urlString: String) -> URL? {
         if urlString.isEmpty { return self.baseURL }
-        let url = self.baseURL == nil ? URL(string: urlString) : URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL
+        let url =
+            self.baseURL == nil ? URL(string: urlString) : URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL
         guard let url, url.scheme != nil else { return nil }
         return url
     }
@@ -100,40 +112,67 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// completion queue and nil is returned: a ``SerializationError`` — `.invalidURL` (-1000) for
     /// a string that is no URL or a URL without a host, `.unsupportedURL` (-1002) for a scheme
     /// other than http and https — or the serializer's.
-    public func dataTask(withHTTPMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
-                         headers: HTTPHeaders?,
-                         uploadProgress: (@Sendable (TransferProgress) -> Void)?,
-                         downloadProgress: (@Sendable (TransferProgress) -> Void)?,
-                         success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                         failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
-        self.dataTask(withHTTPMethod: method, urlString: urlString, parameters: parameters as (any Sendable)?, headers: headers,
-                      uploadProgress: uploadProgress, downloadProgress: downloadProgress, success: success, failure: failure)
+    public func dataTask(
+        withHTTPMethod method: HTTPMethod,
+        urlString: String,
+        parameters: Parameters?,
+        headers: HTTPHeaders?,
+        uploadProgress: (@Sendable (TransferProgress) -> Void)?,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)?,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
+        self.dataTask(
+            withHTTPMethod: method,
+            urlString: urlString,
+            parameters: parameters as (any Sendable)?,
+            headers: headers,
+            uploadProgress: uploadProgress,
+            downloadProgress: downloadProgress,
+            success: success,
+            failure: failure
+        )
     }
 
     /// ``dataTask(withHTTPMethod:urlString:parameters:headers:uploadProgress:downloadProgress:success:failure:)``
     /// with parameters of any shape (an array, a set, a JSON value; AFNetworking's `id parameters`).
     @_disfavoredOverload
-    public func dataTask(withHTTPMethod method: HTTPMethod, urlString: String, parameters: (any Sendable)?,
-                         headers: HTTPHeaders?,
-                         uploadProgress: (@Sendable (TransferProgress) -> Void)?,
-                         downloadProgress: (@Sendable (TransferProgress) -> Void)?,
-                         success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                         failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func dataTask(
+        withHTTPMethod method: HTTPMethod,
+        urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders?,
+        uploadProgress: (@Sendable (TransferProgress) -> Void)?,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)?,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         let request: HTTPClientRequest
         do {
-            request = try self.makeRequest(method: method, urlString: urlString, parameters: parameters, headers: headers)
+            request = try self.makeRequest(
+                method: method,
+                urlString: urlString,
+                parameters: parameters,
+                headers: headers
+            )
         } catch {
             self.reportBuildFailure(error, to: failure)
             return nil
         }
-        return self.makeDataTask(request, completion: Self.completion(success: success, failure: failure),
-                                 upload: uploadProgress, download: downloadProgress)
+        return self.makeDataTask(
+            request,
+            completion: Self.completion(success: success, failure: failure),
+            upload: uploadProgress,
+            download: downloadProgress
+        )
     }
 
     /// AFHTTPSessionManager's success/failure pair as the task's completion: the task it gets
     /// is the data task itself (also when it became a download).
-    static func completion(success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                           failure: (@Sendable (DataTask?, any Error) -> Void)?) -> TaskDelegate.Completion {
+    static func completion(
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> TaskDelegate.Completion {
         if success == nil && failure == nil { return .none }
         return .handler { task, _, object, error in
             guard let task = task as? DataTask else { return }
@@ -141,9 +180,17 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         }
     }
 
-    func makeRequest(method: HTTPMethod, urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders?) throws -> HTTPClientRequest {
+    func makeRequest(
+        method: HTTPMethod,
+        urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders?
+    ) throws -> HTTPClientRequest {
         let url = try self.checkedURL(urlString)
-        var request = try self.requestSerializer.request(bySerializing: HTTPClientRequest(method: method, url: url), parameters: parameters)
+        var request = try self.requestSerializer.request(
+            bySerializing: HTTPClientRequest(method: method, url: url),
+            parameters: parameters
+        )
         if let headers {
             for field in headers { request.headers.replaceOrAdd(name: field.name, value: field.value) }
         }
@@ -155,7 +202,10 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     private func checkedURL(_ urlString: String) throws(SerializationError) -> URL {
         if let last = self.lastURL.withLock({ $0 }), last.string == urlString { return last.url }
         guard let url = self.url(for: urlString) else {
-            throw SerializationError(.invalidURL, "'\(urlString)' is not a valid URL (alone or relative to the base URL \(self.baseURL?.absoluteString ?? "(none)"))")
+            throw SerializationError(
+                .invalidURL,
+                "'\(urlString)' is not a valid URL (alone or relative to the base URL \(self.baseURL?.absoluteString ?? "(none)"))"
+            )
         }
         let checked = try HTTPRequestSerializer.checked(url)
         self.lastURL.withLock { $0 = (urlString, checked) }
@@ -167,27 +217,39 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// GET: parameters go in the query (with the default serializer). Returns the resumed task, or
     /// nil when the request could not be built (`failure` is told).
     @discardableResult
-    public func get(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                    progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func get(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.get, urlString, parameters, headers, nil, progress, success, failure)
     }
 
     /// GET with parameters of any shape (an array, a set, a JSON value).
     @_disfavoredOverload @discardableResult
-    public func get(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
-                    progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func get(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.get, urlString, parameters, headers, nil, progress, success, failure)
     }
 
     /// HEAD: `success` gets only the task (its `response` has the head).
     @discardableResult
-    public func head(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                     success: (@Sendable (DataTask) -> Void)?,
-                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func head(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         var wrapped: (@Sendable (DataTask, (any Sendable)?) -> Void)? = nil
         if let success { wrapped = { task, _ in success(task) } }
         return self.resumed(.head, urlString, parameters, headers, nil, nil, wrapped, failure)
@@ -195,67 +257,99 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// POST: parameters go in the body (with the default serializer).
     @discardableResult
-    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.post, urlString, parameters, headers, progress, nil, success, failure)
     }
 
     /// POST with parameters of any shape (a top-level JSON array with ``JSONRequestSerializer`` …).
     @_disfavoredOverload @discardableResult
-    public func post(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
-                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func post(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.post, urlString, parameters, headers, progress, nil, success, failure)
     }
 
     /// PUT.
     @discardableResult
-    public func put(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func put(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.put, urlString, parameters, headers, nil, nil, success, failure)
     }
 
     /// PUT with parameters of any shape.
     @_disfavoredOverload @discardableResult
-    public func put(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
-                    success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                    failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func put(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.put, urlString, parameters, headers, nil, nil, success, failure)
     }
 
     /// PATCH.
     @discardableResult
-    public func patch(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                      success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                      failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func patch(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.patch, urlString, parameters, headers, nil, nil, success, failure)
     }
 
     /// PATCH with parameters of any shape.
     @_disfavoredOverload @discardableResult
-    public func patch(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
-                      success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                      failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func patch(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.patch, urlString, parameters, headers, nil, nil, success, failure)
     }
 
     /// DELETE: parameters go in the query (with the default serializer).
     @discardableResult
-    public func delete(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                       success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                       failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func delete(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.delete, urlString, parameters, headers, nil, nil, success, failure)
     }
 
     /// DELETE with parameters of any shape.
     @_disfavoredOverload @discardableResult
-    public func delete(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil,
-                       success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                       failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func delete(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         self.resumed(.delete, urlString, parameters, headers, nil, nil, success, failure)
     }
 
@@ -272,20 +366,33 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// with a nil task on the completion queue and returns nil; a file that fails while the body is
     /// sent fails the task (`.bodyReadFailed`), reported to `failure` as well.
     @discardableResult
-    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?,
-                     progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                     success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                     failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         let built: (request: HTTPClientRequest, form: MultipartFormData?)
         do {
-            built = try self.makeMultipartRequest(urlString: urlString, parameters: parameters, headers: headers, build: build)
+            built = try self.makeMultipartRequest(
+                urlString: urlString,
+                parameters: parameters,
+                headers: headers,
+                build: build
+            )
         } catch {
             self.reportBuildFailure(error, to: failure)
             return nil
         }
-        let task = self.makeUpload(built.request, preflightError: nil, progress: progress,
-                                   completion: Self.completion(success: success, failure: failure))
+        let task = self.makeUpload(
+            built.request,
+            preflightError: nil,
+            progress: progress,
+            completion: Self.completion(success: success, failure: failure)
+        )
         if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
         task.resume()
         return task
@@ -293,10 +400,20 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// Multipart POST, async: the serialized response object and the response. Throws what
     /// building the form throws, the engine's error or the serializer's.
-    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil,
-                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
-        let built = try self.makeMultipartRequest(urlString: urlString, parameters: parameters, headers: headers, build: build)
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil,
+        constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
+        let built = try self.makeMultipartRequest(
+            urlString: urlString,
+            parameters: parameters,
+            headers: headers,
+            build: build
+        )
         let task = self.makeUpload(built.request, preflightError: nil, progress: nil, completion: .awaiting)
         if let form = built.form { task.replayableBody = { form.makeRequestBody() } }
         return try await Self.outcome(of: task).value()
@@ -304,15 +421,23 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
 
     /// The multipart request and its form (nil when the form stayed empty and the request has no
     /// multipart body).
-    func makeMultipartRequest(urlString: String, parameters: Parameters?, headers: HTTPHeaders?,
-                              build: ((inout MultipartFormData) throws -> Void)?) throws -> (request: HTTPClientRequest, form: MultipartFormData?) {
+    func makeMultipartRequest(
+        urlString: String,
+        parameters: Parameters?,
+        headers: HTTPHeaders?,
+        build: ((inout MultipartFormData) throws -> Void)?
+    ) throws -> (request: HTTPClientRequest, form: MultipartFormData?) {
         let url = try self.checkedURL(urlString)
         let serializer = self.requestSerializer
         let http = (serializer as? any HTTPRequestSerializing) ?? HTTPRequestSerializer()
         // The closure runs once here; the form it filled is captured so the body can be produced
         // again (redirects) without running the closure twice.
         let captured = Locked<MultipartFormData?>(nil)
-        var request = try http.multipartFormRequest(withMethod: .post, urlString: url.absoluteString, parameters: parameters) { form in
+        var request = try http.multipartFormRequest(
+            withMethod: .post,
+            urlString: url.absoluteString,
+            parameters: parameters
+        ) { form in
             try build?(&form)
             captured.withLock { $0 = form }
         }
@@ -327,17 +452,33 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
         guard let failure else { return }
         let settings = self.core.currentSettings
-        (settings.completionQueue ?? self.defaultCompletionQueue).async(group: settings.completionGroup ?? defaultCompletionGroup) {
+        (settings.completionQueue ?? self.defaultCompletionQueue).async(
+            group: settings.completionGroup ?? defaultCompletionGroup
+        ) {
             failure(nil, error)
         }
     }
 
-    private func resumed(_ method: HTTPMethod, _ urlString: String, _ parameters: (any Sendable)?, _ headers: HTTPHeaders?,
-                         _ up: (@Sendable (TransferProgress) -> Void)?, _ down: (@Sendable (TransferProgress) -> Void)?,
-                         _ success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
-                         _ failure: (@Sendable (DataTask?, any Error) -> Void)?) -> DataTask? {
-        let task = self.dataTask(withHTTPMethod: method, urlString: urlString, parameters: parameters, headers: headers,
-                                 uploadProgress: up, downloadProgress: down, success: success, failure: failure)
+    private func resumed(
+        _ method: HTTPMethod,
+        _ urlString: String,
+        _ parameters: (any Sendable)?,
+        _ headers: HTTPHeaders?,
+        _ up: (@Sendable (TransferProgress) -> Void)?,
+        _ down: (@Sendable (TransferProgress) -> Void)?,
+        _ success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        _ failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
+        let task = self.dataTask(
+            withHTTPMethod: method,
+            urlString: urlString,
+            parameters: parameters,
+            headers: headers,
+            uploadProgress: up,
+            downloadProgress: down,
+            success: success,
+            failure: failure
+        )
         task?.resume()
         return task
     }
@@ -347,64 +488,121 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// Sends `method` to `urlString` and returns the serialized response object and the response.
     /// Throws the request-building, engine or serialization error. Cancelling the Swift task
     /// cancels the request.
-    public func request(_ method: HTTPMethod, _ urlString: String, parameters: Parameters? = nil,
-                        headers: HTTPHeaders? = nil) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func request(
+        _ method: HTTPMethod,
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
         try await self.request(method, urlString, parameters: parameters as (any Sendable)?, headers: headers)
     }
 
     /// ``request(_:_:parameters:headers:)`` with parameters of any shape (an array, a set, a JSON value).
     @_disfavoredOverload
-    public func request(_ method: HTTPMethod, _ urlString: String, parameters: (any Sendable)?,
-                        headers: HTTPHeaders? = nil) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let request = try self.makeRequest(method: method, urlString: urlString, parameters: parameters, headers: headers)
+    public func request(
+        _ method: HTTPMethod,
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil
+    ) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
+        let request = try self.makeRequest(
+            method: method,
+            urlString: urlString,
+            parameters: parameters,
+            headers: headers
+        )
         return try await self.data(for: request)
     }
 
     /// GET, async.
-    public func get(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func get(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.get, urlString, parameters: parameters, headers: headers)
     }
     /// HEAD, async: the response.
-    public func head(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws -> HTTPResponse {
+    public func head(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws -> HTTPResponse {
         try await self.request(.head, urlString, parameters: parameters, headers: headers).response
     }
     /// POST, async.
-    public func post(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func post(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.post, urlString, parameters: parameters, headers: headers)
     }
     /// POST, async, with parameters of any shape.
     @_disfavoredOverload
-    public func post(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func post(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.post, urlString, parameters: parameters, headers: headers)
     }
     /// PUT, async.
-    public func put(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func put(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.put, urlString, parameters: parameters, headers: headers)
     }
     /// PUT, async, with parameters of any shape.
     @_disfavoredOverload
-    public func put(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func put(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.put, urlString, parameters: parameters, headers: headers)
     }
     /// PATCH, async.
-    public func patch(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func patch(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.patch, urlString, parameters: parameters, headers: headers)
     }
     /// PATCH, async, with parameters of any shape.
     @_disfavoredOverload
-    public func patch(_ urlString: String, parameters: (any Sendable)?, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func patch(
+        _ urlString: String,
+        parameters: (any Sendable)?,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.patch, urlString, parameters: parameters, headers: headers)
     }
     /// DELETE, async.
-    public func delete(_ urlString: String, parameters: Parameters? = nil, headers: HTTPHeaders? = nil) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse) {
+    public func delete(
+        _ urlString: String,
+        parameters: Parameters? = nil,
+        headers: HTTPHeaders? = nil
+    ) async throws
+        -> (value: (any Sendable)?, response: HTTPResponse)
+    {
         try await self.request(.delete, urlString, parameters: parameters, headers: headers)
     }
 }

@@ -1,3 +1,5 @@
+import HawserCore
+
 // Beyond AFNetworking: request adaptation and retry (Alamofire's RequestInterceptor), a retry
 // policy with exponential back-off, and the authentication-refresh pattern.
 #if canImport(FoundationEssentials)
@@ -8,7 +10,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 /// Rewrites a request before each attempt is sent (adds a token, signs it…).
 public protocol RequestAdapter: Sendable {
@@ -37,8 +38,13 @@ public protocol RequestRetrier: Sendable {
     ///   - response: its response head, if one arrived.
     ///   - error: the engine's error, nil when a response arrived.
     ///   - retryCount: how many retries the task had so far.
-    func retry(_ task: SessionTask, request: HTTPClientRequest, response: HTTPResponse?, error: HawserError?,
-               retryCount: Int) async -> RetryDecision
+    func retry(
+        _ task: SessionTask,
+        request: HTTPClientRequest,
+        response: HTTPResponse?,
+        error: HawserError?,
+        retryCount: Int
+    ) async -> RetryDecision
 }
 
 /// Both: set one on ``SessionManager/interceptor``. Each half has a do-nothing default.
@@ -46,8 +52,13 @@ public protocol RequestInterceptor: RequestAdapter, RequestRetrier {}
 
 extension RequestInterceptor {
     public func adapt(_ request: HTTPClientRequest, for task: SessionTask) async throws -> HTTPClientRequest { request }
-    public func retry(_ task: SessionTask, request: HTTPClientRequest, response: HTTPResponse?, error: HawserError?,
-                      retryCount: Int) async -> RetryDecision { .doNotRetry }
+    public func retry(
+        _ task: SessionTask,
+        request: HTTPClientRequest,
+        response: HTTPResponse?,
+        error: HawserError?,
+        retryCount: Int
+    ) async -> RetryDecision { .doNotRetry }
 }
 
 /// Chains adapters (in order, each gets the previous one's output) and retriers (the first that
@@ -71,8 +82,13 @@ public struct Interceptor: RequestInterceptor {
         return r
     }
 
-    public func retry(_ task: SessionTask, request: HTTPClientRequest, response: HTTPResponse?, error: HawserError?,
-                      retryCount: Int) async -> RetryDecision {
+    public func retry(
+        _ task: SessionTask,
+        request: HTTPClientRequest,
+        response: HTTPResponse?,
+        error: HawserError?,
+        retryCount: Int
+    ) async -> RetryDecision {
         for r in self.retriers {
             let d = await r.retry(task, request: request, response: response, error: error, retryCount: retryCount)
             if d != .doNotRetry { return d }
@@ -100,11 +116,17 @@ public struct RetryPolicy: RequestInterceptor {
 
     /// Creates a policy; each parameter sets the property of the same name, with the defaults
     /// documented there. Negative counts and scales count as 0.
-    public init(retryLimit: Int = 2, exponentialBackoffBase: Double = 2, exponentialBackoffScale: Double = 0.5,
-                retryableMethods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options, .trace],
-                retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
-                retryableErrorCodes: Set<HawserError.Code> = [.connectionLost, .cannotConnect, .connectTimeout,
-                                                              .idleTimeout, .cannotResolveHost]) {
+    public init(
+        retryLimit: Int = 2,
+        exponentialBackoffBase: Double = 2,
+        exponentialBackoffScale: Double = 0.5,
+        retryableMethods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options, .trace],
+        retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
+        retryableErrorCodes: Set<HawserError.Code> = [
+            .connectionLost, .cannotConnect, .connectTimeout,
+            .idleTimeout, .cannotResolveHost,
+        ]
+    ) {
         self.retryLimit = max(0, retryLimit)
         self.exponentialBackoffBase = max(1, exponentialBackoffBase)
         self.exponentialBackoffScale = max(0, exponentialBackoffScale)
@@ -120,8 +142,13 @@ public struct RetryPolicy: RequestInterceptor {
         return max(backoff, min(retryAfter, 3600))
     }
 
-    public func retry(_ task: SessionTask, request: HTTPClientRequest, response: HTTPResponse?, error: HawserError?,
-                      retryCount: Int) async -> RetryDecision {
+    public func retry(
+        _ task: SessionTask,
+        request: HTTPClientRequest,
+        response: HTTPResponse?,
+        error: HawserError?,
+        retryCount: Int
+    ) async -> RetryDecision {
         guard retryCount < self.retryLimit, self.retryableMethods.contains(request.method) else { return .doNotRetry }
         let transient: Bool
         if let error {
@@ -169,9 +196,14 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
     ///   - maximumReplays: how many times one task may be replayed after refreshes; 1 by default.
     ///   - isAuthenticationFailure: which responses mean the token was refused; status 401 by default.
     ///   - refresh: produces a new token from the refused one; its error fails the waiting tasks.
-    public init(token: String?, headerName: String = "Authorization", prefix: String = "Bearer ", maximumReplays: Int = 1,
-                isAuthenticationFailure: @escaping @Sendable (HTTPResponse) -> Bool = { $0.statusCode == 401 },
-                refresh: @escaping Refresh) {
+    public init(
+        token: String?,
+        headerName: String = "Authorization",
+        prefix: String = "Bearer ",
+        maximumReplays: Int = 1,
+        isAuthenticationFailure: @escaping @Sendable (HTTPResponse) -> Bool = { $0.statusCode == 401 },
+        refresh: @escaping Refresh
+    ) {
         self.state = Locked(State(token: token))
         self.headerName = headerName
         self.prefix = prefix
@@ -194,13 +226,22 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
         return r
     }
 
-    public func retry(_ task: SessionTask, request: HTTPClientRequest, response: HTTPResponse?, error: HawserError?,
-                      retryCount: Int) async -> RetryDecision {
-        guard let response, self.isAuthenticationFailure(response), retryCount < self.maximumReplays else { return .doNotRetry }
-        let sent = request.headers[self.headerName].map { $0.hasPrefix(self.prefix) ? String($0.dropFirst(self.prefix.count)) : $0 }
+    public func retry(
+        _ task: SessionTask,
+        request: HTTPClientRequest,
+        response: HTTPResponse?,
+        error: HawserError?,
+        retryCount: Int
+    ) async -> RetryDecision {
+        guard let response, self.isAuthenticationFailure(response), retryCount < self.maximumReplays else {
+            return .doNotRetry
+        }
+        let sent = request.headers[self.headerName].map {
+            $0.hasPrefix(self.prefix) ? String($0.dropFirst(self.prefix.count)) : $0
+        }
         let refreshTask = self.state.withLock { s -> Task<String, any Error>? in
             if let r = s.refreshing { return r }
-            if let current = s.token, current != sent { return nil }   // already refreshed since this request went out
+            if let current = s.token, current != sent { return nil }  // already refreshed since this request went out
             s.refreshCount += 1
             let refresh = self.refresh
             let t = Task<String, any Error> { try await refresh(sent) }

@@ -57,9 +57,15 @@ struct JSONParser: ~Copyable {
         case UInt8(ascii: "{"): return try self.object()
         case UInt8(ascii: "["): return try self.array()
         case UInt8(ascii: "\""): return .string(try self.string())
-        case UInt8(ascii: "t"): try self.literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try self.literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try self.literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try self.literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try self.literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try self.literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try self.number())
         default: throw self.error("unexpected character '\(Unicode.Scalar(c))'")
         }
@@ -67,7 +73,9 @@ struct JSONParser: ~Copyable {
 
     private mutating func literal(_ word: StaticString) throws(JSONParseError) {
         let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-        guard self.bytes.count - self.i >= w.count, UnsafeBufferPointer(rebasing: self.bytes[self.i..<self.i + w.count]).elementsEqual(w) else {
+        guard self.bytes.count - self.i >= w.count,
+            UnsafeBufferPointer(rebasing: self.bytes[self.i..<self.i + w.count]).elementsEqual(w)
+        else {
             throw self.error("invalid literal (expected '\(word)')")
         }
         self.i += w.count
@@ -134,8 +142,11 @@ struct JSONParser: ~Copyable {
     /// `bytes` as a String, or an error if they are not UTF-8. `String(decoding:as:)` is the
     /// specialized path (`String(validating:as:)` is a generic call that looks up metadata on
     /// every string); it repairs bad bytes, so a non-ASCII result is compared with the input.
-    private static func decodeUTF8(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool,
-                                   offset: Int) throws(JSONParseError) -> String {
+    private static func decodeUTF8(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        ascii: Bool,
+        offset: Int
+    ) throws(JSONParseError) -> String {
         let s = String(decoding: bytes, as: UTF8.self)
         if ascii || s.utf8.elementsEqual(bytes) { return s }
         throw JSONParseError(message: "a string is not valid UTF-8", offset: offset)
@@ -150,8 +161,11 @@ struct JSONParser: ~Copyable {
         while self.i < self.bytes.count {
             let c = self.bytes[self.i]
             if c == UInt8(ascii: "\"") {
-                let s = try Self.decodeUTF8(UnsafeBufferPointer(rebasing: self.bytes[start..<self.i]),
-                                            ascii: ascii, offset: start)
+                let s = try Self.decodeUTF8(
+                    UnsafeBufferPointer(rebasing: self.bytes[start..<self.i]),
+                    ascii: ascii,
+                    offset: start
+                )
                 self.i += 1
                 return s
             }
@@ -189,12 +203,16 @@ struct JSONParser: ~Copyable {
             case UInt8(ascii: "u"):
                 var scalar = UInt32(try self.hex4())
                 if scalar >= 0xD800 && scalar < 0xDC00 {
-                    guard self.current == UInt8(ascii: "\\"), self.i + 1 < self.bytes.count, self.bytes[self.i + 1] == UInt8(ascii: "u") else {
+                    guard self.current == UInt8(ascii: "\\"), self.i + 1 < self.bytes.count,
+                        self.bytes[self.i + 1] == UInt8(ascii: "u")
+                    else {
                         throw self.error("a high surrogate escape without its low surrogate")
                     }
                     self.i += 2
                     let low = UInt32(try self.hex4())
-                    guard low >= 0xDC00 && low < 0xE000 else { throw self.error("a high surrogate escape without its low surrogate") }
+                    guard low >= 0xDC00 && low < 0xE000 else {
+                        throw self.error("a high surrogate escape without its low surrogate")
+                    }
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 } else if scalar >= 0xDC00 && scalar < 0xE000 {
                     throw self.error("a low surrogate escape without its high surrogate")
@@ -242,7 +260,8 @@ struct JSONParser: ~Copyable {
             while isDigit(self.current) { self.i += 1 }
         }
         let intEnd = self.i
-        var fracStart = self.i, fracEnd = self.i
+        var fracStart = self.i
+        var fracEnd = self.i
         if self.current == UInt8(ascii: ".") {
             self.i += 1
             guard isDigit(self.current) else { throw self.error("a fraction needs a digit") }
@@ -265,7 +284,12 @@ struct JSONParser: ~Copyable {
             }
             if expNegative { exponent = -exponent }
         }
-        if let exact = self.exactInteger(negative: negative, integer: intStart..<intEnd, fraction: fracStart..<fracEnd, exponent: exponent) {
+        if let exact = self.exactInteger(
+            negative: negative,
+            integer: intStart..<intEnd,
+            fraction: fracStart..<fracEnd,
+            exponent: exponent
+        ) {
             return .integer(exact)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.i]), as: UTF8.self)
@@ -281,13 +305,19 @@ struct JSONParser: ~Copyable {
         // Digit j of the significand, for j in 0..<count: the integer digits, then the fraction's.
         let count = integer.count + fraction.count
         func digit(_ j: Int) -> Int64 {
-            Int64(self.bytes[j < integer.count ? integer.lowerBound + j : fraction.lowerBound + j - integer.count] - 0x30)
+            Int64(
+                self.bytes[j < integer.count ? integer.lowerBound + j : fraction.lowerBound + j - integer.count] - 0x30
+            )
         }
-        var first = 0, end = count
+        var first = 0
+        var end = count
         var scale = exponent - fraction.count
         while first < end && digit(first) == 0 { first += 1 }
         if first == end { return 0 }
-        while digit(end - 1) == 0 { end -= 1; scale += 1 }
+        while digit(end - 1) == 0 {
+            end -= 1
+            scale += 1
+        }
         // A fraction is left, or more than 19 digits: not an Int64.
         guard scale >= 0, end - first + scale <= 19 else { return nil }
         // Accumulate negatively so that Int64.min fits.

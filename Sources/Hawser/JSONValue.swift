@@ -153,15 +153,23 @@ public enum JSONValue: Sendable, Hashable {
             do {
                 value = try JSONParser.parse(bytes)
             } catch {
-                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "The given data was not valid JSON: \(error)",
-                                                        underlyingError: error))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: [],
+                        debugDescription: "The given data was not valid JSON: \(error)",
+                        underlyingError: error
+                    )
+                )
             }
         }
         if !allowFragments {
             switch value {
             case .object, .array: break
             default:
-                throw SerializationError(.cannotParseResponse, "the JSON text is a fragment (\(value)) and fragments are not allowed")
+                throw SerializationError(
+                    .cannotParseResponse,
+                    "the JSON text is a fragment (\(value)) and fragments are not allowed"
+                )
             }
         }
         self = value
@@ -223,7 +231,8 @@ extension JSONValue: CustomStringConvertible {
 }
 
 extension JSONValue: ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByStringLiteral,
-    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral {
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
+{
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

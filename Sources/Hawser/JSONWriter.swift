@@ -36,7 +36,8 @@ struct JSONWriter {
     }
 
     /// `value` as JSON bytes.
-    static func write(_ value: Any, options: JSONRequestSerializer.WritingOptions) throws(SerializationError) -> [UInt8] {
+    static func write(_ value: Any, options: JSONRequestSerializer.WritingOptions) throws(SerializationError) -> [UInt8]
+    {
         var w = JSONWriter(options: options)
         try w.value(value, depth: 0)
         return w.bytes
@@ -66,18 +67,22 @@ struct JSONWriter {
             members.reserveCapacity(mirror.children.count)
             for child in mirror.children {
                 let kv = Array(Mirror(reflecting: child.value).children)
-                guard kv.count == 2, let key = kv[0].value as? String else { throw invalid("a JSON object key is not a string") }
+                guard kv.count == 2, let key = kv[0].value as? String else {
+                    throw invalid("a JSON object key is not a string")
+                }
                 members.append((key, kv[1].value))
             }
             if self.options.contains(.sortedKeys) { members.sort { $0.0 < $1.0 } }
-            try self.container(open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), count: members.count, depth: depth) { (w: inout JSONWriter, i: Int) throws(SerializationError) in
+            try self.container(open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), count: members.count, depth: depth) {
+                (w: inout JSONWriter, i: Int) throws(SerializationError) in
                 w.string(members[i].0)
                 w.ascii(w.pretty ? " : " : ":")
                 try w.value(members[i].1, depth: depth + 1)
             }
         case .collection?:
             let elements = mirror.children.map(\.value)
-            try self.container(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), count: elements.count, depth: depth) { (w: inout JSONWriter, i: Int) throws(SerializationError) in
+            try self.container(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), count: elements.count, depth: depth) {
+                (w: inout JSONWriter, i: Int) throws(SerializationError) in
                 try w.value(elements[i], depth: depth + 1)
             }
         case .set?:
@@ -95,13 +100,15 @@ struct JSONWriter {
         case .number(.integer(let i)): self.ascii(String(i))
         case .number(.double(let d)): try self.number(d, d.description)
         case .array(let a):
-            try self.container(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), count: a.count, depth: depth) { (w: inout JSONWriter, i: Int) throws(SerializationError) in
+            try self.container(open: UInt8(ascii: "["), close: UInt8(ascii: "]"), count: a.count, depth: depth) {
+                (w: inout JSONWriter, i: Int) throws(SerializationError) in
                 try w.json(a[i], depth: depth + 1)
             }
         case .object(let o):
             var members = Array(o)
             if self.options.contains(.sortedKeys) { members.sort { $0.key < $1.key } }
-            try self.container(open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), count: members.count, depth: depth) { (w: inout JSONWriter, i: Int) throws(SerializationError) in
+            try self.container(open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), count: members.count, depth: depth) {
+                (w: inout JSONWriter, i: Int) throws(SerializationError) in
                 w.string(members[i].key)
                 w.ascii(w.pretty ? " : " : ":")
                 try w.json(members[i].value, depth: depth + 1)
@@ -112,8 +119,13 @@ struct JSONWriter {
     /// `{`/`[`, the members separated by commas, the close; pretty: one member per line,
     /// indented two spaces a level, and an empty container as open, two newlines, close
     /// (as Foundation writes it).
-    private mutating func container(open: UInt8, close: UInt8, count: Int, depth: Int,
-                                    _ member: (inout JSONWriter, Int) throws(SerializationError) -> Void) throws(SerializationError) {
+    private mutating func container(
+        open: UInt8,
+        close: UInt8,
+        count: Int,
+        depth: Int,
+        _ member: (inout JSONWriter, Int) throws(SerializationError) -> Void
+    ) throws(SerializationError) {
         self.bytes.append(open)
         if self.pretty { self.bytes.append(0x0A) }
         for i in 0..<count {

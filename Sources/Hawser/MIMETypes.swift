@@ -25,7 +25,8 @@ extension MultipartFormData {
         "wasm": "application/wasm", "bin": "application/octet-stream", "exe": "application/octet-stream",
         "dmg": "application/x-apple-diskimage", "deb": "application/vnd.debian.binary-package",
         "rpm": "application/x-rpm", "jar": "application/java-archive", "apk": "application/vnd.android.package-archive",
-        "ipa": "application/octet-stream", "sql": "application/sql", "yaml": "application/yaml", "yml": "application/yaml",
+        "ipa": "application/octet-stream", "sql": "application/sql", "yaml": "application/yaml",
+        "yml": "application/yaml",
         "toml": "application/toml", "rss": "application/rss+xml", "atom": "application/atom+xml",
         "xhtml": "application/xhtml+xml", "svg": "image/svg+xml", "ps": "application/postscript",
         "eps": "application/postscript", "epub": "application/epub+zip",
@@ -45,7 +46,8 @@ extension MultipartFormData {
         "p7b": "application/x-pkcs7-certificates", "p7c": "application/pkcs7-mime", "csr": "application/pkcs10",
         // Images
         "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "jpe": "image/jpeg", "gif": "image/gif",
-        "webp": "image/webp", "bmp": "image/bmp", "tif": "image/tiff", "tiff": "image/tiff", "ico": "image/vnd.microsoft.icon",
+        "webp": "image/webp", "bmp": "image/bmp", "tif": "image/tiff", "tiff": "image/tiff",
+        "ico": "image/vnd.microsoft.icon",
         "heic": "image/heic", "heif": "image/heif", "avif": "image/avif", "jxl": "image/jxl",
         // Audio
         "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "wav": "audio/wav", "ogg": "audio/ogg",

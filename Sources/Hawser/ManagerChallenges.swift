@@ -14,8 +14,11 @@ final class ManagerSessionDelegate: SessionDelegate, @unchecked Sendable {
         set { self.ref.withLock { $0.manager = newValue } }
     }
 
-    func session(_ session: Session, didReceive challenge: AuthenticationChallenge,
-                 completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+    func session(
+        _ session: Session,
+        didReceive challenge: AuthenticationChallenge,
+        completion: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) {
         guard let manager = self.manager else {
             completion(.performDefaultHandling)
             return
@@ -30,7 +33,9 @@ extension SessionManager {
     /// delegate (which runs it); otherwise a server-trust challenge is decided by the policy and
     /// any other challenge gets the engine's default handling.
     func taskDisposition(for challenge: AuthenticationChallenge, task: SessionTask) -> ChallengeDisposition {
-        let blocks = self.hooks.withLock { ($0.taskDidReceiveAuthenticationChallenge, $0.sessionDidReceiveAuthenticationChallenge) }
+        let blocks = self.hooks.withLock {
+            ($0.taskDidReceiveAuthenticationChallenge, $0.sessionDidReceiveAuthenticationChallenge)
+        }
         if let taskBlock = blocks.0 { return taskBlock(task, challenge) }
         if blocks.1 != nil { return .performDefaultHandling }
         return self.policyDisposition(for: challenge)

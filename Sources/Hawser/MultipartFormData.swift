@@ -1,3 +1,5 @@
+import HawserCore
+
 // AFStreamingMultipartFormData: a multipart/form-data body built from parts (bytes, files, byte
 // sources) whose length is known up front and whose bytes are produced lazily, in bounded
 // chunks, each time the body is sent.
@@ -9,7 +11,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 /// Reads the bytes of a streamed multipart part (the NSInputStream role), front to back.
 public protocol MultipartByteReader {
@@ -89,15 +90,23 @@ public struct MultipartFormData: Sendable {
     /// - Throws: ``SerializationError`` `.invalidFileURL` for a non-file URL, `.fileNotReachable`
     ///   for a file that does not exist, is not a regular file or cannot be read.
     public mutating func appendPart(withFileURL fileURL: URL, name: String) throws {
-        try self.appendPart(withFileURL: fileURL, name: name, fileName: fileURL.lastPathComponent,
-                            mimeType: Self.mimeType(forPathExtension: fileURL.pathExtension))
+        try self.appendPart(
+            withFileURL: fileURL,
+            name: name,
+            fileName: fileURL.lastPathComponent,
+            mimeType: Self.mimeType(forPathExtension: fileURL.pathExtension)
+        )
     }
 
     /// A file part; its size is taken with `stat` now, its bytes read when the body is sent.
     /// - Throws: as ``appendPart(withFileURL:name:)``.
     public mutating func appendPart(withFileURL fileURL: URL, name: String, fileName: String, mimeType: String) throws {
         guard fileURL.isFileURL else {
-            throw SerializationError(.invalidFileURL, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
+            throw SerializationError(
+                .invalidFileURL,
+                "expected a file URL, got \(fileURL.absoluteString)",
+                url: fileURL
+            )
         }
         let path = fileURL.path(percentEncoded: false)
         let size: Int?
@@ -106,28 +115,50 @@ public struct MultipartFormData: Sendable {
             defer { fd.closeIgnoringErrors() }
             size = try fd.regularFileSize()
         } catch {
-            let what = error.errnoCode == ENOENT || error.errnoCode == ENOTDIR ? "file URL not reachable: \(path)" : "\(path) cannot be read"
-            throw SerializationError(.fileNotReachable, "\(what): \(error.reason)", url: fileURL, cause: posixCause(error))
+            let what =
+                error.errnoCode == ENOENT || error.errnoCode == ENOTDIR
+                ? "file URL not reachable: \(path)" : "\(path) cannot be read"
+            throw SerializationError(
+                .fileNotReachable,
+                "\(what): \(error.reason)",
+                url: fileURL,
+                cause: posixCause(error)
+            )
         }
         guard let size else {
             throw SerializationError(.fileNotReachable, "\(path) is not a regular file", url: fileURL)
         }
-        self.parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                               body: .file(path: path, length: Int64(size))))
+        self.parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                body: .file(path: path, length: Int64(size))
+            )
+        )
     }
 
     /// A part whose bytes come from a reader that `open` creates each time the body is sent
     /// (AF's `appendPartWithInputStream:name:fileName:length:mimeType:`). The reader must give
     /// exactly `length` bytes; fewer or more fails the send with `.bodyReadFailed`.
-    public mutating func appendPart(withByteSource open: @escaping @Sendable () throws -> any MultipartByteReader,
-                                    name: String, fileName: String, length: Int64, mimeType: String) {
-        self.parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                               body: .source(open: open, length: max(0, length))))
+    public mutating func appendPart(
+        withByteSource open: @escaping @Sendable () throws -> any MultipartByteReader,
+        name: String,
+        fileName: String,
+        length: Int64,
+        mimeType: String
+    ) {
+        self.parts.append(
+            Part(
+                headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                body: .source(open: open, length: max(0, length))
+            )
+        )
     }
 
     /// A file part from bytes in memory.
     public mutating func appendPart(withFileData data: [UInt8], name: String, fileName: String, mimeType: String) {
-        self.parts.append(Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType), body: .bytes(data)))
+        self.parts.append(
+            Part(headers: Self.fileHeaders(name: name, fileName: fileName, mimeType: mimeType), body: .bytes(data))
+        )
     }
 
     /// A file part from `Data`.
@@ -137,7 +168,12 @@ public struct MultipartFormData: Sendable {
 
     /// A plain form field: `Content-Disposition: form-data; name="…"` and the bytes.
     public mutating func appendPart(withFormData data: [UInt8], name: String) {
-        self.parts.append(Part(headers: [("Content-Disposition", "form-data; name=\"\(Self.escapeQuoted(name))\"")], body: .bytes(data)))
+        self.parts.append(
+            Part(
+                headers: [("Content-Disposition", "form-data; name=\"\(Self.escapeQuoted(name))\"")],
+                body: .bytes(data)
+            )
+        )
     }
 
     /// A plain form field from `Data`.
@@ -151,10 +187,16 @@ public struct MultipartFormData: Sendable {
     public mutating func appendPart(withHeaders headers: [(name: String, value: String)], body: [UInt8]) throws {
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
-                throw SerializationError(.invalidParameters, "multipart header name '\(name)' is not a valid field name")
+                throw SerializationError(
+                    .invalidParameters,
+                    "multipart header name '\(name)' is not a valid field name"
+                )
             }
             guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
-                throw SerializationError(.invalidParameters, "multipart header '\(name)' has CR, LF or NUL in its value")
+                throw SerializationError(
+                    .invalidParameters,
+                    "multipart header '\(name)' has CR, LF or NUL in its value"
+                )
             }
         }
         self.parts.append(Part(headers: headers, body: .bytes(body)))
@@ -216,27 +258,49 @@ public struct MultipartFormData: Sendable {
     /// - Throws: ``SerializationError`` `.cannotWriteFile`, or what producing the body throws.
     public func writeBody(toFile fileURL: URL) async throws {
         guard fileURL.isFileURL else {
-            throw SerializationError(.invalidFileURL, "expected a file URL, got \(fileURL.absoluteString)", url: fileURL)
+            throw SerializationError(
+                .invalidFileURL,
+                "expected a file URL, got \(fileURL.absoluteString)",
+                url: fileURL
+            )
         }
         let path = fileURL.path(percentEncoded: false)
         let fd: FileDescriptor
         do throws(FileError) { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644) } catch {
-            throw SerializationError(.cannotWriteFile, "cannot create \(path): \(error.reason)", url: fileURL, cause: posixCause(error))
+            throw SerializationError(
+                .cannotWriteFile,
+                "cannot create \(path): \(error.reason)",
+                url: fileURL,
+                cause: posixCause(error)
+            )
         }
         var closed = false
         defer { if !closed { fd.closeIgnoringErrors() } }
         do {
             try await self.writeBody { chunk in
                 do throws(FileError) { try fd.write(all: chunk) } catch {
-                    throw SerializationError(.cannotWriteFile, "writing \(path) failed: \(error.reason)", url: fileURL, cause: posixCause(error))
+                    throw SerializationError(
+                        .cannotWriteFile,
+                        "writing \(path) failed: \(error.reason)",
+                        url: fileURL,
+                        cause: posixCause(error)
+                    )
                 }
             }
             closed = true
             do throws(FileError) { try fd.close() } catch {
-                throw SerializationError(.cannotWriteFile, "closing \(path) failed: \(error.reason)", url: fileURL, cause: posixCause(error))
+                throw SerializationError(
+                    .cannotWriteFile,
+                    "closing \(path) failed: \(error.reason)",
+                    url: fileURL,
+                    cause: posixCause(error)
+                )
             }
         } catch {
-            if !closed { fd.closeIgnoringErrors(); closed = true }
+            if !closed {
+                fd.closeIgnoringErrors()
+                closed = true
+            }
             FileSystem.unlinkIgnoringErrors(path)
             throw error
         }
@@ -257,8 +321,13 @@ public struct MultipartFormData: Sendable {
     var finalBoundary: [UInt8] { Array("\r\n--\(self.boundary)--\r\n".utf8) }
 
     static func fileHeaders(name: String, fileName: String, mimeType: String) -> [(name: String, value: String)] {
-        [("Content-Disposition", "form-data; name=\"\(escapeQuoted(name))\"; filename=\"\(escapeQuoted(fileName))\""),
-         ("Content-Type", mimeType.filter { $0 != "\r" && $0 != "\n" && $0 != "\0" })]
+        [
+            (
+                "Content-Disposition",
+                "form-data; name=\"\(escapeQuoted(name))\"; filename=\"\(escapeQuoted(fileName))\""
+            ),
+            ("Content-Type", mimeType.filter { $0 != "\r" && $0 != "\n" && $0 != "\0" }),
+        ]
     }
 
     /// The HTML multipart/form-data escaping of names: `"` → `%22`, CR → `%0D`, LF → `%0A`.
@@ -278,7 +347,8 @@ public struct MultipartFormData: Sendable {
 
     static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
@@ -290,8 +360,12 @@ public struct MultipartFormData: Sendable {
     private static func copyFile(path: String, length: Int64, into out: inout ChunkBuffer) async throws {
         let fd: FileDescriptor
         do throws(FileError) { fd = try FileDescriptor.openForReading(path) } catch {
-            throw SerializationError(.bodyReadFailed, "cannot open \(path) for the multipart body: \(error.reason)",
-                                     url: URL(fileURLWithPath: path), cause: posixCause(error))
+            throw SerializationError(
+                .bodyReadFailed,
+                "cannot open \(path) for the multipart body: \(error.reason)",
+                url: URL(fileURLWithPath: path),
+                cause: posixCause(error)
+            )
         }
         defer { fd.closeIgnoringErrors() }
         var remaining = length
@@ -305,25 +379,39 @@ public struct MultipartFormData: Sendable {
                 }
             }
             if let failure {
-                throw SerializationError(.bodyReadFailed, "reading \(path) failed: \(failure.reason)",
-                                         url: URL(fileURLWithPath: path), cause: posixCause(failure))
+                throw SerializationError(
+                    .bodyReadFailed,
+                    "reading \(path) failed: \(failure.reason)",
+                    url: URL(fileURLWithPath: path),
+                    cause: posixCause(failure)
+                )
             }
             if n == 0 {
-                throw SerializationError(.bodyReadFailed, "\(path) ended \(remaining) bytes early: it shrank after it was appended (\(length) bytes then)",
-                                         url: URL(fileURLWithPath: path))
+                throw SerializationError(
+                    .bodyReadFailed,
+                    "\(path) ended \(remaining) bytes early: it shrank after it was appended (\(length) bytes then)",
+                    url: URL(fileURLWithPath: path)
+                )
             }
             remaining -= Int64(n)
             try await out.emitIfFull()
         }
     }
 
-    private static func copySource(open: @Sendable () throws -> any MultipartByteReader, length: Int64,
-                                    into out: inout ChunkBuffer) async throws {
+    private static func copySource(
+        open: @Sendable () throws -> any MultipartByteReader,
+        length: Int64,
+        into out: inout ChunkBuffer
+    ) async throws {
         var reader: any MultipartByteReader
         do {
             reader = try open()
         } catch {
-            throw SerializationError(.bodyReadFailed, "the multipart byte source could not be opened", cause: sendableError(error))
+            throw SerializationError(
+                .bodyReadFailed,
+                "the multipart byte source could not be opened",
+                cause: sendableError(error)
+            )
         }
         var remaining = length
         while true {
@@ -332,17 +420,27 @@ public struct MultipartFormData: Sendable {
             do {
                 bytes = try reader.read(maxLength: want)
             } catch {
-                throw SerializationError(.bodyReadFailed, "the multipart byte source failed", cause: sendableError(error))
+                throw SerializationError(
+                    .bodyReadFailed,
+                    "the multipart byte source failed",
+                    cause: sendableError(error)
+                )
             }
             if bytes.isEmpty { break }
             guard Int64(bytes.count) <= remaining, bytes.count <= want else {
-                throw SerializationError(.bodyReadFailed, "the multipart byte source gave more than its declared length of \(length) bytes")
+                throw SerializationError(
+                    .bodyReadFailed,
+                    "the multipart byte source gave more than its declared length of \(length) bytes"
+                )
             }
             try await out.append(bytes)
             remaining -= Int64(bytes.count)
         }
         guard remaining == 0 else {
-            throw SerializationError(.bodyReadFailed, "the multipart byte source ended \(remaining) bytes before its declared length of \(length) bytes")
+            throw SerializationError(
+                .bodyReadFailed,
+                "the multipart byte source ended \(remaining) bytes before its declared length of \(length) bytes"
+            )
         }
     }
 }
@@ -398,7 +496,9 @@ private struct ChunkBuffer {
     /// keeps the number it reports; a negative result (an error) keeps nothing.
     mutating func appendRead(upTo count: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int) -> Int {
         let start = self.filled
-        let n = self.storage.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+        let n = self.storage.withUnsafeMutableBytes {
+            fill(UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + count)]))
+        }
         if n > 0 { self.filled += n }
         return n
     }

@@ -1,3 +1,6 @@
+import HawserCore
+import Synchronization
+
 // AFNetworkReachabilityManager's API on Linux: the engine's RouteMonitor asks the kernel over
 // netlink whether a usable route exists (and re-asks on every link, address or route change);
 // this type maps that answer to AFNetworking's statuses and delivers it AFNetworking's ways:
@@ -6,8 +9,6 @@
 #if canImport(Dispatch)
 import Dispatch
 #endif
-import HawserCore
-import Synchronization
 
 /// Watches whether the network, or one host, can be reached, like AFNetworking's
 /// `AFNetworkReachabilityManager` (and Alamofire's `NetworkReachabilityManager`).
@@ -137,12 +138,21 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
     ///   - callbackQueue: where the status block, observers and process observers run (default: a
     ///     private serial queue).
     ///   - eventLoop: the loop the sockets run on (default: one of the shared group's).
-    public convenience init(target: RouteTarget, networkNamespace: String? = nil,
-                            callbackQueue: DispatchQueue? = nil,
-                            eventLoop: EventLoop = EventLoopGroup.shared.next()) throws(RouteMonitorError) {
+    public convenience init(
+        target: RouteTarget,
+        networkNamespace: String? = nil,
+        callbackQueue: DispatchQueue? = nil,
+        eventLoop: EventLoop = EventLoopGroup.shared.next()
+    ) throws(RouteMonitorError) {
         let monitor = try RouteMonitor(target: target, networkNamespace: networkNamespace, eventLoop: eventLoop)
-        self.init(target: target, networkNamespace: networkNamespace, callbackQueue: callbackQueue,
-                  eventLoop: eventLoop, monitor: monitor, error: nil)
+        self.init(
+            target: target,
+            networkNamespace: networkNamespace,
+            callbackQueue: callbackQueue,
+            eventLoop: eventLoop,
+            monitor: monitor,
+            error: nil
+        )
     }
 
     /// Watches the default route (AFNetworking's `manager`: the "zero address"). Never fails:
@@ -151,9 +161,23 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
         let loop = EventLoopGroup.shared.next()
         do {
             let monitor = try RouteMonitor(target: .defaultRoute, eventLoop: loop)
-            self.init(target: .defaultRoute, networkNamespace: nil, callbackQueue: nil, eventLoop: loop, monitor: monitor, error: nil)
+            self.init(
+                target: .defaultRoute,
+                networkNamespace: nil,
+                callbackQueue: nil,
+                eventLoop: loop,
+                monitor: monitor,
+                error: nil
+            )
         } catch {
-            self.init(target: .defaultRoute, networkNamespace: nil, callbackQueue: nil, eventLoop: loop, monitor: nil, error: error)
+            self.init(
+                target: .defaultRoute,
+                networkNamespace: nil,
+                callbackQueue: nil,
+                eventLoop: loop,
+                monitor: nil,
+                error: error
+            )
         }
     }
 
@@ -162,19 +186,40 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
     /// over-long name, or when netlink cannot be opened.
     public convenience init?(domain: String) {
         guard let m = try? RouteMonitor(target: .host(domain)) else { return nil }
-        self.init(target: .host(domain), networkNamespace: nil, callbackQueue: nil, eventLoop: m.eventLoop, monitor: m, error: nil)
+        self.init(
+            target: .host(domain),
+            networkNamespace: nil,
+            callbackQueue: nil,
+            eventLoop: m.eventLoop,
+            monitor: m,
+            error: nil
+        )
     }
 
     /// Watches the route to a numeric IPv4 or IPv6 address (AFNetworking's `managerForAddress:`).
     /// Returns nil when `address` is not a numeric address, or when netlink cannot be opened.
     public convenience init?(address: String) {
         guard let a = SocketAddress(ipAddress: address, port: 0),
-              let m = try? RouteMonitor(target: .address(a)) else { return nil }
-        self.init(target: .address(a), networkNamespace: nil, callbackQueue: nil, eventLoop: m.eventLoop, monitor: m, error: nil)
+            let m = try? RouteMonitor(target: .address(a))
+        else { return nil }
+        self.init(
+            target: .address(a),
+            networkNamespace: nil,
+            callbackQueue: nil,
+            eventLoop: m.eventLoop,
+            monitor: m,
+            error: nil
+        )
     }
 
-    private init(target: RouteTarget, networkNamespace: String?, callbackQueue: DispatchQueue?,
-                 eventLoop: EventLoop, monitor: RouteMonitor?, error: RouteMonitorError?) {
+    private init(
+        target: RouteTarget,
+        networkNamespace: String?,
+        callbackQueue: DispatchQueue?,
+        eventLoop: EventLoop,
+        monitor: RouteMonitor?,
+        error: RouteMonitorError?
+    ) {
         self.target = target
         self.networkNamespace = networkNamespace
         self.callbackQueue = callbackQueue ?? DispatchQueue(label: "hawser.reachability")
@@ -235,7 +280,11 @@ public final class NetworkReachabilityManager: @unchecked Sendable {
         let created: Result<RouteMonitor, RouteMonitorError> = {
             if let m = self.state.withLock({ $0.monitor }) { return .success(m) }
             return Result { () throws(RouteMonitorError) in
-                try RouteMonitor(target: self.target, networkNamespace: self.networkNamespace, eventLoop: self.eventLoop)
+                try RouteMonitor(
+                    target: self.target,
+                    networkNamespace: self.networkNamespace,
+                    eventLoop: self.eventLoop
+                )
             }
         }()
         let monitor: RouteMonitor
@@ -341,7 +390,9 @@ private final class WeakManager: @unchecked Sendable {
 }
 
 /// The process-wide observers (``NetworkReachabilityManager/addProcessObserver(_:)``).
-private let processObservers = Locked<(next: UInt64, list: [(UInt64, @Sendable (NetworkReachabilityManager, NetworkReachabilityManager.Change) -> Void)])>((0, []))
+private let processObservers = Locked<
+    (next: UInt64, list: [(UInt64, @Sendable (NetworkReachabilityManager, NetworkReachabilityManager.Change) -> Void)])
+>((0, []))
 
 extension NetworkReachabilityManager {
     /// Runs `observer` for every status change of every monitoring manager in the process, on
@@ -349,7 +400,9 @@ extension NetworkReachabilityManager {
     /// AFNetworking posts `AFNetworkingReachabilityDidChangeNotification`. HawserFoundation
     /// posts `Notification.Name.reachabilityDidChange` from one of these.
     @discardableResult
-    public static func addProcessObserver(_ observer: @escaping @Sendable (NetworkReachabilityManager, Change) -> Void) -> Observation {
+    public static func addProcessObserver(
+        _ observer: @escaping @Sendable (NetworkReachabilityManager, Change) -> Void
+    ) -> Observation {
         processObservers.withLock { state in
             state.next &+= 1
             state.list.append((state.next, observer))
@@ -391,7 +444,9 @@ private final class Shared: @unchecked Sendable {
         self.lock.withLock { self.block = b }
     }
 
-    func addObserver(_ o: @escaping @Sendable (NetworkReachabilityManager.Change) -> Void) -> NetworkReachabilityManager.Observation {
+    func addObserver(
+        _ o: @escaping @Sendable (NetworkReachabilityManager.Change) -> Void
+    ) -> NetworkReachabilityManager.Observation {
         self.lock.withLock {
             self.nextID &+= 1
             self.observers.append((self.nextID, o))
@@ -434,7 +489,7 @@ private final class Shared: @unchecked Sendable {
             guard manager.apply(change, session: session) else { return }
             self.block?(change.status)
             for (_, o) in self.observers {
-                guard self.isOpen, self.session == session else { return }   // a callback may stop monitoring
+                guard self.isOpen, self.session == session else { return }  // a callback may stop monitoring
                 o(change)
             }
             for (_, o) in processObservers.withLock({ $0.list }) {

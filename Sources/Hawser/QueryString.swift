@@ -25,7 +25,8 @@ struct QueryStringPair {
 
     var urlEncoded: String {
         guard let value = self.value else { return HTTPRequestSerializer.percentEscaped(self.field) }
-        return HTTPRequestSerializer.percentEscaped(self.field) + "=" + HTTPRequestSerializer.percentEscaped(parameterDescription(value))
+        return HTTPRequestSerializer.percentEscaped(self.field) + "="
+            + HTTPRequestSerializer.percentEscaped(parameterDescription(value))
     }
 }
 
@@ -83,9 +84,11 @@ extension HTTPRequestSerializer {
     /// NSCharacterSet.URLQueryAllowedCharacterSet minus `:#[]@!$&'()*+,;=`.
     private static func isQueryAllowed(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"), UInt8(ascii: "?"):
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"),
+            UInt8(ascii: "?"):
             return true
         default:
             return false

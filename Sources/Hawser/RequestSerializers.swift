@@ -1,3 +1,5 @@
+import HawserCore
+
 // AFHTTPRequestSerializer, AFJSONRequestSerializer and AFPropertyListRequestSerializer.
 //
 // AF's serializers are mutable objects that a manager is configured with and then shares across
@@ -14,7 +16,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 /// The Hawser version the default `User-Agent` names (the package version, `HawserVersion`).
 let hawserVersion = HawserVersion.string
@@ -41,7 +42,10 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// Methods whose parameters go into the URL query instead of the body. Upper-case;
     /// default GET, HEAD, DELETE.
     public var httpMethodsEncodingParametersInURI: Set<String> = Self.defaultMethodsEncodingParametersInURI {
-        didSet { self.methodsInURIAreDefault = self.httpMethodsEncodingParametersInURI == Self.defaultMethodsEncodingParametersInURI }
+        didSet {
+            self.methodsInURIAreDefault =
+                self.httpMethodsEncodingParametersInURI == Self.defaultMethodsEncodingParametersInURI
+        }
     }
     private static let defaultMethodsEncodingParametersInURI: Set<String> = ["GET", "HEAD", "DELETE"]
     /// Whether the set is the default one, so a request's method is compared, not hashed.
@@ -130,21 +134,30 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// single value, flattened as `queryString(from:)` describes. A custom
     /// ``queryStringSerialization`` closure takes dictionaries only.
     @_disfavoredOverload
-    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+    public func request(
+        bySerializing request: HTTPClientRequest,
+        parameters: (any Sendable)?
+    ) throws -> HTTPClientRequest {
         var out = self.addingDefaultHeaders(to: request)
         var query: String?
         if let parameters {
             if let custom = self.queryStringSerialization {
                 guard let dictionary = parameters as? Parameters else {
-                    throw SerializationError(.invalidParameters, "the custom query-string serialization takes a dictionary of parameters, not \(type(of: parameters))",
-                                             url: request.url)
+                    throw SerializationError(
+                        .invalidParameters,
+                        "the custom query-string serialization takes a dictionary of parameters, not \(type(of: parameters))",
+                        url: request.url
+                    )
                 }
                 do {
                     query = try custom(request, dictionary)
                 } catch {
-                    throw SerializationError(.queryStringSerializationFailed,
-                                             "the query string serialization failed: \(error)",
-                                             url: request.url, cause: sendableError(error))
+                    throw SerializationError(
+                        .queryStringSerializationFailed,
+                        "the query string serialization failed: \(error)",
+                        url: request.url,
+                        cause: sendableError(error)
+                    )
                 }
             } else if let dictionary = parameters as? Parameters {
                 query = Self.queryString(from: dictionary)
@@ -185,8 +198,12 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     /// The body serializers' common frame (AFJSONRequestSerializer, AFPropertyListRequestSerializer):
     /// parameters go in the URI for those methods; otherwise the default headers, `contentType`
     /// unless the request has a Content-Type, and `encode`'s bytes as the body.
-    package func request(_ request: HTTPClientRequest, parameters: (any Sendable)?, bodyContentType contentType: String,
-                 encode: (any Sendable) throws -> [UInt8]) throws -> HTTPClientRequest {
+    package func request(
+        _ request: HTTPClientRequest,
+        parameters: (any Sendable)?,
+        bodyContentType contentType: String,
+        encode: (any Sendable) throws -> [UInt8]
+    ) throws -> HTTPClientRequest {
         if self.encodesParametersInURI(request.method) {
             return try self.request(bySerializing: request, parameters: parameters)
         }
@@ -223,7 +240,11 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         }
         s += (url.query(percentEncoded: true) != nil ? "&" : "?") + query + fragment
         guard let result = URL(string: s) else {
-            throw SerializationError(.invalidURL, "appending the query to \(url.absoluteString) gives no valid URL", url: url)
+            throw SerializationError(
+                .invalidURL,
+                "appending the query to \(url.absoluteString) gives no valid URL",
+                url: url
+            )
         }
         return result
     }
@@ -308,14 +329,22 @@ extension HTTPRequestSerializing {
     /// - Throws: ``SerializationError``: `.invalidURL` (-1000) when `urlString` is not an absolute
     ///   URL or has no host, `.unsupportedURL` (-1002) for a scheme other than http and https
     ///   (NSURLSession's -1002), or whatever serializing the parameters throws.
-    public func request(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?) throws -> HTTPClientRequest {
+    public func request(
+        withMethod method: HTTPMethod,
+        urlString: String,
+        parameters: Parameters?
+    ) throws -> HTTPClientRequest {
         try self.request(withMethod: method, urlString: urlString, parameters: parameters as (any Sendable)?)
     }
 
     /// ``request(withMethod:urlString:parameters:)`` with parameters of any shape (an array, a
     /// set, a JSON value), as AF's `id parameters`.
     @_disfavoredOverload
-    public func request(withMethod method: HTTPMethod, urlString: String, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+    public func request(
+        withMethod method: HTTPMethod,
+        urlString: String,
+        parameters: (any Sendable)?
+    ) throws -> HTTPClientRequest {
         guard let parsed = URL(string: urlString), parsed.scheme != nil else {
             throw SerializationError(.invalidURL, "'\(urlString)' is not an absolute URL")
         }
@@ -336,8 +365,13 @@ extension HTTPRequestSerializer {
         var scheme = url.scheme ?? ""
         if scheme != "http" && scheme != "https" { scheme = scheme.lowercased() }
         guard scheme == "http" || scheme == "https" else {
-            throw SerializationError(.unsupportedURL, scheme.isEmpty ? "'\(url.absoluteString)' has no scheme" : "the URL scheme '\(scheme)' is not supported (http and https are)",
-                                     url: url)
+            throw SerializationError(
+                .unsupportedURL,
+                scheme.isEmpty
+                    ? "'\(url.absoluteString)' has no scheme"
+                    : "the URL scheme '\(scheme)' is not supported (http and https are)",
+                url: url
+            )
         }
         guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw SerializationError(.invalidURL, "'\(url.absoluteString)' has no host", url: url)
@@ -403,11 +437,18 @@ public struct JSONRequestSerializer: HTTPRequestSerializing {
     /// `testThatJSONRequestSerializationHandlesParametersArray`), a ``JSONValue``, and with
     /// ``WritingOptions/fragmentsAllowed`` a single string, number, boolean or null.
     @_disfavoredOverload
-    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
-        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") { parameters in
+    public func request(
+        bySerializing request: HTTPClientRequest,
+        parameters: (any Sendable)?
+    ) throws -> HTTPClientRequest {
+        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/json") {
+            parameters in
             do throws(SerializationError) {
                 if !self.writingOptions.contains(.fragmentsAllowed), !isJSONContainer(parameters) {
-                    throw SerializationError(.invalidParameters, "The `parameters` argument is not valid JSON: a top-level \(type(of: parameters)) is a fragment; only an object or an array is written without .fragmentsAllowed")
+                    throw SerializationError(
+                        .invalidParameters,
+                        "The `parameters` argument is not valid JSON: a top-level \(type(of: parameters)) is a fragment; only an object or an array is written without .fragmentsAllowed"
+                    )
                 }
                 return try JSONWriter.write(parameters, options: self.writingOptions)
             } catch {
@@ -456,10 +497,20 @@ extension HTTPRequestSerializing {
     /// request as the serializer made it, as AF does.
     /// - Throws: ``SerializationError`` `.invalidParameters` for GET or HEAD (they have no
     ///   body), `.invalidURL`, or what the closure throws (`.fileNotReachable` …).
-    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
-                                     boundary: String = MultipartFormData.makeBoundary(),
-                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) throws -> HTTPClientRequest {
-        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+    public func multipartFormRequest(
+        withMethod method: HTTPMethod,
+        urlString: String,
+        parameters: Parameters?,
+        boundary: String = MultipartFormData.makeBoundary(),
+        constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil
+    ) throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(
+            method: method,
+            urlString: urlString,
+            parameters: parameters,
+            boundary: boundary,
+            build: build
+        )
         guard !form.isEmpty else { return request }
         var out = request
         out.headers.replaceOrAdd(name: "Content-Type", value: form.contentType)
@@ -474,11 +525,21 @@ extension HTTPRequestSerializing {
     /// an upload from that file. Returns when the file is complete.
     /// - Throws: as ``multipartFormRequest(withMethod:urlString:parameters:boundary:constructingBodyWith:)``,
     ///   and `.cannotWriteFile` / `.bodyReadFailed` while writing.
-    public func multipartFormRequest(withMethod method: HTTPMethod, urlString: String, parameters: Parameters?,
-                                     writingStreamContentsToFile fileURL: URL,
-                                     boundary: String = MultipartFormData.makeBoundary(),
-                                     constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil) async throws -> HTTPClientRequest {
-        let (request, form) = try self.multipartForm(method: method, urlString: urlString, parameters: parameters, boundary: boundary, build: build)
+    public func multipartFormRequest(
+        withMethod method: HTTPMethod,
+        urlString: String,
+        parameters: Parameters?,
+        writingStreamContentsToFile fileURL: URL,
+        boundary: String = MultipartFormData.makeBoundary(),
+        constructingBodyWith build: ((inout MultipartFormData) throws -> Void)? = nil
+    ) async throws -> HTTPClientRequest {
+        let (request, form) = try self.multipartForm(
+            method: method,
+            urlString: urlString,
+            parameters: parameters,
+            boundary: boundary,
+            build: build
+        )
         try await form.writeBody(toFile: fileURL)
         var out = request
         out.body = nil
@@ -489,11 +550,19 @@ extension HTTPRequestSerializing {
         return out
     }
 
-    private func multipartForm(method: HTTPMethod, urlString: String, parameters: Parameters?, boundary: String,
-                               build: ((inout MultipartFormData) throws -> Void)?) throws -> (HTTPClientRequest, MultipartFormData) {
+    private func multipartForm(
+        method: HTTPMethod,
+        urlString: String,
+        parameters: Parameters?,
+        boundary: String,
+        build: ((inout MultipartFormData) throws -> Void)?
+    ) throws -> (HTTPClientRequest, MultipartFormData) {
         let upper = method.rawValue.uppercased()
         guard upper != "GET", upper != "HEAD" else {
-            throw SerializationError(.invalidParameters, "a multipart form cannot be sent with \(upper), which has no body")
+            throw SerializationError(
+                .invalidParameters,
+                "a multipart form cannot be sent with \(upper), which has no body"
+            )
         }
         let request = try self.request(withMethod: method, urlString: urlString, parameters: nil)
         var form = MultipartFormData(boundary: boundary)

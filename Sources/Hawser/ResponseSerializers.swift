@@ -1,3 +1,5 @@
+import HawserCore
+
 // AFHTTPResponseSerializer and its JSON, property-list and compound subclasses, plus a
 // Decodable serializer AF never had. Value types, for the same reason as the request serializers.
 #if canImport(FoundationEssentials)
@@ -5,7 +7,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
 
 /// The validation every response serializer shares with AFHTTPResponseSerializer: acceptable
 /// status codes and content types, and ``validate(response:data:)``.
@@ -44,15 +45,23 @@ extension HTTPResponseValidating {
             let mime = response.mimeType
             // `mime` is lower-case; so are acceptable types nearly always: a set lookup first.
             if mime == nil || (!types.contains(mime!) && !types.contains(where: { $0.lowercased() == mime })) {
-                error = SerializationError(.unacceptableContentType,
-                                           "Request failed: unacceptable content-type: \(mime ?? "(none)")",
-                                           url: response.url, response: response, data: data)
+                error = SerializationError(
+                    .unacceptableContentType,
+                    "Request failed: unacceptable content-type: \(mime ?? "(none)")",
+                    url: response.url,
+                    response: response,
+                    data: data
+                )
             }
         }
         if response.statusCode < 0 || !self.isAcceptableStatusCode(response.statusCode) {
-            let status = SerializationError(.unacceptableStatusCode,
-                                            "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
-                                            url: response.url, response: response, data: data)
+            let status = SerializationError(
+                .unacceptableStatusCode,
+                "Request failed: \(localizedString(forStatusCode: response.statusCode)) (\(response.statusCode))",
+                url: response.url,
+                response: response,
+                data: data
+            )
             error = status.chaining(error)
         }
         if let error { throw error }
@@ -180,10 +189,15 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
         }
         var value: JSONValue
         do {
-            value = try JSONValue(parsing: data, allowFragments: self.readingOptions.contains(.fragmentsAllowed),
-                                  allowJSON5: self.readingOptions.contains(.json5Allowed))
+            value = try JSONValue(
+                parsing: data,
+                allowFragments: self.readingOptions.contains(.fragmentsAllowed),
+                allowJSON5: self.readingOptions.contains(.json5Allowed)
+            )
         } catch {
-            throw parseError("the body is not valid JSON", error, response: response, data: data).chaining(statusFailure)
+            throw parseError("the body is not valid JSON", error, response: response, data: data).chaining(
+                statusFailure
+            )
         }
         if let statusFailure { throw statusFailure }
         if self.removesKeysWithNullValues { value = value.removingNullValues() }
@@ -213,7 +227,11 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
 
     /// A serializer decoding with `decode` (a PropertyListDecoder, a custom format …); set
     /// ``acceptableContentTypes`` to match.
-    public init(_ type: T.Type = T.self, acceptableContentTypes: Set<String>?, decode: @escaping @Sendable ([UInt8]) throws -> T) {
+    public init(
+        _ type: T.Type = T.self,
+        acceptableContentTypes: Set<String>?,
+        decode: @escaping @Sendable ([UInt8]) throws -> T
+    ) {
         self.acceptableContentTypes = acceptableContentTypes
         self.decode = decode
     }
@@ -233,7 +251,9 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
         do {
             value = try self.decode(data)
         } catch {
-            throw parseError("the body does not decode as \(T.self)", error, response: response, data: data).chaining(statusFailure)
+            throw parseError("the body does not decode as \(T.self)", error, response: response, data: data).chaining(
+                statusFailure
+            )
         }
         if let statusFailure { throw statusFailure }
         return value
@@ -282,8 +302,18 @@ public struct CompoundResponseSerializer: HTTPResponseValidating {
     }
 }
 
-package func parseError(_ what: String, _ error: any Error, response: HTTPResponse?, data: [UInt8]) -> SerializationError {
-    SerializationError(.cannotParseResponse, "\(what): \(error)", url: response?.url, response: response, data: data,
-                       cause: sendableError(error))
+package func parseError(
+    _ what: String,
+    _ error: any Error,
+    response: HTTPResponse?,
+    data: [UInt8]
+) -> SerializationError {
+    SerializationError(
+        .cannotParseResponse,
+        "\(what): \(error)",
+        url: response?.url,
+        response: response,
+        data: data,
+        cause: sendableError(error)
+    )
 }
-

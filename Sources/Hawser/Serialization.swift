@@ -1,3 +1,5 @@
+import HawserCore
+
 // The two serialization protocols the session manager is written against
 // (AFURLRequestSerialization / AFURLResponseSerialization), and the response value
 // they read. The concrete serializers live in their own files.
@@ -6,7 +8,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
 
 /// Request parameters as AFNetworking usually takes them: a dictionary whose values are strings,
 /// numbers, booleans, arrays, sets, nested dictionaries or ``ParameterNull``. AFNetworking's
@@ -66,7 +67,8 @@ public struct HTTPResponse: Sendable {
     /// Not empty, no blank at either end, no parameters, no upper case.
     private static func isBareLowercaseMediaType(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let first = bytes.first, let last = bytes.last,
-              first != 0x20, first != 0x09, last != 0x20, last != 0x09 else { return false }
+            first != 0x20, first != 0x09, last != 0x20, last != 0x09
+        else { return false }
         for c in bytes where c == UInt8(ascii: ";") || (c >= 0x41 && c <= 0x5A) { return false }
         return true
     }
@@ -105,11 +107,19 @@ public protocol RequestSerialization: Sendable {
 
 extension RequestSerialization {
     @_disfavoredOverload
-    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
+    public func request(
+        bySerializing request: HTTPClientRequest,
+        parameters: (any Sendable)?
+    ) throws -> HTTPClientRequest {
         guard let parameters else { return try self.request(bySerializing: request, parameters: nil as Parameters?) }
-        if let dictionary = parameters as? Parameters { return try self.request(bySerializing: request, parameters: dictionary) }
-        throw SerializationError(.invalidParameters, "\(type(of: self)) takes a dictionary of parameters, not \(type(of: parameters))",
-                                 url: request.url)
+        if let dictionary = parameters as? Parameters {
+            return try self.request(bySerializing: request, parameters: dictionary)
+        }
+        throw SerializationError(
+            .invalidParameters,
+            "\(type(of: self)) takes a dictionary of parameters, not \(type(of: parameters))",
+            url: request.url
+        )
     }
 }
 

@@ -1,3 +1,5 @@
+import HawserCore
+
 // The error of the serializers and multipart bodies: AFNetworking's two serialization error
 // domains folded into one typed error, with AF's userInfo keys as stored properties.
 #if canImport(FoundationEssentials)
@@ -8,7 +10,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 /// Why a request could not be serialized or a response could not be validated or decoded.
 ///
@@ -89,8 +90,15 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible, Loca
     var reason: String?
 
     /// Creates an error; each parameter sets the property of the same name.
-    public init(_ code: Code, _ message: String, url: URL? = nil, response: HTTPResponse? = nil,
-                data: [UInt8]? = nil, underlying: (any Error & Sendable)? = nil, cause: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code,
+        _ message: String,
+        url: URL? = nil,
+        response: HTTPResponse? = nil,
+        data: [UInt8]? = nil,
+        underlying: (any Error & Sendable)? = nil,
+        cause: (any Error & Sendable)? = nil
+    ) {
         self.code = code
         self.message = message
         self.url = url
@@ -106,7 +114,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible, Loca
         case .unacceptableStatusCode, .unacceptableContentType: return Self.responseDomain
         case .cannotParseResponse: return Self.cocoaDomain
         case .invalidURL, .unsupportedURL, .invalidParameters, .queryStringSerializationFailed, .invalidFileURL,
-             .fileNotReachable, .bodyReadFailed, .cannotWriteFile:
+            .fileNotReachable, .bodyReadFailed, .cannotWriteFile:
             return Self.requestDomain
         }
     }

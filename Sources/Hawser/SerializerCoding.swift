@@ -1,3 +1,6 @@
+import HawserCore
+import Synchronization
+
 // AFNetworking's NSSecureCoding and NSCopying for the serializers, as Codable and copy().
 //
 // Every setting round-trips, in a stable form (sorted sets, status codes as ranges). What cannot
@@ -10,8 +13,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Synchronization
 
 // MARK: - Pieces
 
@@ -26,7 +27,12 @@ package enum StatusCodesCoding {
         var set = RangeSet<Int>()
         for r in ranges {
             guard r.count == 2, r[0] <= r[1] else {
-                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a status-code range is not [lower, upper] with lower ≤ upper: \(r)"))
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: [],
+                        debugDescription: "a status-code range is not [lower, upper] with lower ≤ upper: \(r)"
+                    )
+                )
             }
             set.insert(contentsOf: r[0]..<r[1])
         }
@@ -60,7 +66,7 @@ extension CachePolicy {
 extension HTTPRequestSerializer: Codable {
     private enum Keys: String, CodingKey {
         case httpRequestHeaders, httpMethodsEncodingParametersInURI, timeoutInterval, cachePolicy, shouldHandleCookies,
-             allowsCellularAccess, shouldUsePipelining
+            allowsCellularAccess, shouldUsePipelining
     }
 
     /// Decodes every setting but ``queryStringSerialization`` (a closure is not encoded; AF does
@@ -71,16 +77,26 @@ extension HTTPRequestSerializer: Codable {
         var headers = HTTPHeaders()
         for pair in try c.decode([[String]].self, forKey: .httpRequestHeaders) {
             guard pair.count == 2 else {
-                throw DecodingError.dataCorruptedError(forKey: .httpRequestHeaders, in: c, debugDescription: "a header is not a [name, value] pair")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .httpRequestHeaders,
+                    in: c,
+                    debugDescription: "a header is not a [name, value] pair"
+                )
             }
             headers.add(name: pair[0], value: pair[1])
         }
         self.replaceDefaultHeaders(with: headers)
-        self.setMethodsEncodingParametersInURI(Set(try c.decode([String].self, forKey: .httpMethodsEncodingParametersInURI)))
+        self.setMethodsEncodingParametersInURI(
+            Set(try c.decode([String].self, forKey: .httpMethodsEncodingParametersInURI))
+        )
         self.timeoutInterval = try c.decodeIfPresent(Double.self, forKey: .timeoutInterval)
         if let name = try c.decodeIfPresent(String.self, forKey: .cachePolicy) {
             guard let policy = CachePolicy(codingName: name) else {
-                throw DecodingError.dataCorruptedError(forKey: .cachePolicy, in: c, debugDescription: "unknown cache policy '\(name)'")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .cachePolicy,
+                    in: c,
+                    debugDescription: "unknown cache policy '\(name)'"
+                )
             }
             self.cachePolicy = policy
         }
@@ -110,8 +126,10 @@ extension JSONRequestSerializer: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
-        self.init(writingOptions: WritingOptions(rawValue: try c.decode(UInt.self, forKey: .writingOptions)),
-                  httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer))
+        self.init(
+            writingOptions: WritingOptions(rawValue: try c.decode(UInt.self, forKey: .writingOptions)),
+            httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer)
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -139,8 +157,12 @@ extension HTTPResponseSerializer: CodableResponseSerialization {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
-        self.init(acceptableContentTypes: try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init))
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
+        self.init(
+            acceptableContentTypes: try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        )
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -155,14 +177,22 @@ extension HTTPResponseSerializer: CodableResponseSerialization {
 
 extension JSONResponseSerializer: CodableResponseSerialization {
     public static var codingName: String { "json" }
-    private enum Keys: String, CodingKey { case acceptableStatusCodes, acceptableContentTypes, readingOptions, removesKeysWithNullValues }
+    private enum Keys: String, CodingKey {
+        case acceptableStatusCodes, acceptableContentTypes, readingOptions, removesKeysWithNullValues
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
-        self.init(readingOptions: ReadingOptions(rawValue: try c.decode(Int.self, forKey: .readingOptions)),
-                  removesKeysWithNullValues: try c.decode(Bool.self, forKey: .removesKeysWithNullValues))
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
-        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.init(
+            readingOptions: ReadingOptions(rawValue: try c.decode(Int.self, forKey: .readingOptions)),
+            removesKeysWithNullValues: try c.decode(Bool.self, forKey: .removesKeysWithNullValues)
+        )
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(
+            Set.init
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -212,17 +242,28 @@ extension CompoundResponseSerializer: CodableResponseSerialization {
             let member = try list.nestedContainer(keyedBy: MemberKeys.self)
             let name = try member.decode(String.self, forKey: .type)
             guard let type = codableResponseSerializers.withLock({ $0[name] }) else {
-                throw DecodingError.dataCorruptedError(forKey: .type, in: member,
-                                                       debugDescription: "no response serializer is registered as '\(name)'; call CompoundResponseSerializer.register(_:) with its type first")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .type,
+                    in: member,
+                    debugDescription:
+                        "no response serializer is registered as '\(name)'; call CompoundResponseSerializer.register(_:) with its type first"
+                )
             }
             members.append(try Self.decodeMember(type, from: member))
         }
         self.init(members)
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
-        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(
+            Set.init
+        )
     }
 
-    private static func decodeMember<T: CodableResponseSerialization>(_ type: T.Type, from c: KeyedDecodingContainer<MemberKeys>) throws -> T {
+    private static func decodeMember<T: CodableResponseSerialization>(
+        _ type: T.Type,
+        from c: KeyedDecodingContainer<MemberKeys>
+    ) throws -> T {
         try c.decode(T.self, forKey: .serializer)
     }
 
@@ -234,8 +275,13 @@ extension CompoundResponseSerializer: CodableResponseSerialization {
         var list = c.nestedUnkeyedContainer(forKey: .responseSerializers)
         for s in self.responseSerializers {
             guard let codable = s as? any CodableResponseSerialization else {
-                throw EncodingError.invalidValue(s, .init(codingPath: c.codingPath,
-                                                          debugDescription: "\(type(of: s)) cannot be encoded: it is not a CodableResponseSerialization"))
+                throw EncodingError.invalidValue(
+                    s,
+                    .init(
+                        codingPath: c.codingPath,
+                        debugDescription: "\(type(of: s)) cannot be encoded: it is not a CodableResponseSerialization"
+                    )
+                )
             }
             var member = list.nestedContainer(keyedBy: MemberKeys.self)
             try member.encode(type(of: codable).codingName, forKey: .type)

@@ -1,3 +1,7 @@
+import Dispatch
+import HawserCore
+import Synchronization
+
 // The one event channel of a manager: `EventMonitor`. Everything else that reports what tasks do
 // is a thin adapter over it: the manager's observe-only blocks (`BlockMonitor`), the SessionEvent
 // observers and their AsyncStream (`EventHub`), and, in HawserFoundation, AFNetworking's
@@ -7,9 +11,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
-import HawserCore
-import Synchronization
 
 /// What AFNetworkingTaskDidCompleteNotification's user info carries.
 public struct TaskCompletionInfo: Sendable {
@@ -89,10 +90,19 @@ public protocol EventMonitor: Sendable {
     func dataTask(_ task: DataTask, didReceive bytes: UnsafeRawBufferPointer)
     /// Request body bytes went out (URLSession:task:didSendBodyData:…): `bytesSent` now,
     /// `totalBytesSent` so far, `totalBytesExpectedToSend` or -1.
-    func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
+    func task(
+        _ task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    )
     /// A download wrote bytes to its file (URLSession:downloadTask:didWriteData:…).
-    func downloadTask(_ task: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64,
-                      totalBytesExpectedToWrite: Int64)
+    func downloadTask(
+        _ task: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    )
     /// A download continues from resume data at `fileOffset` (0: the server sent the whole entity).
     func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64)
     /// A data task became a download task (``ResponseDisposition/becomeDownload``).
@@ -123,9 +133,18 @@ extension EventMonitor {
     public func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?) {}
     public func task(_ task: SessionTask, didReceive response: HTTPResponse) {}
     public func dataTask(_ task: DataTask, didReceive bytes: UnsafeRawBufferPointer) {}
-    public func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
-    public func downloadTask(_ task: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64,
-                             totalBytesExpectedToWrite: Int64) {}
+    public func task(
+        _ task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {}
+    public func downloadTask(
+        _ task: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {}
     public func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {}
     public func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask) {}
     public func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {}
@@ -240,16 +259,30 @@ final class BlockMonitor: EventMonitor, @unchecked Sendable {
 
     init(hooks: Locked<ManagerHooks>) { self.hooks = hooks }
 
-    func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+    func task(
+        _ task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
         self.hooks.withLock { $0.taskDidSendBodyData }?(task, bytesSent, totalBytesSent, totalBytesExpectedToSend)
     }
     func dataTask(_ task: DataTask, didReceive bytes: UnsafeRawBufferPointer) {
         // A copy only when the block is set: the bytes are valid during the call only.
         if let block = self.hooks.withLock({ $0.dataTaskDidReceiveData }) { block(task, Data(bytes)) }
     }
-    func downloadTask(_ task: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64,
-                      totalBytesExpectedToWrite: Int64) {
-        self.hooks.withLock { $0.downloadTaskDidWriteData }?(task, bytesWritten, totalBytesWritten, totalBytesExpectedToWrite)
+    func downloadTask(
+        _ task: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {
+        self.hooks.withLock { $0.downloadTaskDidWriteData }?(
+            task,
+            bytesWritten,
+            totalBytesWritten,
+            totalBytesExpectedToWrite
+        )
     }
     func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
         self.hooks.withLock { $0.downloadTaskDidResume }?(task, fileOffset, expectedTotalBytes)

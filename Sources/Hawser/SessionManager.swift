@@ -1,3 +1,7 @@
+import Dispatch
+import HawserCore
+import Synchronization
+
 // AFURLSessionManager: owns a Session, creates tasks (each with its TaskDelegate), keeps the
 // tasks that have not completed, and calls the session- and task-level blocks.
 #if canImport(FoundationEssentials)
@@ -8,9 +12,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
-import HawserCore
-import Synchronization
 
 /// What to do with a data task once its response head arrived (NSURLSessionResponseDisposition).
 public enum ResponseDisposition: Sendable, Hashable {
@@ -30,8 +31,10 @@ struct ManagerHooks {
     var sessionDidBecomeInvalid: (@Sendable ((any Error)?) -> Void)?
     var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
     var taskNeedNewBodyStream: (@Sendable (SessionTask) -> RequestBody?)?
-    var taskWillPerformHTTPRedirection: (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
-    var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
+    var taskWillPerformHTTPRedirection:
+        (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
+    var taskDidReceiveAuthenticationChallenge:
+        (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
     var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)?
     var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)?
     var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)?
@@ -47,7 +50,8 @@ struct ManagerHooks {
     var observes: Bool {
         self.sessionDidBecomeInvalid != nil || self.taskDidSendBodyData != nil || self.taskDidComplete != nil
             || self.taskDidFinishCollectingMetrics != nil || self.dataTaskDidBecomeDownloadTask != nil
-            || self.dataTaskDidReceiveData != nil || self.downloadTaskDidWriteData != nil || self.downloadTaskDidResume != nil
+            || self.dataTaskDidReceiveData != nil || self.downloadTaskDidWriteData != nil
+            || self.downloadTaskDidResume != nil
     }
 }
 
@@ -126,7 +130,9 @@ final class ManagerCore: @unchecked Sendable {
         self.eventLoop = eventLoop
         let sessionDelegate = ManagerSessionDelegate()
         self.sessionDelegate = sessionDelegate
-        self.registry = Mutex(Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate)))
+        self.registry = Mutex(
+            Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate))
+        )
         self.settings = Mutex(ManagerSettings(.init(responseSerializer: ManagerDefaults.responseSerializer)))
         self.channel = MonitorChannel(eventMonitors)
         self.defaultCompletionQueue = DispatchQueue(label: "hawser.session-manager.completion")
@@ -228,8 +234,11 @@ public class SessionManager: @unchecked Sendable {
     ///   - configuration: the engine settings (timeouts, limits, additional headers).
     ///   - eventLoop: the loop the session runs on (default: the next loop of the shared group).
     ///   - eventMonitors: monitors that see every step of every task.
-    public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
-                eventMonitors: [any EventMonitor] = []) {
+    public init(
+        configuration: SessionConfiguration = .default,
+        eventLoop: EventLoop? = nil,
+        eventMonitors: [any EventMonitor] = []
+    ) {
         self.configuration = configuration
         self.core = ManagerCore(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
         self.blockMonitor = BlockMonitor(hooks: self.core.hooks)
@@ -396,39 +405,62 @@ public class SessionManager: @unchecked Sendable {
     /// Creates a data task (suspended: call `resume()`). `completionHandler` runs once on the
     /// completion queue with the response, the serialized object and the error. (The handler has no
     /// default, so a trailing closure is always the completion handler, never a progress block.)
-    public func dataTask(with request: HTTPClientRequest,
-                         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-                         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-                         completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> DataTask {
-        self.makeDataTask(request, completion: Self.completion(completionHandler), upload: uploadProgress, download: downloadProgress)
+    public func dataTask(
+        with request: HTTPClientRequest,
+        uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+    ) -> DataTask {
+        self.makeDataTask(
+            request,
+            completion: Self.completion(completionHandler),
+            upload: uploadProgress,
+            download: downloadProgress
+        )
     }
 
-    static func completion(_ handler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+    static func completion(
+        _ handler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+    ) -> TaskDelegate.Completion {
         guard let handler else { return .none }
         return .handler { _, response, object, error in handler(response, object, error) }
     }
 
-    func makeDataTask(_ request: HTTPClientRequest, completion: TaskDelegate.Completion,
-                      upload: (@Sendable (TransferProgress) -> Void)? = nil,
-                      download: (@Sendable (TransferProgress) -> Void)? = nil) -> DataTask {
+    func makeDataTask(
+        _ request: HTTPClientRequest,
+        completion: TaskDelegate.Completion,
+        upload: (@Sendable (TransferProgress) -> Void)? = nil,
+        download: (@Sendable (TransferProgress) -> Void)? = nil
+    ) -> DataTask {
         let task = DataTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
         return self.register(task, completion: completion, upload: upload, download: download)
     }
 
     /// Creates an upload task sending `bodyData` (suspended).
-    public func uploadTask(with request: HTTPClientRequest, from bodyData: Data,
-                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
+    public func uploadTask(
+        with request: HTTPClientRequest,
+        from bodyData: Data,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+    ) -> UploadTask {
         var r = request
         r.body = .bytes(Array(bodyData))
-        return self.makeUpload(r, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
+        return self.makeUpload(
+            r,
+            preflightError: nil,
+            progress: progress,
+            completion: Self.completion(completionHandler)
+        )
     }
 
     /// Creates an upload task streaming the file at `fileURL` in 64 KiB chunks (suspended). Memory
     /// stays bounded whatever the file's size. An unreadable file fails the task when it is resumed.
-    public func uploadTask(with request: HTTPClientRequest, fromFile fileURL: URL,
-                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
+    public func uploadTask(
+        with request: HTTPClientRequest,
+        fromFile fileURL: URL,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+    ) -> UploadTask {
         var r = request
         var preflight: (any Error)? = nil
         let path = fileURL.path
@@ -443,23 +475,40 @@ public class SessionManager: @unchecked Sendable {
         }
         if let size {
             let length = Int64(size)
-            r.body = .stream(length: length) { writer in try await FileStreamer.stream(path: path, length: length, to: writer) }
+            r.body = .stream(length: length) { writer in
+                try await FileStreamer.stream(path: path, length: length, to: writer)
+            }
         }
-        return self.makeUpload(r, preflightError: preflight, progress: progress, completion: Self.completion(completionHandler))
+        return self.makeUpload(
+            r,
+            preflightError: preflight,
+            progress: progress,
+            completion: Self.completion(completionHandler)
+        )
     }
 
     /// Creates an upload task whose request carries its own body — typically a
     /// `RequestBody.stream` (suspended). A streamed body cannot be replayed, so such a task is
     /// never retried.
-    public func uploadTask(withStreamedRequest request: HTTPClientRequest,
-                           progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                           completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?) -> UploadTask {
-        self.makeUpload(request, preflightError: nil, progress: progress, completion: Self.completion(completionHandler))
+    public func uploadTask(
+        withStreamedRequest request: HTTPClientRequest,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+    ) -> UploadTask {
+        self.makeUpload(
+            request,
+            preflightError: nil,
+            progress: progress,
+            completion: Self.completion(completionHandler)
+        )
     }
 
-    func makeUpload(_ request: HTTPClientRequest, preflightError: (any Error)?,
-                    progress: (@Sendable (TransferProgress) -> Void)?,
-                    completion: TaskDelegate.Completion) -> UploadTask {
+    func makeUpload(
+        _ request: HTTPClientRequest,
+        preflightError: (any Error)?,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        completion: TaskDelegate.Completion
+    ) -> UploadTask {
         let task = UploadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
         task.preflightError = preflightError
         return self.register(task, completion: completion, upload: progress, download: nil)
@@ -468,23 +517,37 @@ public class SessionManager: @unchecked Sendable {
     /// Creates a download task (suspended). The body is written to a temporary file as it arrives;
     /// at the end `destination` (given the temporary URL and the response) says where to move it,
     /// and `completionHandler` gets that URL — or the error, also when the move failed.
-    public func downloadTask(with request: HTTPClientRequest,
-                             progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                             destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
-        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
-        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
-                             upload: nil, download: progress)
+    public func downloadTask(
+        with request: HTTPClientRequest,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+    ) -> DownloadTask {
+        let task = DownloadTask(
+            identifier: self.core.nextIdentifier(),
+            request: request,
+            core: self.core,
+            resumeFrom: nil
+        )
+        return self.register(
+            task,
+            completion: Self.downloadCompletion(completionHandler),
+            destination: destination,
+            upload: nil,
+            download: progress
+        )
     }
 
     /// Creates a download task that continues from `resumeData` (see ``DownloadResumeData``)
     /// with `Range` + `If-Range`: a 206 appends to the partial file, a 200 (Range ignored, or the
     /// entity changed) starts again from zero, a 416 asks again without Range. Invalid resume data
     /// fails the task when it is resumed.
-    public func downloadTask(withResumeData resumeData: Data,
-                             progress: (@Sendable (TransferProgress) -> Void)? = nil,
-                             destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-                             completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> DownloadTask {
+    public func downloadTask(
+        withResumeData resumeData: Data,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+        completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+    ) -> DownloadTask {
         var preflight: (any Error)? = nil
         var resume: DownloadResumeData? = nil
         var request: HTTPClientRequest? = nil
@@ -502,22 +565,37 @@ public class SessionManager: @unchecked Sendable {
         } catch {
             preflight = error
         }
-        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: resume)
+        let task = DownloadTask(
+            identifier: self.core.nextIdentifier(),
+            request: request,
+            core: self.core,
+            resumeFrom: resume
+        )
         task.preflightError = preflight
-        return self.register(task, completion: Self.downloadCompletion(completionHandler), destination: destination,
-                             upload: nil, download: progress)
+        return self.register(
+            task,
+            completion: Self.downloadCompletion(completionHandler),
+            destination: destination,
+            upload: nil,
+            download: progress
+        )
     }
 
-    static func downloadCompletion(_ handler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?) -> TaskDelegate.Completion {
+    static func downloadCompletion(
+        _ handler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+    ) -> TaskDelegate.Completion {
         guard let handler else { return .none }
         return .handler { _, response, object, error in handler(response, object as? URL, error) }
     }
 
     /// Gives `task` its delegate and keeps it until it completes.
-    func register<T: SessionTask>(_ task: T, completion: TaskDelegate.Completion,
-                                  destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-                                  upload: (@Sendable (TransferProgress) -> Void)?,
-                                  download: (@Sendable (TransferProgress) -> Void)?) -> T {
+    func register<T: SessionTask>(
+        _ task: T,
+        completion: TaskDelegate.Completion,
+        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+        upload: (@Sendable (TransferProgress) -> Void)?,
+        download: (@Sendable (TransferProgress) -> Void)?
+    ) -> T {
         let delegate = TaskDelegate(owner: task, core: self.core, completion: completion, destination: destination)
         task.locked.withLock { $0.delegate = delegate }
         if let upload { task.uploadProgress.addObserver(upload) }
@@ -529,9 +607,19 @@ public class SessionManager: @unchecked Sendable {
 
     /// The data task's delegate and the engine attempt move to a new download task (AFNetworking's
     /// `didBecomeDownloadTask`). Called on the loop from the data task's delegate.
-    func convertToDownload(_ dataTask: DataTask, delegate: TaskDelegate, engine: RequestTask, attempt: Int,
-                           response: HTTPResponse) -> DownloadTask {
-        let download = DownloadTask(identifier: self.core.nextIdentifier(), request: dataTask.originalRequest, core: self.core, resumeFrom: nil)
+    func convertToDownload(
+        _ dataTask: DataTask,
+        delegate: TaskDelegate,
+        engine: RequestTask,
+        attempt: Int,
+        response: HTTPResponse
+    ) -> DownloadTask {
+        let download = DownloadTask(
+            identifier: self.core.nextIdentifier(),
+            request: dataTask.originalRequest,
+            core: self.core,
+            resumeFrom: nil
+        )
         let current = dataTask.currentRequest
         download.locked.withLock { s in
             s.lifecycle = .continuing(attempt: attempt, engine: engine)
@@ -614,7 +702,9 @@ public class SessionManager: @unchecked Sendable {
 
     /// The manager's events as an AsyncSequence. Each call makes a new subscription, which ends
     /// when the consuming task stops iterating.
-    public func events(bufferingPolicy: AsyncStream<SessionEvent>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<SessionEvent> {
+    public func events(
+        bufferingPolicy: AsyncStream<SessionEvent>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<SessionEvent> {
         AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
             let token = self.addObserver { continuation.yield($0) }
             continuation.onTermination = { [weak self] _ in self?.removeObserver(token) }
@@ -626,13 +716,17 @@ public class SessionManager: @unchecked Sendable {
     /// Called once the session was invalidated and its tasks ended (URLSession:didBecomeInvalidWithError:).
     public var sessionDidBecomeInvalid: (@Sendable ((any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.sessionDidBecomeInvalid } }
-        set { self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.sessionDidBecomeInvalid = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// Answers the challenges no task-level block answered: the server's TLS chain and, once the
     /// engine asks, 401/407 (URLSession:didReceiveChallenge:completionHandler:). Return the
     /// disposition; `.useCredential(_:)` carries the credential. With this block set, the
     /// ``securityPolicy`` is not consulted: the block decides. Called on the event loop: be quick.
-    public var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)? {
+    public var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
+    {
         get { self.hooks.withLock { $0.sessionDidReceiveAuthenticationChallenge } }
         set { self.hooks.withLock { $0.sessionDidReceiveAuthenticationChallenge = newValue } }
     }
@@ -647,7 +741,9 @@ public class SessionManager: @unchecked Sendable {
     /// task, the 3xx response (its `url` the URL that redirected) and the request the engine
     /// would send, return that request, a changed one, or nil to stop: then the 3xx response is
     /// the task's response. Called on the event loop: be quick.
-    public var taskWillPerformHTTPRedirection: (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)? {
+    public var taskWillPerformHTTPRedirection:
+        (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
+    {
         get { self.hooks.withLock { $0.taskWillPerformHTTPRedirection } }
         set { self.hooks.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
     }
@@ -657,25 +753,36 @@ public class SessionManager: @unchecked Sendable {
     /// `.performDefaultHandling` hands the challenge on to ``sessionDidReceiveAuthenticationChallenge``
     /// or, without it, to the ``securityPolicy`` (server trust) or the engine. With this block set,
     /// the policy is not consulted unless the block defers. Called on the event loop: be quick.
-    public var taskDidReceiveAuthenticationChallenge: (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)? {
+    public var taskDidReceiveAuthenticationChallenge:
+        (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
+    {
         get { self.hooks.withLock { $0.taskDidReceiveAuthenticationChallenge } }
         set { self.hooks.withLock { $0.taskDidReceiveAuthenticationChallenge = newValue } }
     }
     /// Upload progress: (task, bytes sent now, total sent, total expected or -1).
     public var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.taskDidSendBodyData } }
-        set { self.hooks.withLock { $0.taskDidSendBodyData = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.taskDidSendBodyData = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// A task completed, before its completion handler (URLSession:task:didCompleteWithError:).
     /// Called where the task completed (usually the event loop): be quick.
     public var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)? {
         get { self.hooks.withLock { $0.taskDidComplete } }
-        set { self.hooks.withLock { $0.taskDidComplete = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.taskDidComplete = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// A task's metrics are final (URLSession:task:didFinishCollectingMetrics:), before didComplete.
     public var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)? {
         get { self.hooks.withLock { $0.taskDidFinishCollectingMetrics } }
-        set { self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.taskDidFinishCollectingMetrics = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// A data task's response head arrived: allow, cancel, or become a download.
     public var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)? {
@@ -688,12 +795,18 @@ public class SessionManager: @unchecked Sendable {
     /// A data task became a download task (after ``ResponseDisposition/becomeDownload``).
     public var dataTaskDidBecomeDownloadTask: (@Sendable (DataTask, DownloadTask) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask } }
-        set { self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.dataTaskDidBecomeDownloadTask = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// A data task received body bytes (a copy; setting this block costs one copy per chunk).
     public var dataTaskDidReceiveData: (@Sendable (DataTask, Data) -> Void)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveData } }
-        set { self.hooks.withLock { $0.dataTaskDidReceiveData = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.dataTaskDidReceiveData = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// Whether a response may be stored in the session's HTTP cache
     /// (URLSession:dataTask:willCacheResponse:; false = do not store). Called only when the
@@ -712,13 +825,19 @@ public class SessionManager: @unchecked Sendable {
     /// Download progress: (task, bytes written now, total written, total expected or -1).
     public var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidWriteData } }
-        set { self.hooks.withLock { $0.downloadTaskDidWriteData = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.downloadTaskDidWriteData = newValue }
+            self.refreshBlockMonitor()
+        }
     }
     /// A download resumed: (task, file offset it continues from, expected total or -1). A server
     /// that ignored Range gives offset 0.
     public var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)? {
         get { self.hooks.withLock { $0.downloadTaskDidResume } }
-        set { self.hooks.withLock { $0.downloadTaskDidResume = newValue }; self.refreshBlockMonitor() }
+        set {
+            self.hooks.withLock { $0.downloadTaskDidResume = newValue }
+            self.refreshBlockMonitor()
+        }
     }
 
     // MARK: - async
@@ -736,9 +855,16 @@ public class SessionManager: @unchecked Sendable {
     }
 
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
-    public func download(for request: HTTPClientRequest,
-                         to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL) async throws -> (url: URL, response: HTTPResponse) {
-        let task = DownloadTask(identifier: self.core.nextIdentifier(), request: request, core: self.core, resumeFrom: nil)
+    public func download(
+        for request: HTTPClientRequest,
+        to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL
+    ) async throws -> (url: URL, response: HTTPResponse) {
+        let task = DownloadTask(
+            identifier: self.core.nextIdentifier(),
+            request: request,
+            core: self.core,
+            resumeFrom: nil
+        )
         _ = self.register(task, completion: .awaiting, destination: destination, upload: nil, download: nil)
         let (value, response) = try await Self.outcome(of: task).value()
         guard let url = value as? URL else { throw SessionManagerError.noRequest }
@@ -779,7 +905,9 @@ enum FileStreamer {
         while remaining > 0 {
             let want = Int(min(Int64(chunkSize), remaining))
             let read: Result<Int, FileError> = buffer.withUnsafeMutableBytes { raw in
-                do throws(FileError) { return .success(try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))) } catch {
+                do throws(FileError) {
+                    return .success(try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want])))
+                } catch {
                     return .failure(error)
                 }
             }
@@ -789,7 +917,7 @@ enum FileStreamer {
             case .failure(let e): throw SessionManagerError.cannotReadUploadFile(path: path, errno: e.errnoCode)
             }
             if n == 0 {
-                throw SessionManagerError.cannotReadUploadFile(path: path, errno: EIO)   // the file shrank
+                throw SessionManagerError.cannotReadUploadFile(path: path, errno: EIO)  // the file shrank
             }
             try await writer.write(n == chunkSize ? buffer : Array(buffer[0..<n]))
             remaining -= Int64(n)

@@ -58,11 +58,11 @@ public enum SessionManagerError: Error, Sendable, CustomStringConvertible, Local
         switch self {
         case .sessionInvalidated: return -999
         case .noRequest, .adapterFailed: return -1000
-        case .cannotMoveDownloadedFile: return -3005   // NSURLErrorCannotMoveFile
-        case .downloadWriteFailed: return -3003        // NSURLErrorCannotWriteToFile
-        case .cannotReadUploadFile: return -1100       // NSURLErrorFileDoesNotExist
-        case .invalidResumeData: return -3001          // NSURLErrorCannotOpenFile
-        case .invalidSecurityPolicy: return -1000      // the base URL cannot carry the policy
+        case .cannotMoveDownloadedFile: return -3005  // NSURLErrorCannotMoveFile
+        case .downloadWriteFailed: return -3003  // NSURLErrorCannotWriteToFile
+        case .cannotReadUploadFile: return -1100  // NSURLErrorFileDoesNotExist
+        case .invalidResumeData: return -3001  // NSURLErrorCannotOpenFile
+        case .invalidSecurityPolicy: return -1000  // the base URL cannot carry the policy
         }
     }
 }

@@ -1,3 +1,6 @@
+import HawserCore
+import Synchronization
+
 // The NSURLSessionTask role: a request the manager runs, with state, byte counts and metrics.
 //
 // A task's lifecycle is the value machine `TaskLifecycle` behind the task's lock: resume,
@@ -10,8 +13,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Synchronization
 
 /// Where a task is (NSURLSessionTaskState).
 public enum SessionTaskState: Sendable, Hashable, CustomStringConvertible {
@@ -98,7 +99,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.taskIdentifier = identifier
         self.originalRequest = request
         self.core = core
-        self.locked = Mutex(State(currentRequest: request, expectedToSend: request?.body.map { $0.knownLength ?? -1 } ?? 0))
+        self.locked = Mutex(
+            State(currentRequest: request, expectedToSend: request?.body.map { $0.knownLength ?? -1 } ?? 0)
+        )
     }
 
     // MARK: - Properties
@@ -204,7 +207,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action? in
             guard let manager else {
                 // The manager is being released: its deinit cancels this task.
-                return s.lifecycle.cancel(HawserError(.cancelled, "the SessionManager of this task was released", url: self.originalRequest?.url))
+                return s.lifecycle.cancel(
+                    HawserError(
+                        .cancelled,
+                        "the SessionManager of this task was released",
+                        url: self.originalRequest?.url
+                    )
+                )
             }
             if case .idle = s.lifecycle.phase {
                 // In flight from now on: the task keeps its manager until it completes.
@@ -309,7 +318,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
                 }
                 self.perform(action)
             } catch {
-                self.feed { $0.preparationFailed(attempt: attempt, error: SessionManagerError.adapterFailed(underlying: error)) }
+                self.feed {
+                    $0.preparationFailed(attempt: attempt, error: SessionManagerError.adapterFailed(underlying: error))
+                }
             }
         }
     }
@@ -367,10 +378,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             if change.status != .notReachable { returned() }
         }
         let seconds = core.configuration.timeoutIntervalForResource
-        let timer = core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(seconds)) { [weak self] in
+        let timer = core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(seconds)) {
+            [weak self] in
             guard let self else { return }
-            let error = HawserError(.resourceTimeout, "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
-                                    url: self.originalRequest?.url)
+            let error = HawserError(
+                .resourceTimeout,
+                "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
+                url: self.originalRequest?.url
+            )
             self.feed { $0.connectivityTimedOut(attempt: attempt, error: error) }
         }
         let stillWaiting = self.locked.withLock { s -> Bool in
@@ -400,7 +415,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let hawserError = error as? HawserError
         let retryCount = self.retryCount
         Task(executorPreference: core.registry.withLock { $0.session.eventLoop }) {
-            let decision = await retrier.retry(self, request: request, response: response, error: hawserError, retryCount: retryCount)
+            let decision = await retrier.retry(
+                self,
+                request: request,
+                response: response,
+                error: hawserError,
+                retryCount: retryCount
+            )
             let delay: Double?
             switch decision {
             case .doNotRetry: delay = nil
@@ -411,11 +432,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             let networkDown = core.mustWaitForConnectivity
             let needsPreparation = core.needsPreparation
             let action = self.locked.withLock {
-                $0.lifecycle.retryDecided(attempt: attempt, delay: delay, networkDown: networkDown, needsPreparation: needsPreparation)
+                $0.lifecycle.retryDecided(
+                    attempt: attempt,
+                    delay: delay,
+                    networkDown: networkDown,
+                    needsPreparation: needsPreparation
+                )
             }
             switch action {
             case .none, .complete: break
-            default: self.resetForRetry()   // another attempt follows: drop what this one gathered
+            default: self.resetForRetry()  // another attempt follows: drop what this one gathered
             }
             self.perform(action)
         }
@@ -423,11 +449,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Schedules the retry of `attempt` on the session's event loop.
     private func scheduleRetry(attempt: Int, delay: Double) {
-        let timer = self.core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(delay)) { [weak self] in
+        let timer = self.core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(delay)) {
+            [weak self] in
             guard let self else { return }
             let networkDown = self.core.mustWaitForConnectivity
             let needsPreparation = self.core.needsPreparation
-            self.feed { $0.retryDelayElapsed(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
+            self.feed {
+                $0.retryDelayElapsed(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation)
+            }
         }
         let keep = self.locked.withLock { s -> Bool in
             guard case .retryDelay(let a, _) = s.lifecycle.phase, a == attempt else { return false }

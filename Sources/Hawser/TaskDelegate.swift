@@ -1,3 +1,7 @@
+import Dispatch
+import HawserCore
+import Synchronization
+
 // AFURLSessionManagerTaskDelegate: one per task, and the engine's ResponseDelegate for every
 // attempt of that task. The engine calls it on the session's event loop; it accumulates the body
 // and the progress, answers the redirect, challenge, cache and body-stream questions with the
@@ -9,9 +13,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
-import HawserCore
-import Synchronization
 
 /// The group completions run in when the manager has no ``SessionManager/completionGroup``.
 let defaultCompletionGroup = DispatchGroup()
@@ -75,8 +76,12 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// The final response head of the current attempt (also in the task's state, for readers).
     private var response: HTTPResponse?
 
-    init(owner: SessionTask, core: ManagerCore, completion: Completion,
-         destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil) {
+    init(
+        owner: SessionTask,
+        core: ManagerCore,
+        completion: Completion,
+        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil
+    ) {
         self.owner = owner
         self.core = core
         self.task = owner
@@ -100,7 +105,12 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     func task(_ engine: RequestTask, didReceiveHead head: HTTPResponseHead) {
         let task = self.task
-        let response = HTTPResponse(url: engine.request.url, statusCode: head.status, headers: head.headers, version: head.version)
+        let response = HTTPResponse(
+            url: engine.request.url,
+            statusCode: head.status,
+            headers: head.headers,
+            version: head.version
+        )
         let expected = head.headers.contentLength.map(Int64.init) ?? -1
         self.expectedToReceive = expected
         self.response = response
@@ -116,7 +126,8 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             return
         }
         if self.core.hasResponseBlock, let data = task as? DataTask, let manager = self.manager,
-           let block = self.core.hooks.withLock({ $0.dataTaskDidReceiveResponse }) {
+            let block = self.core.hooks.withLock({ $0.dataTaskDidReceiveResponse })
+        {
             switch block(data, response) {
             case .allow:
                 break
@@ -124,7 +135,13 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
                 data.cancel()
                 return
             case .becomeDownload:
-                let download = manager.convertToDownload(data, delegate: self, engine: engine, attempt: self.attempt, response: response)
+                let download = manager.convertToDownload(
+                    data,
+                    delegate: self,
+                    engine: engine,
+                    attempt: self.attempt,
+                    response: response
+                )
                 self.task = download
                 self.download = download
                 download.didReceiveResponse(response, engine: engine, channel: channel)
@@ -161,8 +178,11 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     private func tooLarge(_ engine: RequestTask, _ why: String) -> HawserError {
-        HawserError(.limitExceeded, "the response body is larger than maximumBufferedBodySize (\(self.bodyLimit) bytes): \(why); use a download task for large bodies",
-                    url: engine.request.url)
+        HawserError(
+            .limitExceeded,
+            "the response body is larger than maximumBufferedBodySize (\(self.bodyLimit) bytes): \(why); use a download task for large bodies",
+            url: engine.request.url
+        )
     }
 
     func task(_ engine: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {
@@ -176,7 +196,14 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             total = -1
         }
         task.existingUploadProgress?.set(completed: totalSent, total: total)
-        self.core.channel.emit { $0.task(task, didSendBodyData: totalSent - previous, totalBytesSent: totalSent, totalBytesExpectedToSend: total) }
+        self.core.channel.emit {
+            $0.task(
+                task,
+                didSendBodyData: totalSent - previous,
+                totalBytesSent: totalSent,
+                totalBytesExpectedToSend: total
+            )
+        }
     }
 
     func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
@@ -198,8 +225,11 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     /// Server trust and 401/407: the manager's task block, session block, then security policy
     /// (AFURLSessionManager's challenge delegate method).
-    func task(_ engine: RequestTask, didReceive challenge: AuthenticationChallenge,
-              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+    func task(
+        _ engine: RequestTask,
+        didReceive challenge: AuthenticationChallenge,
+        completion: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) {
         guard let manager = self.manager else {
             completion(.performDefaultHandling)
             return
@@ -209,14 +239,22 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     /// The manager's `taskWillPerformHTTPRedirection` block decides; without it the redirect is
     /// followed. A followed redirect becomes the task's `currentRequest`.
-    func task(_ engine: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+    func task(
+        _ engine: RequestTask,
+        willPerformRedirection response: HTTPResponseHead,
+        newRequest: HTTPClientRequest,
+        completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+    ) {
         let task = self.task
         var chosen: HTTPClientRequest? = newRequest
         if let block = self.core.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
             // `engine.request` is still the request that was redirected.
-            let redirect = HTTPResponse(url: engine.request.url, statusCode: response.status, headers: response.headers,
-                                        version: response.version)
+            let redirect = HTTPResponse(
+                url: engine.request.url,
+                statusCode: response.status,
+                headers: response.headers,
+                version: response.version
+            )
             chosen = block(task, redirect, newRequest)
         }
         if let chosen { task.locked.withLock { $0.currentRequest = chosen } }
@@ -225,14 +263,22 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     /// The manager's `dataTaskWillCacheResponse` block decides whether a data task's response is
     /// stored; without it, it is stored as proposed.
-    func task(_ engine: RequestTask, willCacheResponse proposed: CachedResponse,
-              completion: @escaping @Sendable (CachedResponse?) -> Void) {
-        guard let data = self.task as? DataTask, let block = self.core.hooks.withLock({ $0.dataTaskWillCacheResponse }) else {
+    func task(
+        _ engine: RequestTask,
+        willCacheResponse proposed: CachedResponse,
+        completion: @escaping @Sendable (CachedResponse?) -> Void
+    ) {
+        guard let data = self.task as? DataTask, let block = self.core.hooks.withLock({ $0.dataTaskWillCacheResponse })
+        else {
             completion(proposed)
             return
         }
-        let response = HTTPResponse(url: engine.request.url, statusCode: proposed.head.status, headers: proposed.head.headers,
-                                    version: proposed.head.version)
+        let response = HTTPResponse(
+            url: engine.request.url,
+            statusCode: proposed.head.status,
+            headers: proposed.head.headers,
+            version: proposed.head.version
+        )
         completion(block(data, response) ? proposed : nil)
     }
 
@@ -257,9 +303,18 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         // The outcome takes over the manager until the completion path has run.
         let pin = self.manager
         self.manager = nil
-        let outcome = TaskOutcome(task: task, response: self.response, data: data, download: self.download,
-                                  settings: self.settings, error: error, metrics: metrics,
-                                  destination: self.destination, core: self.core, pin: pin)
+        let outcome = TaskOutcome(
+            task: task,
+            response: self.response,
+            data: data,
+            download: self.download,
+            settings: self.settings,
+            error: error,
+            metrics: metrics,
+            destination: self.destination,
+            core: self.core,
+            pin: pin
+        )
         switch self.completion {
         case .awaiting:
             self.deliver(outcome)
@@ -340,7 +395,10 @@ struct TaskOutcome: @unchecked Sendable {
         var object: (any Sendable)? = nil
         var failure: (any Error)? = nil
         do {
-            object = try self.settings.responseSerializer.responseObject(for: self.response, data: self.download == nil ? self.data : nil)
+            object = try self.settings.responseSerializer.responseObject(
+                for: self.response,
+                data: self.download == nil ? self.data : nil
+            )
         } catch {
             failure = error
         }
@@ -354,9 +412,14 @@ struct TaskOutcome: @unchecked Sendable {
         let channel = self.core.channel
         guard channel.isActive else { return }
         let asset = (object as? URL).flatMap { self.download != nil ? $0 : nil }
-        let info = TaskCompletionInfo(responseSerializer: self.settings.responseSerializer,
-                                      responseData: self.download == nil ? Data(self.data) : nil,
-                                      assetPath: asset, serializedResponse: object, error: error, metrics: self.metrics)
+        let info = TaskCompletionInfo(
+            responseSerializer: self.settings.responseSerializer,
+            responseData: self.download == nil ? Data(self.data) : nil,
+            assetPath: asset,
+            serializedResponse: object,
+            error: error,
+            metrics: self.metrics
+        )
         for m in channel.all { m.task(self.task, didFinishWith: info) }
     }
 
@@ -370,7 +433,11 @@ struct TaskOutcome: @unchecked Sendable {
         return (object, response)
     }
 
-    private enum MoveResult { case moved(URL), notMoved, failed(any Error) }
+    private enum MoveResult {
+        case moved(URL)
+        case notMoved
+        case failed(any Error)
+    }
 
     /// AFNetworking's `didFinishDownloadingToURL`: the manager's block decides first, then the
     /// task's destination; the file is moved there, and the move's outcome is reported. A file

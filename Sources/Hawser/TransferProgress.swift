@@ -1,3 +1,5 @@
+import Synchronization
+
 // The NSProgress role for one direction of one task.
 //
 // Foundation's `Progress` exists on Linux, but its value is in KVO (AFNetworking's tests and users
@@ -9,7 +11,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// Progress of an upload or a download: bytes done out of bytes expected. Thread-safe.
 ///

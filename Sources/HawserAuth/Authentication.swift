@@ -9,6 +9,8 @@
 //
 // None of this touches the network: the request path (RequestTask) decides when to call it.
 
+import CHawser
+import HawserHTTP1
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -16,8 +18,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import CHawser
-import HawserHTTP1
 
 // MARK: - Errors
 
@@ -119,7 +119,8 @@ public struct HTTPAuthChallenge: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         if let t = self.token68 { return "\(self.scheme) \(t)" }
         if self.parameters.isEmpty { return self.scheme }
-        return self.scheme + " " + self.parameters.map { "\($0.name)=\(quotedString($0.value))" }.joined(separator: ", ")
+        return self.scheme + " "
+            + self.parameters.map { "\($0.name)=\(quotedString($0.value))" }.joined(separator: ", ")
     }
 
     /// Every challenge in the `WWW-Authenticate` (or, with `proxy`, `Proxy-Authenticate`)
@@ -185,8 +186,13 @@ struct ChallengeParser {
     /// The challenges completed before any error, and the error.
     static func parse(_ bytes: [UInt8]) -> ([HTTPAuthChallenge], AuthenticationError?) {
         if bytes.count > HTTPAuthChallenge.maximumFieldLength {
-            return ([], AuthenticationError(
-                .limitExceeded, "challenge field is \(bytes.count) bytes; the limit is \(HTTPAuthChallenge.maximumFieldLength)"))
+            return (
+                [],
+                AuthenticationError(
+                    .limitExceeded,
+                    "challenge field is \(bytes.count) bytes; the limit is \(HTTPAuthChallenge.maximumFieldLength)"
+                )
+            )
         }
         var parser = ChallengeParser(bytes)
         var result: [HTTPAuthChallenge] = []
@@ -194,7 +200,9 @@ struct ChallengeParser {
             while let challenge = try parser.nextChallenge() {
                 if result.count == HTTPAuthChallenge.maximumChallenges {
                     throw AuthenticationError(
-                        .limitExceeded, "more than \(HTTPAuthChallenge.maximumChallenges) challenges in one field")
+                        .limitExceeded,
+                        "more than \(HTTPAuthChallenge.maximumChallenges) challenges in one field"
+                    )
                 }
                 result.append(challenge)
             }
@@ -263,7 +271,9 @@ struct ChallengeParser {
             guard seen.insert(name).inserted else { throw self.malformed("duplicate auth-param '\(name)'") }
             guard challenge.parameters.count < HTTPAuthChallenge.maximumParameters else {
                 throw AuthenticationError(
-                    .limitExceeded, "more than \(HTTPAuthChallenge.maximumParameters) auth-params in one challenge")
+                    .limitExceeded,
+                    "more than \(HTTPAuthChallenge.maximumParameters) auth-params in one challenge"
+                )
             }
             challenge.parameters.append(.init(name: name, value: value))
             self.skipOWS()
@@ -273,10 +283,12 @@ struct ChallengeParser {
             if self.atEnd { return challenge }
             // `token BWS "="` continues this challenge's list; anything else starts the next.
             let mark = self.index
-            let continues = self.readToken() != nil && { () -> Bool in
-                self.skipOWS()
-                return !self.atEnd && self.current == 0x3D
-            }()
+            let continues =
+                self.readToken() != nil
+                && { () -> Bool in
+                    self.skipOWS()
+                    return !self.atEnd && self.current == 0x3D
+                }()
             self.index = mark
             if !continues { return challenge }
         }
@@ -324,7 +336,6 @@ struct ChallengeParser {
     }
 }
 
-
 /// token68 characters other than the trailing `=` (RFC 9110 §11.2).
 @inline(__always)
 private func isToken68Char(_ c: UInt8) -> Bool {
@@ -333,7 +344,6 @@ private func isToken68Char(_ c: UInt8) -> Bool {
     default: return false
     }
 }
-
 
 // MARK: - Protection spaces and credentials
 
@@ -386,8 +396,12 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
 
     /// A protection space; `host` is lower-cased.
     public init(
-        host: String, port: Int, urlScheme: URLScheme, realm: String?,
-        authenticationMethod: AuthenticationMethod, isProxy: Bool = false
+        host: String,
+        port: Int,
+        urlScheme: URLScheme,
+        realm: String?,
+        authenticationMethod: AuthenticationMethod,
+        isProxy: Bool = false
     ) {
         self.host = host.lowercased()
         self.port = port
@@ -405,9 +419,13 @@ public struct ProtectionSpace: Sendable, Hashable, CustomStringConvertible {
         else { return nil }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         self.init(
-            host: host, port: url.port ?? (scheme == .https ? 443 : 80), urlScheme: scheme,
-            realm: challenge.realm, authenticationMethod: AuthenticationMethod(scheme: challenge.scheme),
-            isProxy: isProxy)
+            host: host,
+            port: url.port ?? (scheme == .https ? 443 : 80),
+            urlScheme: scheme,
+            realm: challenge.realm,
+            authenticationMethod: AuthenticationMethod(scheme: challenge.scheme),
+            isProxy: isProxy
+        )
     }
 
     public var description: String {
@@ -537,7 +555,10 @@ public enum BasicAuthentication {
             throw AuthenticationError(.invalidCredential, "a Basic user-id cannot contain ':'")
         }
         if user.utf8.contains(where: isControl) || password.utf8.contains(where: isControl) {
-            throw AuthenticationError(.invalidCredential, "a Basic user-id or password cannot contain control characters")
+            throw AuthenticationError(
+                .invalidCredential,
+                "a Basic user-id or password cannot contain control characters"
+            )
         }
         return "Basic " + Data((user + ":" + password).utf8).base64EncodedString()
     }
@@ -610,7 +631,14 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
             out.withUnsafeMutableBufferPointer { o in
                 // EVP_Digest wants a non-null pointer even for zero bytes.
                 withUnsafeBytes(of: UInt8(0)) { empty in
-                    EVP_Digest(raw.count > 0 ? raw.baseAddress : empty.baseAddress, raw.count, o.baseAddress, &size, md, nil)
+                    EVP_Digest(
+                        raw.count > 0 ? raw.baseAddress : empty.baseAddress,
+                        raw.count,
+                        o.baseAddress,
+                        &size,
+                        md,
+                        nil
+                    )
                 }
             }
         }
@@ -707,11 +735,19 @@ public struct DigestChallenge: Sendable, Hashable {
     /// and client nonce. `body` is the whole request body when known; it is needed only when
     /// the challenge offers `auth-int` alone. `auth` is chosen whenever it is offered.
     public func authorizationValue(
-        user: String, password: String, method: HTTPMethod, target: String,
-        nonceCount: UInt32, cnonce: String, body: [UInt8]? = nil
+        user: String,
+        password: String,
+        method: HTTPMethod,
+        target: String,
+        nonceCount: UInt32,
+        cnonce: String,
+        body: [UInt8]? = nil
     ) throws(AuthenticationError) -> String {
         guard !target.isEmpty, target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 }) else {
-            throw AuthenticationError(.invalidRequestTarget, "request target '\(target)' cannot be sent in a Digest uri")
+            throw AuthenticationError(
+                .invalidRequestTarget,
+                "request target '\(target)' cannot be sent in a Digest uri"
+            )
         }
         guard !cnonce.isEmpty, cnonce.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) else {
             throw AuthenticationError(.invalidCredential, "a cnonce must be printable ASCII without quotes")
@@ -726,7 +762,9 @@ public struct DigestChallenge: Sendable, Hashable {
             qop = .authInt
         } else {
             throw AuthenticationError(
-                .unsupportedQualityOfProtection, "the server requires qop=auth-int and the request body is not available")
+                .unsupportedQualityOfProtection,
+                "the server requires qop=auth-int and the request body is not available"
+            )
         }
         var ha1 = try h.hex("\(user):\(self.realm):\(password)")
         if h.isSession { ha1 = try h.hex("\(ha1):\(self.nonce):\(cnonce)") }
@@ -770,7 +808,8 @@ private func rfc8187Encoded(_ value: String) -> String {
     var out = ""
     for b in value.utf8 {
         switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x21, 0x23, 0x24, 0x26, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E:
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x21, 0x23, 0x24, 0x26, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C,
+            0x7E:
             out.unicodeScalars.append(Unicode.Scalar(b))
         default:
             out += "%" + hexString([b]).uppercased()
@@ -778,7 +817,6 @@ private func rfc8187Encoded(_ value: String) -> String {
     }
     return out
 }
-
 
 /// Answers Digest challenges and keeps, per protection space, the last nonce and its nonce
 /// count, so that later requests in the same space can authenticate pre-emptively (`nc`
@@ -809,8 +847,12 @@ public final class DigestAuthenticator: Sendable {
     /// count at 1; the same nonce continues it. Throws for a challenge that is not a usable
     /// Digest challenge, or a target or qop that cannot be answered.
     public func authorization(
-        responding challenge: HTTPAuthChallenge, in space: ProtectionSpace, credential: Credential,
-        method: HTTPMethod, target: String, body: [UInt8]? = nil
+        responding challenge: HTTPAuthChallenge,
+        in space: ProtectionSpace,
+        credential: Credential,
+        method: HTTPMethod,
+        target: String,
+        body: [UInt8]? = nil
     ) throws(AuthenticationError) -> String {
         let digest = try DigestChallenge(challenge)
         let count: UInt32 = self.states.withLock { states in
@@ -824,15 +866,25 @@ public final class DigestAuthenticator: Sendable {
             return state!.nonceCount
         }
         return try digest.authorizationValue(
-            user: credential.user, password: credential.password, method: method, target: target,
-            nonceCount: count, cnonce: self.makeCnonce(), body: body)
+            user: credential.user,
+            password: credential.password,
+            method: method,
+            target: target,
+            nonceCount: count,
+            cnonce: self.makeCnonce(),
+            body: body
+        )
     }
 
     /// A pre-emptive `Authorization` value for a later request in `space`, reusing the last
     /// nonce with the next nonce count; nil when no challenge was answered in `space` yet,
     /// the count is exhausted, or the request cannot be answered without a new challenge.
     public func authorization(
-        for space: ProtectionSpace, credential: Credential, method: HTTPMethod, target: String, body: [UInt8]? = nil
+        for space: ProtectionSpace,
+        credential: Credential,
+        method: HTTPMethod,
+        target: String,
+        body: [UInt8]? = nil
     ) -> String? {
         let next: (DigestChallenge, UInt32)? = self.states.withLock { states in
             guard var state = states[space], state.nonceCount < .max else { return nil }
@@ -842,8 +894,14 @@ public final class DigestAuthenticator: Sendable {
         }
         guard let (challenge, count) = next else { return nil }
         return try? challenge.authorizationValue(
-            user: credential.user, password: credential.password, method: method, target: target,
-            nonceCount: count, cnonce: self.makeCnonce(), body: body)
+            user: credential.user,
+            password: credential.password,
+            method: method,
+            target: target,
+            nonceCount: count,
+            cnonce: self.makeCnonce(),
+            body: body
+        )
     }
 
     /// The nonce count last used in `space` (nil when none).

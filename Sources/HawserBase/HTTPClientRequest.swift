@@ -1,10 +1,11 @@
+import HawserHTTP1
+import HawserTLS
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserTLS
 
 /// A request for the engine: method, absolute URL, header fields and body.
 public struct HTTPClientRequest: Sendable {

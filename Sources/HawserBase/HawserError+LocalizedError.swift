@@ -29,9 +29,11 @@ extension HawserError: LocalizedError {
         case .userAuthenticationRequired: return "The server requires authentication."
         case .cannotDecodeContent: return "cannot decode raw data"
         case .limitExceeded: return "resource exceeds maximum size"
-        case .secureConnectionFailed: return "An SSL error has occurred and a secure connection to the server cannot be made."
+        case .secureConnectionFailed:
+            return "An SSL error has occurred and a secure connection to the server cannot be made."
         case .serverCertificateUntrusted:
-            return "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “\(self.hostForDescription)” which could put your confidential information at risk."
+            return
+                "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “\(self.hostForDescription)” which could put your confidential information at risk."
         case .clientCertificateRequired: return "The server “\(self.hostForDescription)” requires a client certificate."
         case .ioError: return "The operation could not be completed."
         }

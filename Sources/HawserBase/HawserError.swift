@@ -1,11 +1,12 @@
+import HawserHTTP1
+import HawserPosix
+import HawserTLS
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserPosix
-import HawserTLS
 
 /// The one error type of the engine: what went wrong, where, and what was underneath.
 ///

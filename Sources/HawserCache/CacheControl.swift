@@ -1,12 +1,13 @@
 // CacheControl.swift: the Cache-Control field (RFC 9111 §5.2) and HTTP dates (RFC 9110 §5.6.7).
 
+import HawserHTTP1
+import HawserPosix
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserPosix
 
 /// The directives of one or more `Cache-Control` fields (RFC 9111 §5.2), request or response.
 ///
@@ -91,7 +92,9 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     /// `max-stale` (request): ``maximumDeltaSeconds`` when present without a value (any staleness).
     public var maxStale: Int? {
         guard self.contains("max-stale") else { return nil }
-        if self.directives.contains(where: { $0.name == "max-stale" && $0.value == nil }) { return Self.maximumDeltaSeconds }
+        if self.directives.contains(where: { $0.name == "max-stale" && $0.value == nil }) {
+            return Self.maximumDeltaSeconds
+        }
         return self.deltaSeconds("max-stale")
     }
     /// `stale-while-revalidate` (RFC 5861), kept for callers; the cache does not act on it.
@@ -224,13 +227,17 @@ public enum HTTPDate {
         let seconds = t.isFinite ? Int64(max(-62_135_596_800, min(253_402_300_799, t.rounded(.down)))) : 0
         var days = seconds / 86_400
         var rest = seconds % 86_400
-        if rest < 0 { rest += 86_400; days -= 1 }
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
         let (y, m, d) = civil(fromDays: days)
         let weekday = Int(((days % 7) + 11) % 7)  // 1970-01-01 was a Thursday
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         var year = "\(y)"
         while year.count < 4 { year = "0" + year }
-        return "\(weekdays[weekday]), \(two(d)) \(months[Int(m) - 1]) \(year) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60)) GMT"
+        return
+            "\(weekdays[weekday]), \(two(d)) \(months[Int(m) - 1]) \(year) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60)) GMT"
     }
 
     static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -264,7 +271,9 @@ public enum HTTPDate {
             let lower = String(decoding: token.map(asciiLowercase), as: UTF8.self)
             if time == nil, token.contains(0x3A) {
                 let parts = token.split(separator: 0x3A, omittingEmptySubsequences: false)
-                guard parts.count == 3, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(isDigit) }) else { return nil }
+                guard parts.count == 3, parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(isDigit) }) else {
+                    return nil
+                }
                 time = (number(parts[0]), number(parts[1]), number(parts[2]))
             } else if token.allSatisfy(isDigit) {
                 if token.count == 4 && year == nil {
@@ -289,7 +298,9 @@ public enum HTTPDate {
                 return nil
             }
         }
-        guard let month, let day, let year, let (hour, minute, second) = time, weekdaySeen || zoneSeen else { return nil }
+        guard let month, let day, let year, let (hour, minute, second) = time, weekdaySeen || zoneSeen else {
+            return nil
+        }
         guard (1601...9999).contains(year), hour < 24, minute < 60, second <= 60 else { return nil }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]

@@ -7,6 +7,9 @@
 //
 // The request path (RequestTask) decides when to call what; nothing here does network IO.
 
+import HawserBase
+import HawserHTTP1
+import HawserPosix
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -17,9 +20,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserBase
-import HawserHTTP1
-import HawserPosix
 
 // MARK: - Values
 
@@ -60,8 +60,12 @@ public struct CachedResponse: Sendable {
     ///   - userInfo: caller data kept with the response; none by default.
     ///   - storagePolicy: where it may be kept; memory and disk by default.
     public init(
-        head: HTTPResponseHead, body: [UInt8], requestTime: Date, responseTime: Date,
-        userInfo: [String: String] = [:], storagePolicy: StoragePolicy = .allowed
+        head: HTTPResponseHead,
+        body: [UInt8],
+        requestTime: Date,
+        responseTime: Date,
+        userInfo: [String: String] = [:],
+        storagePolicy: StoragePolicy = .allowed
     ) {
         self.head = head
         self.body = body
@@ -108,11 +112,24 @@ public struct ResponseFreshness: Sendable, Hashable {
     public init(headers: HTTPHeaders, status: Int, requestTime: Date, responseTime: Date, now: Date) {
         let cacheControl = CacheControl(headers)
         let responseSeconds = finiteSeconds(responseTime)
-        let (lifetime, heuristic) = freshnessLifetime(headers, cacheControl, status: status, responseTime: responseSeconds)
+        let (lifetime, heuristic) = freshnessLifetime(
+            headers,
+            cacheControl,
+            status: status,
+            responseTime: responseSeconds
+        )
         self.lifetime = lifetime
         self.isHeuristic = heuristic
-        self.correctedInitialAge = computeCorrectedInitialAge(headers, requestTime: finiteSeconds(requestTime), responseTime: responseSeconds)
-        self.currentAge = computeCurrentAge(correctedInitialAge: self.correctedInitialAge, responseTime: responseSeconds, now: finiteSeconds(now))
+        self.correctedInitialAge = computeCorrectedInitialAge(
+            headers,
+            requestTime: finiteSeconds(requestTime),
+            responseTime: responseSeconds
+        )
+        self.currentAge = computeCurrentAge(
+            correctedInitialAge: self.correctedInitialAge,
+            responseTime: responseSeconds,
+            now: finiteSeconds(now)
+        )
     }
 }
 
@@ -136,7 +153,12 @@ private func dateValue(_ headers: HTTPHeaders, responseTime: Double) -> Double {
     headers["Date"].flatMap(HTTPDate.epochSeconds).map(Double.init) ?? responseTime
 }
 
-func freshnessLifetime(_ headers: HTTPHeaders, _ cc: CacheControl, status: Int, responseTime: Double) -> (Double, heuristic: Bool) {
+func freshnessLifetime(
+    _ headers: HTTPHeaders,
+    _ cc: CacheControl,
+    status: Int,
+    responseTime: Double
+) -> (Double, heuristic: Bool) {
     if let maxAge = cc.maxAge { return (Double(maxAge), false) }
     let date = dateValue(headers, responseTime: responseTime)
     if let expires = headers["Expires"] {
@@ -206,9 +228,15 @@ final class CacheEntry: Sendable {
         let headers = response.head.headers
         let cc = CacheControl(headers)
         self.responseSeconds = finiteSeconds(response.responseTime)
-        self.lifetime = freshnessLifetime(headers, cc, status: response.head.status, responseTime: self.responseSeconds).0
-        self.correctedInitialAge = correctedInitialAge ?? computeCorrectedInitialAge(
-            headers, requestTime: finiteSeconds(response.requestTime), responseTime: self.responseSeconds)
+        self.lifetime =
+            freshnessLifetime(headers, cc, status: response.head.status, responseTime: self.responseSeconds).0
+        self.correctedInitialAge =
+            correctedInitialAge
+            ?? computeCorrectedInitialAge(
+                headers,
+                requestTime: finiteSeconds(response.requestTime),
+                responseTime: self.responseSeconds
+            )
         self.noCache = cc.noCache
         self.mustRevalidate = cc.mustRevalidate
         self.etag = headers["ETag"]
@@ -259,9 +287,12 @@ func cacheKey(_ url: URL) -> String {
     guard let scheme = url.scheme, let host = url.host(percentEncoded: true) else { return withoutFragment }
     let lowerScheme = scheme.lowercased()
     let defaultPort = lowerScheme == "https" ? 443 : lowerScheme == "http" ? 80 : nil
-    let needsRebuild = scheme.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } || host.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
+    let needsRebuild =
+        scheme.utf8.contains { $0 >= 0x41 && $0 <= 0x5A } || host.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
         || (url.port != nil && url.port == defaultPort)
-    guard needsRebuild, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return withoutFragment }
+    guard needsRebuild, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+        return withoutFragment
+    }
     components.scheme = lowerScheme
     components.percentEncodedHost = components.percentEncodedHost?.lowercased()
     if components.port == defaultPort { components.port = nil }
@@ -280,7 +311,10 @@ func storableHeaders(_ headers: HTTPHeaders) -> HTTPHeaders {
         for item in value.split(separator: ",") { excluded.insert(item.trimmingOWS().lowercased()) }
     }
     var needsFilter = false
-    for field in headers where excluded.contains(field.name.lowercased()) { needsFilter = true; break }
+    for field in headers where excluded.contains(field.name.lowercased()) {
+        needsFilter = true
+        break
+    }
     guard needsFilter else { return headers }
     return HTTPHeaders(headers.filter { !excluded.contains($0.name.lowercased()) })
 }
@@ -435,8 +469,12 @@ public final class HTTPCache: Sendable {
     /// be created or read. Opening reads the directory on the calling thread (once, before any
     /// request uses the cache); afterwards the disk is used only from `ioPool` (by default
     /// `BlockingIOPool.shared`).
-    public init(memoryCapacity: Int, diskCapacity: Int, directory: String?,
-                ioPool: BlockingIOPool = .shared) throws(HawserError) {
+    public init(
+        memoryCapacity: Int,
+        diskCapacity: Int,
+        directory: String?,
+        ioPool: BlockingIOPool = .shared
+    ) throws(HawserError) {
         self.ioPool = ioPool
         self.memoryCapacity = max(0, memoryCapacity)
         self.memory = Mutex(MemoryStore(capacity: memoryCapacity))
@@ -473,7 +511,9 @@ public final class HTTPCache: Sendable {
         // `no-store` (RFC 9111 §5.2.2.3).
         if cc.noStore && !cc.mustUnderstand { return false }
         if CacheControl(request.headers).noStore { return false }
-        if request.headers.contains(name: "Authorization") && !(cc.isPublic || cc.mustRevalidate || cc.sharedMaxAge != nil) {
+        if request.headers.contains(name: "Authorization")
+            && !(cc.isPublic || cc.mustRevalidate || cc.sharedMaxAge != nil)
+        {
             return false
         }
         if varyNames(response.headers) == nil { return false }
@@ -485,7 +525,11 @@ public final class HTTPCache: Sendable {
     /// ``isStorable(_:for:)``). Hop-by-hop header fields are dropped. A will-cache hook can
     /// change the result before ``store(_:for:)``.
     public static func cacheableResponse(
-        _ response: HTTPResponseHead, body: [UInt8], for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+        _ response: HTTPResponseHead,
+        body: [UInt8],
+        for request: HTTPClientRequest,
+        requestTime: Date,
+        responseTime: Date
     ) -> CachedResponse? {
         guard self.isStorable(response, for: request) else { return nil }
         var head = response
@@ -498,9 +542,20 @@ public final class HTTPCache: Sendable {
     /// Stores `response` to `request` if it may be stored; returns whether it was kept.
     @discardableResult
     public func store(
-        _ response: HTTPResponseHead, body: [UInt8], for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+        _ response: HTTPResponseHead,
+        body: [UInt8],
+        for request: HTTPClientRequest,
+        requestTime: Date,
+        responseTime: Date
     ) -> Bool {
-        guard let cached = Self.cacheableResponse(response, body: body, for: request, requestTime: requestTime, responseTime: responseTime)
+        guard
+            let cached = Self.cacheableResponse(
+                response,
+                body: body,
+                for: request,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
         else { return false }
         return self.store(cached, for: request)
     }
@@ -528,8 +583,12 @@ public final class HTTPCache: Sendable {
     /// runs on `loop` once the entry is complete on disk (or at once, on `loop`, when there is
     /// no disk store), with whether it was kept, or an `ioError` naming the file operation
     /// that failed (the memory copy, if any, stays).
-    public func store(_ cached: CachedResponse, for request: HTTPClientRequest, on loop: EventLoop,
-                      completion: @escaping @Sendable (Result<Bool, HawserError>) -> Void = { _ in }) {
+    public func store(
+        _ cached: CachedResponse,
+        for request: HTTPClientRequest,
+        on loop: EventLoop,
+        completion: @escaping @Sendable (Result<Bool, HawserError>) -> Void = { _ in }
+    ) {
         guard cached.storagePolicy != .notAllowed, Self.isStorable(cached.head, for: request),
             let names = varyNames(cached.head.headers)
         else {
@@ -556,7 +615,9 @@ public final class HTTPCache: Sendable {
             try disk.remove(key: entry.key, vary: entry.vary)
             return .success(false)
         } catch {
-            return .failure(HawserError(.ioError, "the cache could not store \(entry.key): \(error)", underlying: error))
+            return .failure(
+                HawserError(.ioError, "the cache could not store \(entry.key): \(error)", underlying: error)
+            )
         }
     }
 
@@ -603,9 +664,13 @@ public final class HTTPCache: Sendable {
     /// memory hit (or a cache without disk) answers before this returns, on the calling thread,
     /// and `completion` returns true then; otherwise the file is read on ``ioPool`` and
     /// `completion` runs on `loop` later. `now` is taken when the answer is made.
-    public func lookup(_ request: HTTPClientRequest, policy: CachePolicy? = nil, on loop: EventLoop,
-                       now: @escaping @Sendable () -> Date = { Date() },
-                       completion: @escaping @Sendable (CacheLookup) -> Void) {
+    public func lookup(
+        _ request: HTTPClientRequest,
+        policy: CachePolicy? = nil,
+        on loop: EventLoop,
+        now: @escaping @Sendable () -> Date = { Date() },
+        completion: @escaping @Sendable (CacheLookup) -> Void
+    ) {
         let policy = policy ?? request.cachePolicy ?? .useProtocolCachePolicy
         guard request.method == .get, policy != .reloadIgnoringLocalCacheData else {
             completion(.miss)
@@ -631,9 +696,18 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    private func answer(_ entry: CacheEntry, _ request: HTTPClientRequest, policy: CachePolicy, now: Date) -> CacheLookup {
+    private func answer(
+        _ entry: CacheEntry,
+        _ request: HTTPClientRequest,
+        policy: CachePolicy,
+        now: Date
+    ) -> CacheLookup {
         let nowSeconds = finiteSeconds(now)
-        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: nowSeconds)
+        let age = computeCurrentAge(
+            correctedInitialAge: entry.correctedInitialAge,
+            responseTime: entry.responseSeconds,
+            now: nowSeconds
+        )
         var served = entry.response
         served.head.headers.add(name: "Age", value: ageField(age))
         if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return .fresh(served) }
@@ -679,7 +753,9 @@ public final class HTTPCache: Sendable {
         if let hit = self.findInMemory(key, request.headers) { return hit }
         guard let disk = self.disk else { return nil }
         let headers = request.headers
-        guard let entry = self.ioPool.runAndWait(key: key, { disk.load(key: key, request: headers) }) else { return nil }
+        guard let entry = self.ioPool.runAndWait(key: key, { disk.load(key: key, request: headers) }) else {
+            return nil
+        }
         self.promote(entry)
         return entry
     }
@@ -696,7 +772,7 @@ public final class HTTPCache: Sendable {
     private func promote(_ entry: CacheEntry) {
         self.memory.withLock { memory in
             guard entry.size <= memory.capacity / Self.maximumEntryDivisor else { return }
-            memory.insert(entry)   // replaces the variant with the same Vary'd values
+            memory.insert(entry)  // replaces the variant with the same Vary'd values
         }
     }
 
@@ -710,7 +786,10 @@ public final class HTTPCache: Sendable {
     /// stored ones of the same name, except hop-by-hop fields and Content-Length; the new
     /// request and response times restart the age calculation.
     public func updateAfterNotModified(
-        _ notModified: HTTPResponseHead, for request: HTTPClientRequest, requestTime: Date, responseTime: Date
+        _ notModified: HTTPResponseHead,
+        for request: HTTPClientRequest,
+        requestTime: Date,
+        responseTime: Date
     ) -> CachedResponse? {
         guard request.method == .get else { return nil }
         let key = cacheKey(request.url)
@@ -737,13 +816,17 @@ public final class HTTPCache: Sendable {
     /// the stored one in memory at once and on disk on ``ioPool`` (then `completion` runs on
     /// `loop`).
     public func updateAfterNotModified(
-        _ notModified: HTTPResponseHead, revalidating stored: CachedResponse, for request: HTTPClientRequest,
-        requestTime: Date, responseTime: Date, on loop: EventLoop,
+        _ notModified: HTTPResponseHead,
+        revalidating stored: CachedResponse,
+        for request: HTTPClientRequest,
+        requestTime: Date,
+        responseTime: Date,
+        on loop: EventLoop,
         completion: @escaping @Sendable (Result<Bool, HawserError>) -> Void = { _ in }
     ) -> CachedResponse? {
         guard request.method == .get, let names = varyNames(stored.head.headers) else { return nil }
         var response = stored
-        response.head.headers.remove(name: "Age")   // the served copy's; the stored one has none
+        response.head.headers.remove(name: "Age")  // the served copy's; the stored one has none
         let key = cacheKey(request.url)
         let vary = names.map { VaryField(name: $0, value: selectingValue(request.headers, $0)) }
         let old = CacheEntry(key: key, response: response, vary: vary, correctedInitialAge: 0)
@@ -769,14 +852,23 @@ public final class HTTPCache: Sendable {
     }
 
     private static func served(_ entry: CacheEntry) -> CachedResponse {
-        let age = computeCurrentAge(correctedInitialAge: entry.correctedInitialAge, responseTime: entry.responseSeconds, now: entry.responseSeconds)
+        let age = computeCurrentAge(
+            correctedInitialAge: entry.correctedInitialAge,
+            responseTime: entry.responseSeconds,
+            now: entry.responseSeconds
+        )
         var served = entry.response
         served.head.headers.add(name: "Age", value: ageField(age))
         return served
     }
 
-    private static func updated(_ old: CacheEntry, _ notModified: HTTPResponseHead, key: String,
-                                requestTime: Date, responseTime: Date) -> CacheEntry {
+    private static func updated(
+        _ old: CacheEntry,
+        _ notModified: HTTPResponseHead,
+        key: String,
+        requestTime: Date,
+        responseTime: Date
+    ) -> CacheEntry {
         var updated = old.response
         let incoming = storableHeaders(notModified.headers)
         var replaced = Set<String>()
@@ -808,7 +900,8 @@ public final class HTTPCache: Sendable {
         guard response.status >= 200 && response.status < 400 else { return }
         self.removeResponses(for: request.url, waitForDisk: waitForDisk)
         for name in ["Location", "Content-Location"] {
-            guard let value = response.headers[name], let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
+            guard let value = response.headers[name],
+                let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
                 sameOrigin(target, request.url)
             else { continue }
             self.removeResponses(for: target, waitForDisk: waitForDisk)
@@ -849,7 +942,9 @@ func weakETagEquals(_ a: String, _ b: String) -> Bool {
 
 func sameOrigin(_ a: URL, _ b: URL) -> Bool {
     func origin(_ u: URL) -> (String, String, Int)? {
-        guard let scheme = u.scheme?.lowercased(), let host = u.host(percentEncoded: false)?.lowercased() else { return nil }
+        guard let scheme = u.scheme?.lowercased(), let host = u.host(percentEncoded: false)?.lowercased() else {
+            return nil
+        }
         return (scheme, host, u.port ?? (scheme == "https" ? 443 : 80))
     }
     guard let x = origin(a), let y = origin(b) else { return false }

@@ -10,6 +10,10 @@
 // sections when the store opens; recency across reopenings comes from the files' mtimes,
 // which a disk hit refreshes.
 
+import CHawser
+import HawserBase
+import HawserHTTP1
+import HawserPosix
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -20,10 +24,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
-import HawserBase
-import HawserHTTP1
-import HawserPosix
 
 /// The on-disk store. Its operations block (they read, write and rename files): the cache
 /// runs each of them on its `BlockingIOPool`, ordered by cache key, never on an event loop.
@@ -147,9 +147,15 @@ final class DiskStore: Sendable {
                 FileSystem.unlinkIgnoringErrors(temporary)
                 throw error
             }
-            self.forget(&state, name)   // the file it replaced is gone with the rename
+            self.forget(&state, name)  // the file it replaced is gone with the rename
             state.clock += 1
-            state.records[name] = Record(key: entry.key, vary: entry.vary, size: size, access: state.clock, generation: state.clock)
+            state.records[name] = Record(
+                key: entry.key,
+                vary: entry.vary,
+                size: size,
+                access: state.clock,
+                generation: state.clock
+            )
             state.byKey[entry.key, default: []].append(name)
             state.bytes += size
             self.evict(&state, keeping: name)
@@ -303,7 +309,8 @@ final class DiskStore: Sendable {
         crc = crc32Of(meta[...], seed: crc)
         crc = crc32Of(body[...], seed: crc)
         var trailerReader = ByteReader(trailer[...])
-        guard trailerReader.u32() == crc, let (key, response, vary, initialAge) = decodeMeta(ByteReader(meta[0..<metaLength]))
+        guard trailerReader.u32() == crc,
+            let (key, response, vary, initialAge) = decodeMeta(ByteReader(meta[0..<metaLength]))
         else { return nil }
         var full = response
         full.body = body
@@ -340,11 +347,19 @@ final class DiskStore: Sendable {
         let initialAge = Double(bitPattern: ageBits)
         guard requestTime.isFinite, responseTime.isFinite, initialAge.isFinite, initialAge >= 0 else { return nil }
         let head = HTTPResponseHead(
-            version: HTTPVersion(major: Int(major), minor: Int(minor)), status: Int(status), reasonPhrase: reason,
-            headers: HTTPHeaders(fields))
+            version: HTTPVersion(major: Int(major), minor: Int(minor)),
+            status: Int(status),
+            reasonPhrase: reason,
+            headers: HTTPHeaders(fields)
+        )
         let response = CachedResponse(
-            head: head, body: [], requestTime: Date(timeIntervalSince1970: requestTime),
-            responseTime: Date(timeIntervalSince1970: responseTime), userInfo: userInfo, storagePolicy: .allowed)
+            head: head,
+            body: [],
+            requestTime: Date(timeIntervalSince1970: requestTime),
+            responseTime: Date(timeIntervalSince1970: responseTime),
+            userInfo: userInfo,
+            storagePolicy: .allowed
+        )
         return (key, response, vary, initialAge)
     }
 

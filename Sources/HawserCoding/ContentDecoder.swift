@@ -116,16 +116,22 @@ public struct ContentDecoder {
         var out: [ContentCoding] = []
         for element in value.split(separator: ",", omittingEmptySubsequences: false) {
             let token = element.trimmingHTTPWhitespace()
-            if token.isEmpty { continue }   // RFC 9110 §5.6.1: empty list elements are ignored
+            if token.isEmpty { continue }  // RFC 9110 §5.6.1: empty list elements are ignored
             switch ContentCoding.classify(token) {
             case .coding(let coding): out.append(coding)
             case .identity: continue
             case .unsupported:
-                throw HawserError(.cannotDecodeContent, "unsupported content coding \"\(token)\" (Hawser decodes gzip, x-gzip, deflate)")
+                throw HawserError(
+                    .cannotDecodeContent,
+                    "unsupported content coding \"\(token)\" (Hawser decodes gzip, x-gzip, deflate)"
+                )
             }
         }
         if out.count > Self.maxStackedCodings {
-            throw HawserError(.cannotDecodeContent, "\(out.count) stacked content codings (at most \(Self.maxStackedCodings) are decoded)")
+            throw HawserError(
+                .cannotDecodeContent,
+                "\(out.count) stacked content codings (at most \(Self.maxStackedCodings) are decoded)"
+            )
         }
         return out
     }
@@ -187,7 +193,10 @@ final class DecoderState {
 
     var encodedCount: Int { self.layers.first?.consumed ?? self.passthroughIn }
 
-    func decode(_ input: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    func decode(
+        _ input: UnsafeRawBufferPointer,
+        _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         if let error = self.error { throw error }
         if self.finished { throw HawserError(.cannotDecodeContent, "content decoder used after finish()") }
         if input.isEmpty { return }
@@ -205,7 +214,11 @@ final class DecoderState {
     }
 
     /// Feeds `input` to layer `index`, its output to the next layer, the last one's to the sink.
-    private func push(_ input: UnsafeRawBufferPointer, layer index: Int, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    private func push(
+        _ input: UnsafeRawBufferPointer,
+        layer index: Int,
+        _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         let next = index + 1
         if next == self.layers.count {
             try self.layers[index].feed(input) { (out) throws(HawserError) in try self.deliver(out, sink) }
@@ -215,19 +228,27 @@ final class DecoderState {
     }
 
     @inline(__always)
-    private func deliver(_ out: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    private func deliver(
+        _ out: UnsafeRawBufferPointer,
+        _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         let total = self.decodedCount + out.count
         if total > self.limits.maxDecodedBytes {
-            throw HawserError(.cannotDecodeContent, "decoded body exceeds the limit of \(self.limits.maxDecodedBytes) bytes (decompression bomb?)",
-                              underlying: DecodingLimitError.maxDecodedBytes)
+            throw HawserError(
+                .cannotDecodeContent,
+                "decoded body exceeds the limit of \(self.limits.maxDecodedBytes) bytes (decompression bomb?)",
+                underlying: DecodingLimitError.maxDecodedBytes
+            )
         }
         if total > self.limits.ratioCheckFloor {
             let encoded = max(self.encodedCount, 1)
             let (bound, overflow) = encoded.multipliedReportingOverflow(by: self.limits.maxExpansionRatio)
             if !overflow && total > bound {
-                throw HawserError(.cannotDecodeContent,
-                                  "decoded body expands more than \(self.limits.maxExpansionRatio):1 (\(total) bytes from \(encoded); decompression bomb?)",
-                                  underlying: DecodingLimitError.maxExpansionRatio)
+                throw HawserError(
+                    .cannotDecodeContent,
+                    "decoded body expands more than \(self.limits.maxExpansionRatio):1 (\(total) bytes from \(encoded); decompression bomb?)",
+                    underlying: DecodingLimitError.maxExpansionRatio
+                )
             }
         }
         self.decodedCount = total
@@ -323,7 +344,10 @@ final class InflateLayer {
     }
 
     /// Consumes all of `input`, handing output downstream in chunks of at most `capacity`.
-    func feed(_ input: UnsafeRawBufferPointer, _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    func feed(
+        _ input: UnsafeRawBufferPointer,
+        _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         guard var p = input.baseAddress else { return }
         var n = input.count
         while n > 0 {
@@ -379,7 +403,11 @@ final class InflateLayer {
 
     /// Runs inflate over `count` bytes at `p` until they are consumed or the stream ends,
     /// draining all output. Returns the bytes consumed.
-    private func inflateRun(_ p: UnsafeRawPointer, _ count: Int, _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) -> Int {
+    private func inflateRun(
+        _ p: UnsafeRawPointer,
+        _ count: Int,
+        _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) -> Int {
         let s = self.stream
         var used = 0
         while true {
@@ -412,7 +440,10 @@ final class InflateLayer {
             case Z_MEM_ERROR:
                 throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib is out of memory")
             default:
-                throw HawserError(.cannotDecodeContent, "\(self.coding.rawValue): zlib inflate failed (\(rc): \(self.zlibMessage))")
+                throw HawserError(
+                    .cannotDecodeContent,
+                    "\(self.coding.rawValue): zlib inflate failed (\(rc): \(self.zlibMessage))"
+                )
             }
             if rc == Z_STREAM_END { return used }
             // A full output buffer may leave output pending inside zlib: go round again.

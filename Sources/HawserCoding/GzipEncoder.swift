@@ -27,7 +27,10 @@ public struct GzipEncoder {
     }
 
     /// Compresses `input`, handing compressed bytes (if any are ready) to `sink`.
-    public mutating func encode(_ input: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    public mutating func encode(
+        _ input: UnsafeRawBufferPointer,
+        into sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         try self.state.run(input, flush: Z_NO_FLUSH, sink)
     }
 
@@ -77,13 +80,19 @@ final class DeflateState {
         self.buffer.deallocate()
     }
 
-    func run(_ input: UnsafeRawBufferPointer, flush: Int32, _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+    func run(
+        _ input: UnsafeRawBufferPointer,
+        flush: Int32,
+        _ sink: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError) {
         if self.finished { throw HawserError(.invalidRequest, "gzip encoder used after finish()") }
         let s = self.stream
         var used = 0
         while true {
             let avail = min(input.count - used, Int(UInt32.max))
-            s.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: ($0 + used).assumingMemoryBound(to: Bytef.self)) }
+            s.pointee.next_in = input.baseAddress.map {
+                UnsafeMutablePointer(mutating: ($0 + used).assumingMemoryBound(to: Bytef.self))
+            }
             s.pointee.avail_in = uInt(avail)
             s.pointee.next_out = self.buffer.assumingMemoryBound(to: Bytef.self)
             s.pointee.avail_out = uInt(self.capacity)

@@ -1,3 +1,6 @@
+import HawserHTTP1
+import HawserPosix
+
 // HTTP cookies: RFC 6265 §5 parsing of Set-Cookie, its date format and matching rules,
 // with the RFC 6265bis additions browsers and curl follow (control-character refusal,
 // attribute size limit, the 400-day expiry cap, cookie name prefixes).
@@ -6,8 +9,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserPosix
 
 /// One stored cookie (RFC 6265 §5.3's storage model).
 public struct Cookie: Sendable, Hashable, CustomStringConvertible {
@@ -55,9 +56,18 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     var accessIndex: UInt64 = 0
 
     /// A cookie made by hand (not from a header). The domain is lower-cased, a leading dot dropped.
-    public init(name: String, value: String, domain: String, path: String = "/", expires: Date? = nil,
-                isSecure: Bool = false, isHTTPOnly: Bool = false, isHostOnly: Bool = true,
-                sameSite: SameSite = .unspecified, creationTime: Date = Date()) {
+    public init(
+        name: String,
+        value: String,
+        domain: String,
+        path: String = "/",
+        expires: Date? = nil,
+        isSecure: Bool = false,
+        isHTTPOnly: Bool = false,
+        isHostOnly: Bool = true,
+        sameSite: SameSite = .unspecified,
+        creationTime: Date = Date()
+    ) {
         self.name = name
         self.value = value
         self.domain = CookieRules.canonicalDomain(domain)
@@ -161,7 +171,7 @@ public struct SetCookie: Sendable, Hashable {
 
         var rest = bytes[firstSemicolon...]
         while !rest.isEmpty {
-            rest = rest.dropFirst()   // the ';'
+            rest = rest.dropFirst()  // the ';'
             let end = rest.firstIndex(of: UInt8(ascii: ";")) ?? rest.endIndex
             let av = rest[rest.startIndex..<end]
             rest = rest[end...]
@@ -208,7 +218,10 @@ public struct SetCookie: Sendable, Hashable {
     static func parseMaxAge(_ v: ArraySlice<UInt8>) -> Int64? {
         var digits = v[...]
         var negative = false
-        if digits.first == UInt8(ascii: "-") { negative = true; digits = digits.dropFirst() }
+        if digits.first == UInt8(ascii: "-") {
+            negative = true
+            digits = digits.dropFirst()
+        }
         if digits.isEmpty { return nil }
         var n: Int64 = 0
         for b in digits {
@@ -262,14 +275,15 @@ public enum CookieDate {
         guard let (h, mi, s) = time, let d = day, let mo = month, var y = year else { return nil }
         if y >= 70 && y <= 99 { y += 1900 } else if y >= 0 && y <= 69 { y += 2000 }
         guard d >= 1, d <= 31, y >= 1601, h <= 23, mi <= 59, s <= 59 else { return nil }
-        guard d <= daysInMonth(mo, year: y) else { return nil }   // "the date does not exist"
+        guard d <= daysInMonth(mo, year: y) else { return nil }  // "the date does not exist"
         let days = daysFromCivil(year: y, month: mo, day: d)
         return Date(timeIntervalSince1970: Double(days * 86_400 + h * 3600 + mi * 60 + s))
     }
 
     /// delimiter = %x09 / %x20-2F / %x3B-40 / %x5B-60 / %x7B-7E
     static func isDelimiter(_ b: UInt8) -> Bool {
-        b == 0x09 || (0x20...0x2F).contains(b) || (0x3B...0x40).contains(b) || (0x5B...0x60).contains(b) || (0x7B...0x7E).contains(b)
+        b == 0x09 || (0x20...0x2F).contains(b) || (0x3B...0x40).contains(b) || (0x5B...0x60).contains(b)
+            || (0x7B...0x7E).contains(b)
     }
 
     static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
@@ -387,7 +401,10 @@ public enum CookieRules {
     public static func isIPAddress(_ host: String) -> Bool {
         if host.contains(":") { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+        return parts.count == 4
+            && parts.allSatisfy {
+                !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber)
+            }
     }
 
     /// RFC 6265 §5.1.3: `host` equals `domain`, or ends with "." + `domain` and is not an IP address.
@@ -401,7 +418,9 @@ public enum CookieRules {
     /// RFC 6265 §5.1.4: the directory of the request path ("/" when there is none).
     public static func defaultPath(_ requestPath: String) -> String {
         let bytes = requestPath.utf8
-        guard bytes.first == UInt8(ascii: "/"), let last = bytes.lastIndex(of: UInt8(ascii: "/")), last != bytes.startIndex else { return "/" }
+        guard bytes.first == UInt8(ascii: "/"), let last = bytes.lastIndex(of: UInt8(ascii: "/")),
+            last != bytes.startIndex
+        else { return "/" }
         return String(decoding: bytes[..<last], as: UTF8.self)
     }
 

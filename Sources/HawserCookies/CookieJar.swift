@@ -1,17 +1,18 @@
+import HawserBase
+import HawserHTTP1
+import HawserPosix
+import Synchronization
+
 // The cookie store: RFC 6265 §5.3 storage model, §5.4 Cookie header, curl's cookie file.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserBase
-import HawserHTTP1
-import HawserPosix
 
 /// Why a `Set-Cookie` was not stored.
 public enum CookieRejection: Error, Sendable, Hashable {
@@ -38,7 +39,11 @@ extension Cookie {
     /// The cookie a `Set-Cookie` field received from `url` creates (RFC 6265 §5.3 steps
     /// 1–10 with RFC 6265bis's secure-origin and prefix rules), or why it is refused.
     /// An already-expired cookie is returned as such: storing it deletes its namesake.
-    public static func make(fromSetCookie header: String, for url: URL, now: Date = Date()) -> Result<Cookie, CookieRejection> {
+    public static func make(
+        fromSetCookie header: String,
+        for url: URL,
+        now: Date = Date()
+    ) -> Result<Cookie, CookieRejection> {
         guard let sc = SetCookie(header) else { return .failure(.unparsable) }
         return self.make(from: sc, for: url, now: now)
     }
@@ -72,14 +77,27 @@ extension Cookie {
         let path = sc.path ?? CookieRules.defaultPath(CookieRules.requestPath(url))
 
         if sc.isSecure && !secureOrigin { return .failure(.secureFromInsecureOrigin) }
-        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__secure-") && !sc.isSecure { return .failure(.namePrefix("__Secure-")) }
+        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__secure-") && !sc.isSecure {
+            return .failure(.namePrefix("__Secure-"))
+        }
         if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__host-") && !(sc.isSecure && hostOnly && path == "/") {
             return .failure(.namePrefix("__Host-"))
         }
 
-        return .success(Cookie(name: sc.name, value: sc.value, domain: domain, path: path, expires: expires,
-                               isSecure: sc.isSecure, isHTTPOnly: sc.isHTTPOnly, isHostOnly: hostOnly,
-                               sameSite: sc.sameSite, creationTime: now))
+        return .success(
+            Cookie(
+                name: sc.name,
+                value: sc.value,
+                domain: domain,
+                path: path,
+                expires: expires,
+                isSecure: sc.isSecure,
+                isHTTPOnly: sc.isHTTPOnly,
+                isHostOnly: hostOnly,
+                sameSite: sc.sameSite,
+                creationTime: now
+            )
+        )
     }
 }
 
@@ -134,7 +152,11 @@ public final class CookieJar: Sendable {
     /// Stores one `Set-Cookie` field value received from `url`: the cookie stored (or, when
     /// it had expired, deleted), or why it was refused.
     @discardableResult
-    public func setCookie(fromSetCookie header: String, for url: URL, now: Date = Date()) -> Result<Cookie, CookieRejection> {
+    public func setCookie(
+        fromSetCookie header: String,
+        for url: URL,
+        now: Date = Date()
+    ) -> Result<Cookie, CookieRejection> {
         switch Cookie.make(fromSetCookie: header, for: url, now: now) {
         case .failure(let why): return .failure(why)
         case .success(let cookie):
@@ -267,9 +289,12 @@ struct CookieStore: ~Copyable {
     /// RFC 6265bis §5.7 step 16 (insecure cookie would shadow a Secure one).
     func wouldShadowSecure(_ new: Cookie) -> Bool {
         for (_, list) in self.byDomain {
-            for old in list where old.isSecure && old.name == new.name
-                && (CookieRules.domainMatches(old.domain, new.domain) || CookieRules.domainMatches(new.domain, old.domain))
-                && CookieRules.pathMatches(new.path, old.path) {
+            for old in list
+            where old.isSecure && old.name == new.name
+                && (CookieRules.domainMatches(old.domain, new.domain)
+                    || CookieRules.domainMatches(new.domain, old.domain))
+                && CookieRules.pathMatches(new.path, old.path)
+            {
                 return true
             }
         }
@@ -277,7 +302,9 @@ struct CookieStore: ~Copyable {
     }
 
     mutating func remove(_ key: CookieKey) -> Cookie? {
-        guard var list = self.byDomain[key.domain], let i = list.firstIndex(where: { $0.key == key }) else { return nil }
+        guard var list = self.byDomain[key.domain], let i = list.firstIndex(where: { $0.key == key }) else {
+            return nil
+        }
         let old = list.remove(at: i)
         self.byDomain[key.domain] = list.isEmpty ? nil : list
         self.count -= 1
@@ -358,7 +385,10 @@ struct CookieStore: ~Copyable {
         for domain in candidates {
             guard let list = self.byDomain[domain] else { continue }
             for c in list {
-                if c.isExpired(at: now) { sawExpired = true; continue }
+                if c.isExpired(at: now) {
+                    sawExpired = true
+                    continue
+                }
                 if c.isHostOnly ? c.domain != host : !CookieRules.domainMatches(host, c.domain) { continue }
                 if c.isSecure && !secure { continue }
                 if !CookieRules.pathMatches(path, c.path) { continue }
@@ -367,7 +397,8 @@ struct CookieStore: ~Copyable {
         }
         if sawExpired { self.removeAll { $0.isExpired(at: now) } }
         out.sort { a, b in
-            a.path.utf8.count != b.path.utf8.count ? a.path.utf8.count > b.path.utf8.count : a.creationIndex < b.creationIndex
+            a.path.utf8.count != b.path.utf8.count
+                ? a.path.utf8.count > b.path.utf8.count : a.creationIndex < b.creationIndex
         }
         if touch {
             for i in out.indices {
@@ -420,7 +451,9 @@ public enum NetscapeCookieFile {
             }
             // Control characters (other than the tab separators) make the line malformed.
             if line.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { continue }
-            var fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            var fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map {
+                String(decoding: $0, as: UTF8.self)
+            }
             // An empty value makes a 6-field line when the trailing tab is missing (curl reads it so).
             if fields.count == 6 { fields.append("") }
             guard fields.count == 7 else { continue }
@@ -436,8 +469,17 @@ public enum NetscapeCookieFile {
             if includeSubdomains && PublicSuffixes.isPublicSuffix(domain) { continue }
             if path.utf8.first != UInt8(ascii: "/") { path = "/" }
             let expires: Date? = expiry == 0 ? nil : Date(timeIntervalSince1970: Double(expiry))
-            let cookie = Cookie(name: name, value: value, domain: domain, path: path, expires: expires,
-                                isSecure: secure, isHTTPOnly: httpOnly, isHostOnly: !includeSubdomains, creationTime: now)
+            let cookie = Cookie(
+                name: name,
+                value: value,
+                domain: domain,
+                path: path,
+                expires: expires,
+                isSecure: secure,
+                isHTTPOnly: httpOnly,
+                isHostOnly: !includeSubdomains,
+                creationTime: now
+            )
             if cookie.isExpired(at: now) { continue }
             out.append(cookie)
         }
@@ -449,9 +491,11 @@ public enum NetscapeCookieFile {
     /// no empty label (`a..b` or `example.com.` would not read back as written: reading
     /// strips one leading and one trailing dot).
     static func isHostName(_ d: String) -> Bool {
-        !hasEmptyLabel(d.utf8) && d.utf8.allSatisfy { b in
-            (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A || b >= 0x80
-        }
+        !hasEmptyLabel(d.utf8)
+            && d.utf8.allSatisfy { b in
+                (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x3A
+                    || b >= 0x80
+            }
     }
 
     /// The file text for `cookies`, in the given order.

@@ -69,9 +69,10 @@ public enum PublicSuffixes {
         guard let base = name.baseAddress, !name.isEmpty else { return 0 }
         let records = self.records.utf8Start
         let labels = self.labels.utf8Start
-        var suffix = name.count       // no rule matched yet
-        var parentWildcard = true     // the implicit "*" rule
-        var lo = 0, hi = self.rootCount
+        var suffix = name.count  // no rule matched yet
+        var parentWildcard = true  // the implicit "*" rule
+        var lo = 0
+        var hi = self.rootCount
         var end = name.count
         while true {
             var start = end
@@ -113,8 +114,12 @@ public enum PublicSuffixes {
         let (offset, count) = self.label(i, records)
         precondition(offset + count <= self.labels.utf8CodeUnitCount)
         let bytes = UnsafeBufferPointer(start: self.labels.utf8Start + offset, count: count)
-        return Node(label: String(decoding: bytes, as: UTF8.self), flags: self.flags(i, records),
-                    firstChild: self.firstChild(i, records), endChild: self.firstChild(i + 1, records))
+        return Node(
+            label: String(decoding: bytes, as: UTF8.self),
+            flags: self.flags(i, records),
+            firstChild: self.firstChild(i, records),
+            endChild: self.firstChild(i + 1, records)
+        )
     }
 
     /// Bits `from ..< from + count` of record `i`, from its characters (6 bits each).
@@ -147,9 +152,16 @@ public enum PublicSuffixes {
 
     /// The record among `lo..<hi` (siblings, sorted by label bytes) whose label is the `count`
     /// bytes at `key`, ASCII letters folded to lower case.
-    private static func find(_ key: UnsafePointer<UInt8>, _ count: Int, _ lo: Int, _ hi: Int,
-                             _ records: UnsafePointer<UInt8>, _ labels: UnsafePointer<UInt8>) -> Int? {
-        var lo = lo, hi = hi
+    private static func find(
+        _ key: UnsafePointer<UInt8>,
+        _ count: Int,
+        _ lo: Int,
+        _ hi: Int,
+        _ records: UnsafePointer<UInt8>,
+        _ labels: UnsafePointer<UInt8>
+    ) -> Int? {
+        var lo = lo
+        var hi = hi
         while lo < hi {
             let mid = (lo + hi) / 2
             let (offset, length) = self.label(mid, records)
@@ -161,11 +173,17 @@ public enum PublicSuffixes {
     }
 
     @inline(__always)
-    private static func compare(_ a: UnsafePointer<UInt8>, _ aCount: Int, _ b: UnsafePointer<UInt8>, _ bCount: Int) -> Int {
+    private static func compare(
+        _ a: UnsafePointer<UInt8>,
+        _ aCount: Int,
+        _ b: UnsafePointer<UInt8>,
+        _ bCount: Int
+    ) -> Int {
         let n = min(aCount, bCount)
         var i = 0
         while i < n {
-            let x = asciiLowercase(a[i]), y = b[i]
+            let x = asciiLowercase(a[i])
+            let y = b[i]
             if x != y { return x < y ? -1 : 1 }
             i += 1
         }

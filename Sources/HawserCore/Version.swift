@@ -1,5 +1,7 @@
 #if !os(Linux)
-#error("Hawser runs on Linux only: its engine is built on epoll, eventfd, timerfd and netlink, which this platform does not have. Build it on Linux, or cross-compile with a Linux Swift SDK.")
+#error(
+    "Hawser runs on Linux only: its engine is built on epoll, eventfd, timerfd and netlink, which this platform does not have. Build it on Linux, or cross-compile with a Linux Swift SDK."
+)
 #endif
 
 /// The version of the Hawser package, as released and recorded in `CHANGELOG.md`.

@@ -35,10 +35,20 @@ extension MultipartFormData {
     /// A part read from the `InputStream` that `makeStream` returns each time the body is sent
     /// (AF's `appendPartWithInputStream:name:fileName:length:mimeType:`). The stream must give
     /// exactly `length` bytes; fewer or more fails the send with `.bodyReadFailed`.
-    public mutating func appendPart(withInputStream makeStream: @escaping @Sendable () -> InputStream,
-                                    name: String, fileName: String, length: Int64, mimeType: String) {
-        self.appendPart(withByteSource: { InputStreamReader(stream: makeStream()) },
-                        name: name, fileName: fileName, length: length, mimeType: mimeType)
+    public mutating func appendPart(
+        withInputStream makeStream: @escaping @Sendable () -> InputStream,
+        name: String,
+        fileName: String,
+        length: Int64,
+        mimeType: String
+    ) {
+        self.appendPart(
+            withByteSource: { InputStreamReader(stream: makeStream()) },
+            name: name,
+            fileName: fileName,
+            length: length,
+            mimeType: mimeType
+        )
     }
 }
 
@@ -50,11 +60,17 @@ struct InputStreamReader: MultipartByteReader {
     init(stream: InputStream) { self.stream = stream }
 
     mutating func read(maxLength: Int) throws -> [UInt8] {
-        if !self.opened { self.stream.open(); self.opened = true }
+        if !self.opened {
+            self.stream.open()
+            self.opened = true
+        }
         var buffer = [UInt8](repeating: 0, count: max(1, maxLength))
         let n = buffer.withUnsafeMutableBufferPointer { self.stream.read($0.baseAddress!, maxLength: $0.count) }
         if n < 0 {
-            throw SerializationError(.bodyReadFailed, "the input stream failed: \(self.stream.streamError.map { "\($0)" } ?? "unknown error")")
+            throw SerializationError(
+                .bodyReadFailed,
+                "the input stream failed: \(self.stream.streamError.map { "\($0)" } ?? "unknown error")"
+            )
         }
         if n == 0 { self.stream.close() }
         return Array(buffer[..<n])
@@ -77,9 +93,14 @@ extension Notification.Name {
     public static let reachabilityDidChange: Notification.Name = {
         let name = Notification.Name(rawValue: "com.alamofire.networking.reachability.change")
         NetworkReachabilityManager.addProcessObserver { manager, change in
-            NotificationCenter.default.post(name: name, object: manager,
-                                            userInfo: [NetworkReachabilityManager.statusUserInfoKey: change.status,
-                                                       AFNetworkingReachabilityNotificationStatusItem: change.status.rawValue])
+            NotificationCenter.default.post(
+                name: name,
+                object: manager,
+                userInfo: [
+                    NetworkReachabilityManager.statusUserInfoKey: change.status,
+                    AFNetworkingReachabilityNotificationStatusItem: change.status.rawValue,
+                ]
+            )
         }
         return name
     }()

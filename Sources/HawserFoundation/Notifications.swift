@@ -26,7 +26,11 @@ public final class NotificationCenterMonitor: EventMonitor {
     private func post(_ name: String, _ object: AnyObject?, _ userInfo: [AnyHashable: Any]? = nil) {
         let box = Unchecked((object, userInfo))
         self.queue.async {
-            NotificationCenter.default.post(name: Notification.Name(rawValue: name), object: box.value.0, userInfo: box.value.1)
+            NotificationCenter.default.post(
+                name: Notification.Name(rawValue: name),
+                object: box.value.0,
+                userInfo: box.value.1
+            )
         }
     }
 
@@ -95,9 +99,11 @@ public var AFURLSessionDownloadTaskDidMoveFileSuccessfullyNotification: String {
 public var AFURLSessionDownloadTaskDidFailToMoveFileNotification: String { posted(downloadDidFailToMoveName) }
 
 /// `AFNetworkingTaskDidCompleteSerializedResponseKey`: what the serializer produced.
-public let AFNetworkingTaskDidCompleteSerializedResponseKey = "com.alamofire.networking.task.complete.serializedresponse"
+public let AFNetworkingTaskDidCompleteSerializedResponseKey =
+    "com.alamofire.networking.task.complete.serializedresponse"
 /// `AFNetworkingTaskDidCompleteResponseSerializerKey`: the response serializer.
-public let AFNetworkingTaskDidCompleteResponseSerializerKey = "com.alamofire.networking.task.complete.responseserializer"
+public let AFNetworkingTaskDidCompleteResponseSerializerKey =
+    "com.alamofire.networking.task.complete.responseserializer"
 /// `AFNetworkingTaskDidCompleteResponseDataKey`: a data task's raw body (`Data`).
 public let AFNetworkingTaskDidCompleteResponseDataKey = "com.alamofire.networking.complete.finish.responsedata"
 /// `AFNetworkingTaskDidCompleteErrorKey`: the task's or the serializer's error.

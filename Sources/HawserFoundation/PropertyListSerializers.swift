@@ -22,8 +22,11 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     ///   - writeOptions: PropertyListSerialization's write options; none by default.
     ///   - httpSerializer: the settings shared with the HTTP serializer (headers, query rules,
     ///     timeouts); a default `HTTPRequestSerializer` by default.
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml, writeOptions: PropertyListSerialization.WriteOptions = 0,
-                httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()) {
+    public init(
+        format: PropertyListSerialization.PropertyListFormat = .xml,
+        writeOptions: PropertyListSerialization.WriteOptions = 0,
+        httpSerializer: HTTPRequestSerializer = HTTPRequestSerializer()
+    ) {
         self.format = format
         self.writeOptions = writeOptions
         self.httpSerializer = httpSerializer
@@ -42,10 +45,18 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
     /// Parameters of any property-list shape: a dictionary, an array at the top level, a string,
     /// a number, a boolean, a date or data.
     @_disfavoredOverload
-    public func request(bySerializing request: HTTPClientRequest, parameters: (any Sendable)?) throws -> HTTPClientRequest {
-        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") { parameters in
+    public func request(
+        bySerializing request: HTTPClientRequest,
+        parameters: (any Sendable)?
+    ) throws -> HTTPClientRequest {
+        try self.httpSerializer.request(request, parameters: parameters, bodyContentType: "application/x-plist") {
+            parameters in
             guard self.format != .openStep else {
-                throw SerializationError(.invalidParameters, "the OpenStep property-list format can be read but not written", url: request.url)
+                throw SerializationError(
+                    .invalidParameters,
+                    "the OpenStep property-list format can be read but not written",
+                    url: request.url
+                )
             }
             let object: Any
             do {
@@ -54,12 +65,27 @@ public struct PropertyListRequestSerializer: HTTPRequestSerializing {
                 throw e.with(url: request.url)
             }
             guard PropertyListSerialization.propertyList(object, isValidFor: self.format) else {
-                throw SerializationError(.invalidParameters, "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)", url: request.url)
+                throw SerializationError(
+                    .invalidParameters,
+                    "the parameters are not a property list (a value is not a string, number, boolean, date, data, array or dictionary)",
+                    url: request.url
+                )
             }
             do {
-                return Array(try PropertyListSerialization.data(fromPropertyList: object, format: self.format, options: self.writeOptions))
+                return Array(
+                    try PropertyListSerialization.data(
+                        fromPropertyList: object,
+                        format: self.format,
+                        options: self.writeOptions
+                    )
+                )
             } catch {
-                throw SerializationError(.invalidParameters, "PropertyListSerialization could not write the parameters", url: request.url, cause: sendableError(error))
+                throw SerializationError(
+                    .invalidParameters,
+                    "PropertyListSerialization could not write the parameters",
+                    url: request.url,
+                    cause: sendableError(error)
+                )
             }
         }
     }
@@ -82,7 +108,10 @@ public struct PropertyListResponseSerializer: HTTPResponseValidating {
     /// - Parameters:
     ///   - format: kept for parity with AFNetworking; reading detects the format.
     ///   - readOptions: PropertyListSerialization's read options; none by default.
-    public init(format: PropertyListSerialization.PropertyListFormat = .xml, readOptions: PropertyListSerialization.ReadOptions = []) {
+    public init(
+        format: PropertyListSerialization.PropertyListFormat = .xml,
+        readOptions: PropertyListSerialization.ReadOptions = []
+    ) {
         self.format = format
         self.readOptions = readOptions
     }
@@ -95,9 +124,15 @@ public struct PropertyListResponseSerializer: HTTPResponseValidating {
         }
         let object: Any
         do {
-            object = try PropertyListSerialization.propertyList(from: Data(data), options: self.readOptions, format: nil)
+            object = try PropertyListSerialization.propertyList(
+                from: Data(data),
+                options: self.readOptions,
+                format: nil
+            )
         } catch {
-            throw parseError("the body is not a property list", error, response: response, data: data).chaining(statusFailure)
+            throw parseError("the body is not a property list", error, response: response, data: data).chaining(
+                statusFailure
+            )
         }
         if let statusFailure { throw statusFailure }
         return sendablePropertyList(object)
@@ -176,11 +211,22 @@ extension PropertyListRequestSerializer: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
-        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
-            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        guard
+            let format = PropertyListSerialization.PropertyListFormat(
+                rawValue: try c.decode(UInt.self, forKey: .format)
+            )
+        else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .format,
+                in: c,
+                debugDescription: "unknown property-list format"
+            )
         }
-        self.init(format: format, writeOptions: try c.decode(PropertyListSerialization.WriteOptions.self, forKey: .writeOptions),
-                  httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer))
+        self.init(
+            format: format,
+            writeOptions: try c.decode(PropertyListSerialization.WriteOptions.self, forKey: .writeOptions),
+            httpSerializer: try c.decode(HTTPRequestSerializer.self, forKey: .httpSerializer)
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -202,12 +248,27 @@ extension PropertyListResponseSerializer: CodableResponseSerialization {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
-        guard let format = PropertyListSerialization.PropertyListFormat(rawValue: try c.decode(UInt.self, forKey: .format)) else {
-            throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: "unknown property-list format")
+        guard
+            let format = PropertyListSerialization.PropertyListFormat(
+                rawValue: try c.decode(UInt.self, forKey: .format)
+            )
+        else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .format,
+                in: c,
+                debugDescription: "unknown property-list format"
+            )
         }
-        self.init(format: format, readOptions: PropertyListSerialization.ReadOptions(rawValue: try c.decode(UInt.self, forKey: .readOptions)))
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
-        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.init(
+            format: format,
+            readOptions: PropertyListSerialization.ReadOptions(rawValue: try c.decode(UInt.self, forKey: .readOptions))
+        )
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(
+            Set.init
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -204,7 +204,14 @@ struct BodyDecoder: Sendable {
         var summary = FieldSummary()
         guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan),
             try rules.fields(
-                p, avail: avail, base: start, firstLine: start, linesBefore: 0, scan: &self.trailerScan, into: &summary)
+                p,
+                avail: avail,
+                base: start,
+                firstLine: start,
+                linesBefore: 0,
+                scan: &self.trailerScan,
+                into: &summary
+            )
         else { return (start, .needMore) }
         if summary.headers.count == 0 { return (summary.end, .end) }
         return (summary.end, .trailers(summary.headers))

@@ -57,12 +57,20 @@ public enum HTTP1Encoder {
     /// The request line alone, `method SP target SP HTTP/1.x CRLF`: the start of a head that is
     /// written field by field (``writeField(name:value:into:)``, ``writeFields(_:omittingFraming:into:)``,
     /// ``writeEndOfHead(into:)``) instead of from one ``HTTPHeaders``.
-    public static func writeRequestLine(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
-                                        into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+    public static func writeRequestLine(
+        method: HTTPMethod,
+        target: String,
+        version: HTTPVersion = .http1_1,
+        into buffer: inout [UInt8]
+    ) throws(HTTP1EncodeError) {
         let methodBytes = method.rawValue.utf8
-        guard !methodBytes.isEmpty, methodBytes.allSatisfy(CharClass.isToken) else { throw HTTP1EncodeError(.invalidMethod) }
+        guard !methodBytes.isEmpty, methodBytes.allSatisfy(CharClass.isToken) else {
+            throw HTTP1EncodeError(.invalidMethod)
+        }
         let targetBytes = target.utf8
-        guard !targetBytes.isEmpty, targetBytes.allSatisfy(CharClass.isTarget) else { throw HTTP1EncodeError(.invalidTarget) }
+        guard !targetBytes.isEmpty, targetBytes.allSatisfy(CharClass.isTarget) else {
+            throw HTTP1EncodeError(.invalidTarget)
+        }
         let versionString = try versionBytes(version)
         buffer.append(contentsOf: methodBytes)
         buffer.append(asciiSP)
@@ -79,7 +87,9 @@ public enum HTTP1Encoder {
         var value = value
         let problem: HTTP1EncodeError.Kind? = name.withUTF8 { n in
             value.withUTF8 { v in
-                if let problem = fieldProblem(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) { return problem }
+                if let problem = fieldProblem(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) {
+                    return problem
+                }
                 append(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v), into: &buffer)
                 return nil
             }
@@ -91,7 +101,11 @@ public enum HTTP1Encoder {
     /// empty line that ends the head. With `omittingFraming`, `Content-Length` and
     /// `Transfer-Encoding` fields are left out (the caller writes the body's own framing).
     /// Nothing is written when a field is refused.
-    public static func writeFields(_ headers: HTTPHeaders, omittingFraming: Bool, into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+    public static func writeFields(
+        _ headers: HTTPHeaders,
+        omittingFraming: Bool,
+        into buffer: inout [UInt8]
+    ) throws(HTTP1EncodeError) {
         try validate(headers)
         for index in 0..<headers.count {
             headers.withRawField(at: index) { name, value in
@@ -117,7 +131,8 @@ public enum HTTP1Encoder {
     }
 
     /// `HTTP/1.x SP status SP reason CRLF *(field CRLF) CRLF`.
-    public static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout [UInt8]) throws(HTTP1EncodeError) {
+    public static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout [UInt8]) throws(HTTP1EncodeError)
+    {
         let version = try versionBytes(head.version)
         guard head.status >= 100 && head.status <= 999 else { throw HTTP1EncodeError(.invalidStatus) }
         let reason = head.reasonPhrase.utf8

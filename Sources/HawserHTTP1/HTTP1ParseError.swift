@@ -105,7 +105,8 @@ extension HTTP1ParseError.Kind {
         case .invalidContentLength: return "Content-Length is not a plain decimal number that fits in 63 bits"
         case .conflictingContentLength: return "Content-Length values differ"
         case .contentLengthWithTransferEncoding: return "both Content-Length and Transfer-Encoding"
-        case .invalidTransferEncoding: return "Transfer-Encoding is empty, applies chunked more than once, or gives it parameters"
+        case .invalidTransferEncoding:
+            return "Transfer-Encoding is empty, applies chunked more than once, or gives it parameters"
         case .unsupportedTransferEncoding: return "a request's final transfer coding is not chunked"
         case .transferEncodingInHTTP1_0: return "Transfer-Encoding in an HTTP/1.0 message"
         case .invalidChunkSize: return "a chunk-size line is not hex digits followed by extensions and CRLF"

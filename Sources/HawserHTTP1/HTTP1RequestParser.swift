@@ -99,7 +99,10 @@ public struct HTTP1RequestParser: Sendable {
         case .body:
             guard let base = input.baseAddress else { return (0, nil) }
             let (consumed, step) = try self.body.next(
-                base.assumingMemoryBound(to: UInt8.self), avail: input.count, limits: self.limits)
+                base.assumingMemoryBound(to: UInt8.self),
+                avail: input.count,
+                limits: self.limits
+            )
             switch step {
             case .needMore:
                 return (consumed, nil)
@@ -166,7 +169,8 @@ public struct HTTP1RequestParser: Sendable {
             method: StartLine.method(p, 0, line.methodEnd),
             target: String(
                 decoding: UnsafeBufferPointer(start: p + line.targetStart, count: line.targetEnd &- line.targetStart),
-                as: UTF8.self),
+                as: UTF8.self
+            ),
             version: line.version,
             headers: summary.headers
         )

@@ -155,7 +155,10 @@ public struct HTTP1ResponseParser: Sendable {
         case .body:
             guard let base = input.baseAddress else { return (0, nil) }
             let (consumed, step) = try self.body.next(
-                base.assumingMemoryBound(to: UInt8.self), avail: input.count, limits: self.limits)
+                base.assumingMemoryBound(to: UInt8.self),
+                avail: input.count,
+                limits: self.limits
+            )
             switch step {
             case .needMore:
                 return (consumed, nil)
@@ -231,10 +234,17 @@ public struct HTTP1ResponseParser: Sendable {
         } else if reasonLength == 0 {
             reason = ""
         } else {
-            reason = String(decoding: UnsafeBufferPointer(start: p + line.reasonStart, count: reasonLength), as: UTF8.self)
+            reason = String(
+                decoding: UnsafeBufferPointer(start: p + line.reasonStart, count: reasonLength),
+                as: UTF8.self
+            )
         }
         let head = HTTPResponseHead(
-            version: line.version, status: line.status, reasonPhrase: reason, headers: summary.headers)
+            version: line.version,
+            status: line.status,
+            reasonPhrase: reason,
+            headers: summary.headers
+        )
         let end = summary.end
         if summary.hasTransferEncoding {
             if line.version == .http1_0 { throw HTTP1ParseError(.transferEncodingInHTTP1_0, offset: end) }

@@ -339,7 +339,9 @@ struct SectionRules: Sendable {
             // byte), then byte by byte from the flagged one (HTAB, CR, LF, errors).
             while i &+ 16 <= end {
                 let low = SWAR.controlOrDELMask(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-                let high = SWAR.controlOrDELMask(UnsafeRawPointer(p + i).loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                let high = SWAR.controlOrDELMask(
+                    UnsafeRawPointer(p + i).loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                )
                 if low | high != 0 {
                     i &+= low != 0 ? low.trailingZeroBitCount &>> 3 : 8 &+ high.trailingZeroBitCount &>> 3
                     break
@@ -379,8 +381,13 @@ struct SectionRules: Sendable {
             )
             if self.framingFields {
                 if let error = Self.noteFramingField(
-                    p, nameStart: s, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, into: &summary)
-                {
+                    p,
+                    nameStart: s,
+                    nameEnd: nameEnd,
+                    valueStart: valueStart,
+                    valueEnd: valueEnd,
+                    into: &summary
+                ) {
                     return .failed(error, lineStart: s, fieldLines: count)
                 }
             }
@@ -391,7 +398,12 @@ struct SectionRules: Sendable {
         if count > 0 {
             let spanBytes = count &* HTTPHeaders.spanSize
             let rawCount = summary.end &- firstLine
-            let storage = HeaderStorage.make(spanCapacity: count, byteCapacity: rawCount, fieldCount: count, byteCount: rawCount)
+            let storage = HeaderStorage.make(
+                spanCapacity: count,
+                byteCapacity: rawCount,
+                fieldCount: count,
+                byteCount: rawCount
+            )
             storage.withUnsafeMutablePointerToElements { elements in
                 let dst = UnsafeMutableRawPointer(elements)
                 dst.copyMemory(from: spans.base, byteCount: spanBytes)
@@ -455,8 +467,9 @@ struct SectionRules: Sendable {
                 return HTTP1ParseError(.conflictingContentLength, offset: valueStart)
             }
         case 17:
-            guard word(p, nameStart) == transfer && word(p, nameStart &+ 8) == dashEncodin
-                && p[nameStart &+ 16] | 0x20 == 0x67  // "g"
+            guard
+                word(p, nameStart) == transfer && word(p, nameStart &+ 8) == dashEncodin
+                    && p[nameStart &+ 16] | 0x20 == 0x67  // "g"
             else { return nil }
             return noteTransferEncoding(p, valueStart: valueStart, valueEnd: valueEnd, into: &summary)
         case 10:
@@ -469,7 +482,8 @@ struct SectionRules: Sendable {
                 summary.connectionKeepAlive = true
                 return nil
             }
-            if length == 5 && (UnsafeRawPointer(p + valueStart).loadUnaligned(as: UInt32.self) | 0x2020_2020) == 0x736f_6c63
+            if length == 5
+                && (UnsafeRawPointer(p + valueStart).loadUnaligned(as: UInt32.self) | 0x2020_2020) == 0x736f_6c63
                 && (p[valueStart &+ 4] | 0x20) == 0x65
             {
                 summary.connectionClose = true

@@ -58,7 +58,8 @@ enum StartLine {
     /// `HTTP-version SP status-code [SP reason-phrase]`. The SP before an empty reason may be
     /// missing (as h11 and llhttp accept). status-code is 3 digits, 100-999.
     @inline(__always)
-    static func parseStatus(_ p: UnsafePointer<UInt8>, lineStart s: Int, lf: Int) throws(HTTP1ParseError) -> StatusLine {
+    static func parseStatus(_ p: UnsafePointer<UInt8>, lineStart s: Int, lf: Int) throws(HTTP1ParseError) -> StatusLine
+    {
         let end = contentEnd(p, lineStart: s, lf: lf)
         do throws(HTTP1ParseError) {
             guard end &- s >= 12 else { throw HTTP1ParseError(.invalidStatusLine, offset: s) }
@@ -90,7 +91,11 @@ enum StartLine {
     }
 
     /// `method SP request-target SP HTTP-version`, single spaces (RFC 9112 §3).
-    static func parseRequest(_ p: UnsafePointer<UInt8>, lineStart s: Int, lf: Int) throws(HTTP1ParseError) -> RequestLine {
+    static func parseRequest(
+        _ p: UnsafePointer<UInt8>,
+        lineStart s: Int,
+        lf: Int
+    ) throws(HTTP1ParseError) -> RequestLine {
         let end = contentEnd(p, lineStart: s, lf: lf)
         do throws(HTTP1ParseError) {
             var i = s

@@ -142,7 +142,10 @@ public struct HTTPHeaders: @unchecked Sendable {
     @inlinable
     func indices(of name: String) -> [Int] {
         var result: [Int] = []
-        self.forEachIndex(of: name) { result.append($0); return true }
+        self.forEachIndex(of: name) {
+            result.append($0)
+            return true
+        }
         return result
     }
 
@@ -174,7 +177,10 @@ public struct HTTPHeaders: @unchecked Sendable {
     /// The first value of the field `name` (case-insensitive), or nil.
     public subscript(name: String) -> String? {
         var found: Int?
-        self.forEachIndex(of: name) { found = $0; return false }
+        self.forEachIndex(of: name) {
+            found = $0
+            return false
+        }
         return found.map { self.value(at: $0) }
     }
 
@@ -186,7 +192,10 @@ public struct HTTPHeaders: @unchecked Sendable {
     /// Whether a field named `name` (case-insensitive) is present.
     public func contains(name: String) -> Bool {
         var found = false
-        self.forEachIndex(of: name) { _ in found = true; return false }
+        self.forEachIndex(of: name) { _ in
+            found = true
+            return false
+        }
         return found
     }
 
@@ -249,7 +258,10 @@ public struct HTTPHeaders: @unchecked Sendable {
         let count = self.count
         var kept = HTTPHeaders()
         if count > doomed.count {
-            kept.storage = HeaderStorage.make(spanCapacity: count - doomed.count, byteCapacity: self.storage!.info.byteCount)
+            kept.storage = HeaderStorage.make(
+                spanCapacity: count - doomed.count,
+                byteCapacity: self.storage!.info.byteCount
+            )
         }
         var next = 0
         for index in 0..<count {
@@ -296,7 +308,9 @@ public struct HTTPHeaders: @unchecked Sendable {
         {
             return
         }
-        let spanCapacity = Swift.max(header.spanCapacity, header.fieldCount + fields, 8) * (header.fieldCount + fields > header.spanCapacity ? 2 : 1)
+        let spanCapacity =
+            Swift.max(header.spanCapacity, header.fieldCount + fields, 8)
+            * (header.fieldCount + fields > header.spanCapacity ? 2 : 1)
         let byteCapacity = Swift.max(header.byteCapacity, 256, (header.byteCount + bytes) * 2)
         let grown = HeaderStorage.make(spanCapacity: spanCapacity, byteCapacity: byteCapacity)
         old.withUnsafeMutablePointerToElements { from in
@@ -305,7 +319,9 @@ public struct HTTPHeaders: @unchecked Sendable {
                 let dst = UnsafeMutableRawPointer(to)
                 dst.copyMemory(from: src, byteCount: header.fieldCount * Self.spanSize)
                 (dst + spanCapacity * Self.spanSize).copyMemory(
-                    from: src + header.spanCapacity * Self.spanSize, byteCount: header.byteCount)
+                    from: src + header.spanCapacity * Self.spanSize,
+                    byteCount: header.byteCount
+                )
             }
         }
         grown.header.fieldCount = header.fieldCount

@@ -1,3 +1,6 @@
+import HTTPTypes
+import HawserCore
+
 // Conversions between Hawser's message types and swift-http-types' currency types
 // (`HTTPRequest`, `HTTPResponse`, `HTTPFields`), and a `Session` entry point that speaks them.
 //
@@ -9,8 +12,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HTTPTypes
-import HawserCore
 
 // MARK: - Fields
 
@@ -57,15 +58,22 @@ extension HTTPResponse {
         guard (100...999).contains(head.status) else {
             throw HawserError(.protocolError, "status \(head.status) is not a three-digit status code")
         }
-        self.init(status: .init(code: head.status, reasonPhrase: head.reasonPhrase), headerFields: try HTTPFields(head.headers))
+        self.init(
+            status: .init(code: head.status, reasonPhrase: head.reasonPhrase),
+            headerFields: try HTTPFields(head.headers)
+        )
     }
 }
 
 extension HTTPResponseHead {
     /// An `HTTPResponse` as a Hawser response head (HTTP/1.1).
     public init(_ response: HTTPResponse) {
-        self.init(version: .http1_1, status: response.status.code, reasonPhrase: response.status.reasonPhrase,
-                  headers: HTTPHeaders(response.headerFields))
+        self.init(
+            version: .http1_1,
+            status: response.status.code,
+            reasonPhrase: response.status.reasonPhrase,
+            headers: HTTPHeaders(response.headerFields)
+        )
     }
 }
 
@@ -80,7 +88,11 @@ extension HTTPRequest {
     /// a field that ``HTTPFields/init(_:)`` refuses.
     public init(_ request: HTTPClientRequest) throws(HawserError) {
         guard let method = HTTPRequest.Method(request.method.rawValue) else {
-            throw HawserError(.invalidRequest, "the method '\(request.method.rawValue)' is not a token", url: request.url)
+            throw HawserError(
+                .invalidRequest,
+                "the method '\(request.method.rawValue)' is not a token",
+                url: request.url
+            )
         }
         guard let scheme = request.url.scheme, let host = request.url.host(percentEncoded: true), !host.isEmpty else {
             throw HawserError(.invalidRequest, "the URL has no scheme or no host", url: request.url)
@@ -91,7 +103,13 @@ extension HTTPRequest {
         var path = request.url.path(percentEncoded: true)
         if path.isEmpty { path = "/" }
         if let query = request.url.query(percentEncoded: true) { path += "?" + query }
-        self.init(method: method, scheme: scheme, authority: authority, path: path, headerFields: try HTTPFields(request.headers))
+        self.init(
+            method: method,
+            scheme: scheme,
+            authority: authority,
+            path: path,
+            headerFields: try HTTPFields(request.headers)
+        )
     }
 }
 
@@ -104,14 +122,21 @@ extension HTTPClientRequest {
     /// session sends), or parts that do not make a URL.
     public init(_ request: HTTPRequest, body: RequestBody? = nil) throws(HawserError) {
         guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw HawserError(.invalidRequest, "the request's scheme is '\(request.scheme ?? "")'; a session sends http and https")
+            throw HawserError(
+                .invalidRequest,
+                "the request's scheme is '\(request.scheme ?? "")'; a session sends http and https"
+            )
         }
-        guard let authority = request.authority ?? request.headerFields[HTTPField.Name("Host")!], !authority.isEmpty else {
+        guard let authority = request.authority ?? request.headerFields[HTTPField.Name("Host")!], !authority.isEmpty
+        else {
             throw HawserError(.invalidRequest, "the request has neither an :authority nor a Host field")
         }
         let path = request.path ?? "/"
         guard path.hasPrefix("/") else {
-            throw HawserError(.invalidRequest, "the request's path '\(path)' is not in origin form (it must start with '/')")
+            throw HawserError(
+                .invalidRequest,
+                "the request's path '\(path)' is not in origin form (it must start with '/')"
+            )
         }
         guard let url = URL(string: "\(scheme)://\(authority)\(path)"), url.host(percentEncoded: true) != nil else {
             throw HawserError(.invalidRequest, "'\(scheme)://\(authority)\(path)' is not a URL")
@@ -133,8 +158,12 @@ extension Session {
     ///
     /// Redirects, authentication, cookies, decoding, the cache, proxies, TLS and timeouts are the
     /// session's, as for every request it executes.
-    public func streamingResponse(for request: HTTPRequest, body: RequestBody? = nil) async throws(HawserError)
-        -> (response: HTTPResponse, body: ResponseBodyStream) {
+    public func streamingResponse(
+        for request: HTTPRequest,
+        body: RequestBody? = nil
+    ) async throws(HawserError)
+        -> (response: HTTPResponse, body: ResponseBodyStream)
+    {
         let clientRequest = try HTTPClientRequest(request, body: body)
         let response = try await self.streamingResponse(for: clientRequest)
         do {

@@ -60,8 +60,11 @@ public struct MetricsInstrumentation: RequestInstrumentation {
             self.duration.recordNanoseconds(end - metrics.fetchStart)
         }
         if let error {
-            Counter(label: "hawser.client.errors", dimensions: self.dimensions + [("error.type", "\(error.code)")],
-                    factory: self.factory).increment()
+            Counter(
+                label: "hawser.client.errors",
+                dimensions: self.dimensions + [("error.type", "\(error.code)")],
+                factory: self.factory
+            ).increment()
         }
     }
 }

@@ -1,3 +1,4 @@
+import CHawser
 // Blocking work off the event loop: file IO runs on a small pool of threads, as getaddrinfo
 // runs on the Resolver's, and its result is posted back to the loop that asked with `execute`.
 //
@@ -10,7 +11,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
 
 /// A bounded pool of threads for blocking calls (file IO), with per-key ordering.
 public final class BlockingIOPool: Sendable {
@@ -21,7 +21,7 @@ public final class BlockingIOPool: Sendable {
 
     private struct State {
         var queue: [Job] = []
-        var running: [String?] = []   // the keys of running jobs (nil: a barrier)
+        var running: [String?] = []  // the keys of running jobs (nil: a barrier)
         var threads = 0
         var idle = 0
     }
@@ -58,8 +58,12 @@ public final class BlockingIOPool: Sendable {
 
     /// Runs `work` on a pool thread (ordered by `key` as ``submit(key:_:)``) and calls
     /// `completion` with its result on `loop`.
-    public func submit<T: Sendable>(key: String?, on loop: EventLoop, _ work: @escaping @Sendable () -> T,
-                                    completion: @escaping @Sendable (T) -> Void) {
+    public func submit<T: Sendable>(
+        key: String?,
+        on loop: EventLoop,
+        _ work: @escaping @Sendable () -> T,
+        completion: @escaping @Sendable (T) -> Void
+    ) {
         self.submit(key: key) {
             let result = work()
             loop.execute { completion(result) }
@@ -82,12 +86,17 @@ public final class BlockingIOPool: Sendable {
     private func spawn() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let pool = Unmanaged<BlockingIOPool>.fromOpaque(arg!).takeRetainedValue()
-            CHawser_set_thread_name(pool.name)
-            pool.work()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid,
+            nil,
+            { arg in
+                let pool = Unmanaged<BlockingIOPool>.fromOpaque(arg!).takeRetainedValue()
+                CHawser_set_thread_name(pool.name)
+                pool.work()
+                return nil
+            },
+            box.toOpaque()
+        )
         if rc == 0 {
             pthread_detach(tid)
         } else {
@@ -98,7 +107,7 @@ public final class BlockingIOPool: Sendable {
 
     /// The index of the first job that may start now, if any.
     private static func runnable(_ s: State) -> Int? {
-        if s.running.contains(where: { $0 == nil }) { return nil }   // a barrier runs alone
+        if s.running.contains(where: { $0 == nil }) { return nil }  // a barrier runs alone
         var earlierKeys = Set<String>()
         for (i, job) in s.queue.enumerated() {
             guard let key = job.key else {

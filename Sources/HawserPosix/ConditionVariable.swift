@@ -40,7 +40,10 @@ extension Mutex where Value: Sendable {
     /// Blocks until the value is non-nil / true (signalled through `cond.broadcast()`).
     func waitUntilSet<T>(_ cond: ConditionVariable) -> T where Value == T? {
         var result: T? = nil
-        cond.wait { result = self.withLock { $0 }; return result != nil }
+        cond.wait {
+            result = self.withLock { $0 }
+            return result != nil
+        }
         return result!
     }
 

@@ -10,8 +10,14 @@ package enum Digest {
             digest.withUnsafeMutableBufferPointer { output in
                 // EVP_Digest wants a non-null pointer even for zero bytes.
                 withUnsafeBytes(of: UInt8(0)) { empty in
-                    EVP_Digest(input.count > 0 ? input.baseAddress : empty.baseAddress, input.count, output.baseAddress, &length,
-                               EVP_sha256(), nil)
+                    EVP_Digest(
+                        input.count > 0 ? input.baseAddress : empty.baseAddress,
+                        input.count,
+                        output.baseAddress,
+                        &length,
+                        EVP_sha256(),
+                        nil
+                    )
                 }
             }
         }

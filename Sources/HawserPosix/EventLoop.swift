@@ -1,3 +1,4 @@
+import CHawser
 // Theory of operation
 // -------------------
 // One EventLoop = one thread + one epoll instance (level-triggered) + one eventfd.
@@ -20,7 +21,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
 
 /// Receives readiness events for a file descriptor registered with an ``EventLoop``.
 /// Called on the loop's thread only.
@@ -55,7 +55,7 @@ public final class Scheduled: @unchecked Sendable {
     }
 
     fileprivate func cancelOnLoop() {
-        guard !self.cancelled else { return }   // already fired or cancelled
+        guard !self.cancelled else { return }  // already fired or cancelled
         self.cancelled = true
         self.body = nil
         self.loop.timerCancelled()
@@ -138,13 +138,18 @@ public final class EventLoop: @unchecked Sendable {
     private func startThread() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
-            loop.threadID.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
-            CHawser_set_thread_name(loop.name)
-            loop.run()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid,
+            nil,
+            { arg in
+                let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+                loop.threadID.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
+                CHawser_set_thread_name(loop.name)
+                loop.run()
+                return nil
+            },
+            box.toOpaque()
+        )
         precondition(rc == 0, "pthread_create failed: \(rc)")
         self.thread = tid
     }
@@ -240,7 +245,8 @@ public final class EventLoop: @unchecked Sendable {
                 self.runExpiredTimers()
                 self.runTasks()
                 rounds += 1
-            } while rounds < 1000 && (!self.localTasks.isEmpty || (self.timers.nextDeadline().map { $0 <= self.turnStart } ?? false))
+            } while rounds < 1000
+                && (!self.localTasks.isEmpty || (self.timers.nextDeadline().map { $0 <= self.turnStart } ?? false))
         }
     }
 

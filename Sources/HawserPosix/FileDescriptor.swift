@@ -5,10 +5,11 @@
 // store), or on a thread of the caller's choosing (uploads, downloads, cookie persistence,
 // the command-line tool); docs/ARCHITECTURE.md lists which is which.
 
+import CHawser
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
 
 /// A failed file operation: which one, on which path, and the `errno` it left.
 public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+import CHawser
 // Name resolution off the event loop. getaddrinfo blocks, so it runs on a small pool of
 // resolver threads; the answer is handed back to the requesting loop with `execute`.
 // Numeric addresses never leave the loop.
@@ -6,7 +7,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
 
 /// Why a name could not be resolved.
 public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -53,7 +53,11 @@ public final class Resolver: Sendable {
     /// Resolves `host`, calling `completion` on a resolver thread (or inline for literals).
     /// IPv6 and IPv4 answers are interleaved, starting with the family getaddrinfo put first
     /// (RFC 8305 §4), so connecting "in turn" alternates families.
-    public func resolve(host: String, port: Int, completion: @escaping @Sendable (Result<[SocketAddress], ResolutionError>) -> Void) {
+    public func resolve(
+        host: String,
+        port: Int,
+        completion: @escaping @Sendable (Result<[SocketAddress], ResolutionError>) -> Void
+    ) {
         if let literal = SocketAddress(ipAddress: host, port: port) {
             completion(.success([literal]))
             return
@@ -74,12 +78,17 @@ public final class Resolver: Sendable {
     private func spawn() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let r = Unmanaged<Resolver>.fromOpaque(arg!).takeRetainedValue()
-            CHawser_set_thread_name("hawser-dns")
-            r.work()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid,
+            nil,
+            { arg in
+                let r = Unmanaged<Resolver>.fromOpaque(arg!).takeRetainedValue()
+                CHawser_set_thread_name("hawser-dns")
+                r.work()
+                return nil
+            },
+            box.toOpaque()
+        )
         if rc == 0 {
             pthread_detach(tid)
         } else {

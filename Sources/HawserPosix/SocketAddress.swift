@@ -1,4 +1,3 @@
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +6,7 @@ import Glibc
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     @usableFromInline
     package enum Storage: Sendable, Hashable {
-        case v4(host: UInt32, port: UInt16)          // both in network byte order
+        case v4(host: UInt32, port: UInt16)  // both in network byte order
         case v6(host: [UInt8], port: UInt16, scope: UInt32)
         case unix(path: [UInt8])
     }
@@ -48,17 +47,23 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     init(storage: sockaddr_storage) {
         var s = storage
         if Int32(s.ss_family) == AF_UNIX {
-            let sun = withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { $0.pointee } }
+            let sun = withUnsafePointer(to: &s) {
+                $0.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { $0.pointee }
+            }
             var path = sun.sun_path
             let bytes = withUnsafeBytes(of: &path) { raw in Array(raw.prefix(while: { $0 != 0 })) }
             self.storage = .unix(path: bytes)
         } else if Int32(s.ss_family) == AF_INET6 {
-            let sin6 = withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
+            let sin6 = withUnsafePointer(to: &s) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+            }
             var addr = sin6.sin6_addr
             let bytes = withUnsafeBytes(of: &addr) { Array($0) }
             self.storage = .v6(host: bytes, port: sin6.sin6_port, scope: sin6.sin6_scope_id)
         } else {
-            let sin = withUnsafePointer(to: &s) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee } }
+            let sin = withUnsafePointer(to: &s) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+            }
             self.storage = .v4(host: sin.sin_addr.s_addr, port: sin.sin_port)
         }
     }
@@ -130,7 +135,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             sin.sin_port = p
             sin.sin_addr = in_addr(s_addr: h)
             return withUnsafePointer(to: &sin) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .v6(let h, let p, let scope):
             var sin6 = sockaddr_in6()
@@ -139,7 +146,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             sin6.sin6_scope_id = scope
             withUnsafeMutableBytes(of: &sin6.sin6_addr) { $0.copyBytes(from: h) }
             return withUnsafePointer(to: &sin6) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         case .unix(let path):
             var sun = sockaddr_un()

@@ -11,10 +11,11 @@
 // (errno after SSL_ERROR_SYSCALL), HawserReachability's RouteMonitor.swift (netlink sockets,
 // namespaces) and HawserTestServer's TestProcesses.swift (waitpid). No other file reads errno.
 
+import CHawser
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
 
 /// An error returned by a system call, with the errno value and the call that failed.
 public struct IOError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -71,7 +72,11 @@ package enum Posix {
     }
 
     @inline(never)
-    package static func writev(_ fd: Int32, _ iov: UnsafePointer<iovec>, _ count: Int32) throws(IOError) -> IOResult<Int> {
+    package static func writev(
+        _ fd: Int32,
+        _ iov: UnsafePointer<iovec>,
+        _ count: Int32
+    ) throws(IOError) -> IOResult<Int> {
         while true {
             let n = CHawser_writev(fd, iov, count)
             if n >= 0 { return .processed(n) }

@@ -41,13 +41,23 @@ public enum HTTPConnectTunnel {
     /// `Proxy-Authorization: Basic …`. IPv6 addresses are bracketed. `extraHeaders` (e.g.
     /// `User-Agent`) are appended. Throws ``HTTPConnectError/Kind/malformed`` for a host or
     /// header that cannot be sent (CR, LF, NUL, spaces in the host).
-    public static func requestHead(host: String, port: Int, credentials: ProxyCredentials? = nil,
-                                   extraHeaders: HTTPHeaders = HTTPHeaders()) throws(HTTPConnectError) -> [UInt8] {
+    public static func requestHead(
+        host: String,
+        port: Int,
+        credentials: ProxyCredentials? = nil,
+        extraHeaders: HTTPHeaders = HTTPHeaders()
+    ) throws(HTTPConnectError) -> [UInt8] {
         guard (1...65535).contains(port) else {
             throw HTTPConnectError(kind: .malformed, message: "CONNECT: port \(port) is out of range", head: nil)
         }
-        guard !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") }) else {
-            throw HTTPConnectError(kind: .malformed, message: "CONNECT: '\(host)' is not a host that can be sent", head: nil)
+        guard !host.isEmpty,
+            host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") })
+        else {
+            throw HTTPConnectError(
+                kind: .malformed,
+                message: "CONNECT: '\(host)' is not a host that can be sent",
+                head: nil
+            )
         }
         var bare = host
         if bare.hasPrefix("["), bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
@@ -60,7 +70,10 @@ public enum HTTPConnectTunnel {
         for field in extraHeaders { headers.add(name: field.name, value: field.value) }
         var out: [UInt8] = []
         do {
-            try HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: .connect, target: authority, headers: headers), into: &out)
+            try HTTP1Encoder.writeRequestHead(
+                HTTPRequestHead(method: .connect, target: authority, headers: headers),
+                into: &out
+            )
         } catch {
             throw HTTPConnectError(kind: .malformed, message: "CONNECT: \(error)", head: nil)
         }
@@ -77,12 +90,20 @@ public enum HTTPConnectTunnel {
             return
         case 407:
             let challenges = head.headers.values(for: "Proxy-Authenticate")
-            let offered = challenges.isEmpty ? "no challenge offered" : "challenges: " + challenges.joined(separator: ", ")
-            throw HTTPConnectError(kind: .proxyAuthenticationRequired,
-                                   message: "proxy authentication required for CONNECT \(host):\(port) (407; \(offered))", head: head)
+            let offered =
+                challenges.isEmpty ? "no challenge offered" : "challenges: " + challenges.joined(separator: ", ")
+            throw HTTPConnectError(
+                kind: .proxyAuthenticationRequired,
+                message: "proxy authentication required for CONNECT \(host):\(port) (407; \(offered))",
+                head: head
+            )
         default:
             let reason = head.reasonPhrase.isEmpty ? "" : " \(head.reasonPhrase)"
-            throw HTTPConnectError(kind: .refused, message: "proxy refused CONNECT \(host):\(port): \(head.status)\(reason)", head: head)
+            throw HTTPConnectError(
+                kind: .refused,
+                message: "proxy refused CONNECT \(host):\(port): \(head.status)\(reason)",
+                head: head
+            )
         }
     }
 
@@ -122,13 +143,18 @@ public enum HTTPConnectTunnel {
             while true {
                 var parser = self.parser
                 let result: Result<(consumed: Int, event: HTTP1ResponseEvent?), HTTP1ParseError> =
-                    self.pending.withUnsafeBytes { buf in Result { () throws(HTTP1ParseError) in try parser.next(buf) } }
+                    self.pending.withUnsafeBytes { buf in Result { () throws(HTTP1ParseError) in try parser.next(buf) }
+                    }
                 self.parser = parser
                 let step: (consumed: Int, event: HTTP1ResponseEvent?)
                 switch result {
                 case .success(let s): step = s
                 case .failure(let error):
-                    throw HTTPConnectError(kind: .malformed, message: "malformed proxy response to CONNECT: \(error)", head: nil)
+                    throw HTTPConnectError(
+                        kind: .malformed,
+                        message: "malformed proxy response to CONNECT: \(error)",
+                        head: nil
+                    )
                 }
                 self.pending.removeFirst(step.consumed)
                 guard let event = step.event else { return .needMore }
@@ -148,7 +174,11 @@ public enum HTTPConnectTunnel {
         /// The proxy closed the connection: always an error, since a complete answer would
         /// already have been returned by `receive`.
         public mutating func finish() -> HTTPConnectError {
-            HTTPConnectError(kind: .closed, message: "the proxy closed the connection before answering CONNECT \(self.host):\(self.port)", head: nil)
+            HTTPConnectError(
+                kind: .closed,
+                message: "the proxy closed the connection before answering CONNECT \(self.host):\(self.port)",
+                head: nil
+            )
         }
     }
 }

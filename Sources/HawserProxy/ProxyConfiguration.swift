@@ -1,3 +1,6 @@
+import HawserHTTP1
+import HawserPosix
+
 // Which proxy, if any, a request goes through: configured explicitly or read from the
 // environment exactly as curl reads it. Pure values; the connector does the connecting.
 #if canImport(FoundationEssentials)
@@ -9,8 +12,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserHTTP1
-import HawserPosix
 
 /// Why a proxy setting could not be used.
 public struct ProxyConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -151,7 +152,9 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         var port: Int
         if case .https = kind { port = 443 } else { port = 1080 }
         if let pt = portText, !pt.isEmpty {
-            guard pt.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), pt.count <= 5, let p = Int(pt), (1...65535).contains(p) else {
+            guard pt.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), pt.count <= 5, let p = Int(pt),
+                (1...65535).contains(p)
+            else {
                 throw ProxyConfigurationError("proxy '\(shown)': bad port '\(pt)'")
             }
             port = p
@@ -163,9 +166,12 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
     static func redactingPassword(_ string: String) -> String {
         var authorityStart = string.startIndex
         if let r = Self.findSchemeSeparator(Substring(string)) { authorityStart = r.upperBound }
-        let authorityEnd = string[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? string.endIndex
+        let authorityEnd =
+            string[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? string.endIndex
         let authority = string[authorityStart..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return string }
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else {
+            return string
+        }
         return String(string[..<authority.index(after: colon)]) + "***" + String(string[at...])
     }
 
@@ -187,7 +193,7 @@ public struct ProxyServer: Sendable, Hashable, CustomStringConvertible {
         case .socks5(let remote): scheme = remote ? "socks5h" : "socks5"
         }
         let h = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "\(scheme)://\(h):\(self.port)"   // never the credentials
+        return "\(scheme)://\(h):\(self.port)"  // never the credentials
     }
 }
 
@@ -226,7 +232,9 @@ public struct NoProxyList: Sendable, Hashable {
         while i < bytes.endIndex {
             while i < bytes.endIndex && isBlank(bytes[i]) { i = bytes.index(after: i) }
             let start = i
-            while i < bytes.endIndex && !isBlank(bytes[i]) && bytes[i] != UInt8(ascii: ",") { i = bytes.index(after: i) }
+            while i < bytes.endIndex && !isBlank(bytes[i]) && bytes[i] != UInt8(ascii: ",") {
+                i = bytes.index(after: i)
+            }
             if start < i { out.append(s[start..<i]) }
             while i < bytes.endIndex && isBlank(bytes[i]) { i = bytes.index(after: i) }
             guard i < bytes.endIndex, bytes[i] == UInt8(ascii: ",") else { break }
@@ -267,7 +275,8 @@ public struct NoProxyList: Sendable, Hashable {
             if name == entryName { return true }
             // A subdomain: the name ends with "." + the entry.
             if name.count > entryName.count, name[name.count - entryName.count - 1] == UInt8(ascii: "."),
-               name.suffix(entryName.count).elementsEqual(entryName) {
+                name.suffix(entryName.count).elementsEqual(entryName)
+            {
                 return true
             }
         }
@@ -380,8 +389,12 @@ public struct ProxyConfiguration: Sendable, Hashable {
 
     /// Creates settings from the proxies for each scheme and the hosts that bypass them; with no
     /// argument, no proxy at all (``none``).
-    public init(httpProxy: ProxyServer? = nil, httpsProxy: ProxyServer? = nil, allProxy: ProxyServer? = nil,
-                bypass: NoProxyList = NoProxyList("")) {
+    public init(
+        httpProxy: ProxyServer? = nil,
+        httpsProxy: ProxyServer? = nil,
+        allProxy: ProxyServer? = nil,
+        bypass: NoProxyList = NoProxyList("")
+    ) {
         self.httpProxy = httpProxy
         self.httpsProxy = httpsProxy
         self.allProxy = allProxy
@@ -396,7 +409,9 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// - `no_proxy`, else `NO_PROXY`: see ``NoProxyList``.
     /// A variable set to the empty string counts as unset (curl's rule). A proxy string that
     /// cannot be parsed is an error naming the variable.
-    public static func fromEnvironment(_ environment: [String: String]) throws(ProxyConfigurationError) -> ProxyConfiguration {
+    public static func fromEnvironment(
+        _ environment: [String: String]
+    ) throws(ProxyConfigurationError) -> ProxyConfiguration {
         let config = ProxyConfiguration(environment: environment)
         for setting in Setting.allCases {
             if let error = config.invalidSettings[setting] { throw error }
@@ -439,11 +454,13 @@ public struct ProxyConfiguration: Sendable, Hashable {
     /// (see ``invalidSettings``).
     public func proxy(for url: URL) throws(ProxyConfigurationError) -> ProxyTarget? {
         // Every request asks, and most sessions have no proxy: answer without parsing the URL.
-        guard self.httpProxy != nil || self.httpsProxy != nil || self.allProxy != nil || !self.invalidSettings.isEmpty else {
+        guard self.httpProxy != nil || self.httpsProxy != nil || self.allProxy != nil || !self.invalidSettings.isEmpty
+        else {
             return nil
         }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
+            let host = url.host(percentEncoded: false), !host.isEmpty
+        else { return nil }
         if self.bypass.matches(host: host) { return nil }
         let secure = scheme == "https"
         let own = secure ? self.httpsProxy : self.httpProxy
@@ -470,7 +487,9 @@ func percentDecode(_ s: Substring) -> String? {
     var it = Array(s.utf8)[...]
     while let c = it.popFirst() {
         if c == UInt8(ascii: "%") {
-            guard it.count >= 2, let h = hexValue(it.removeFirst()), let l = hexValue(it.removeFirst()) else { return nil }
+            guard it.count >= 2, let h = hexValue(it.removeFirst()), let l = hexValue(it.removeFirst()) else {
+                return nil
+            }
             out.append(h << 4 | l)
         } else {
             out.append(c)

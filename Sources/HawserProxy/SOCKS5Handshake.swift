@@ -13,12 +13,13 @@
 // After the last reply the connection is a tunnel to the destination; any bytes that came
 // with the reply are handed back as the tunnel's first bytes.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import HawserBase
 import HawserHTTP1
 import HawserPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A SOCKS5 failure, with the reason in words.
 public struct SOCKS5Error: Error, Sendable, Hashable, CustomStringConvertible {
@@ -145,10 +146,16 @@ public struct SOCKS5Handshake: Sendable {
         if let c = credentials {
             guard !c.user.isEmpty else { throw SOCKS5Error(.invalidRequest, "empty user name") }
             guard c.user.utf8.count <= 255 else {
-                throw SOCKS5Error(.invalidRequest, "user name of \(c.user.utf8.count) bytes is longer than SOCKS5's 255")
+                throw SOCKS5Error(
+                    .invalidRequest,
+                    "user name of \(c.user.utf8.count) bytes is longer than SOCKS5's 255"
+                )
             }
             guard c.password.utf8.count <= 255 else {
-                throw SOCKS5Error(.invalidRequest, "password of \(c.password.utf8.count) bytes is longer than SOCKS5's 255")
+                throw SOCKS5Error(
+                    .invalidRequest,
+                    "password of \(c.password.utf8.count) bytes is longer than SOCKS5's 255"
+                )
             }
         }
         self.destination = destination
@@ -199,7 +206,8 @@ public struct SOCKS5Handshake: Sendable {
         switch self.state {
         case .awaitingMethod:
             guard self.buffer.count >= 2 else { return .needMore }
-            let version = self.buffer[0], method = self.buffer[1]
+            let version = self.buffer[0]
+            let method = self.buffer[1]
             self.buffer.removeFirst(2)
             guard version == 0x05 else {
                 throw self.failing(.protocolViolation, "method selection has version \(version), expected 5")
@@ -210,27 +218,40 @@ public struct SOCKS5Handshake: Sendable {
                 return .send(self.connectRequest())
             case 0x02:
                 guard self.credentials != nil else {
-                    throw self.failing(.protocolViolation, "the proxy chose username/password authentication, which was not offered")
+                    throw self.failing(
+                        .protocolViolation,
+                        "the proxy chose username/password authentication, which was not offered"
+                    )
                 }
                 self.state = .awaitingAuthentication
                 return .send([0x01, UInt8(self.user.count)] + self.user + [UInt8(self.password.count)] + self.password)
             case 0xFF:
-                throw self.failing(.noAcceptableAuthenticationMethod, self.credentials == nil
-                    ? "the proxy requires authentication (no acceptable method among: no authentication)"
-                    : "the proxy accepts none of the offered methods (no authentication, username/password)")
+                throw self.failing(
+                    .noAcceptableAuthenticationMethod,
+                    self.credentials == nil
+                        ? "the proxy requires authentication (no acceptable method among: no authentication)"
+                        : "the proxy accepts none of the offered methods (no authentication, username/password)"
+                )
             default:
-                throw self.failing(.protocolViolation, "the proxy chose authentication method 0x\(String(method, radix: 16)), which was not offered")
+                throw self.failing(
+                    .protocolViolation,
+                    "the proxy chose authentication method 0x\(String(method, radix: 16)), which was not offered"
+                )
             }
         case .awaitingAuthentication:
             guard self.buffer.count >= 2 else { return .needMore }
-            let version = self.buffer[0], status = self.buffer[1]
+            let version = self.buffer[0]
+            let status = self.buffer[1]
             self.buffer.removeFirst(2)
             // RFC 1929 says version 1; some proxies echo 5. Both are accepted, nothing else.
             guard version == 0x01 || version == 0x05 else {
                 throw self.failing(.protocolViolation, "authentication reply has version \(version), expected 1")
             }
             guard status == 0x00 else {
-                throw self.failing(.authenticationFailed, "the proxy rejected user '\(self.credentials?.user ?? "")' (status \(status))")
+                throw self.failing(
+                    .authenticationFailed,
+                    "the proxy rejected user '\(self.credentials?.user ?? "")' (status \(status))"
+                )
             }
             self.state = .awaitingReply
             return .send(self.connectRequest())
@@ -241,8 +262,10 @@ public struct SOCKS5Handshake: Sendable {
             }
             let rep = self.buffer[1]
             guard rep == 0x00 else {
-                throw self.failing(.connectFailed(replyCode: rep),
-                                   "CONNECT to \(self.destinationText) failed: \(SOCKS5Error.describe(replyCode: rep))")
+                throw self.failing(
+                    .connectFailed(replyCode: rep),
+                    "CONNECT to \(self.destinationText) failed: \(SOCKS5Error.describe(replyCode: rep))"
+                )
             }
             guard self.buffer.count >= 4 else { return .needMore }
             let atyp = self.buffer[3]
@@ -285,7 +308,8 @@ public struct SOCKS5Handshake: Sendable {
     private var destinationText: String {
         switch self.destination {
         case .hostname(let h): return "\(h):\(self.port)"
-        case .address(let a): return a.family == AF_INET6 ? "[\(a.ipAddress)]:\(self.port)" : "\(a.ipAddress):\(self.port)"
+        case .address(let a):
+            return a.family == AF_INET6 ? "[\(a.ipAddress)]:\(self.port)" : "\(a.ipAddress):\(self.port)"
         }
     }
 
@@ -312,4 +336,3 @@ public struct SOCKS5Handshake: Sendable {
         return out
     }
 }
-

@@ -48,7 +48,9 @@ public enum Netlink {
                 throw ParseError("NLMSG_ERROR payload of \(self.payload.count) bytes is too short for its error code")
             }
             let raw = Int32(bitPattern: Netlink.u32(self.payload, 0))
-            guard raw <= 0, raw != Int32.min else { throw ParseError("NLMSG_ERROR carries a positive error code \(raw)") }
+            guard raw <= 0, raw != Int32.min else {
+                throw ParseError("NLMSG_ERROR carries a positive error code \(raw)")
+            }
             return -raw
         }
     }
@@ -81,14 +83,23 @@ public enum Netlink {
                 throw ParseError("message at offset \(offset) declares length \(length), shorter than its header")
             }
             guard length <= left else {
-                throw ParseError("message at offset \(offset) declares length \(length) but only \(left) bytes remain (truncated)")
+                throw ParseError(
+                    "message at offset \(offset) declares length \(length) but only \(left) bytes remain (truncated)"
+                )
             }
             let type = u16(bytes, offset + 4)
             let flags = u16(bytes, offset + 6)
             let seq = u32(bytes, offset + 8)
             let pid = u32(bytes, offset + 12)
-            out.append(Message(type: type, flags: flags, sequence: seq, portID: pid,
-                               payload: Array(bytes[(offset + headerLength)..<(offset + length)])))
+            out.append(
+                Message(
+                    type: type,
+                    flags: flags,
+                    sequence: seq,
+                    portID: pid,
+                    payload: Array(bytes[(offset + headerLength)..<(offset + length)])
+                )
+            )
             let aligned = Int(CHawser_NLMSG_ALIGN(UInt32(length)))
             offset += min(aligned, left)
         }
@@ -107,12 +118,20 @@ public enum Netlink {
         var offset = start
         while offset < payload.count {
             let left = payload.count - offset
-            guard left >= 4 else { throw ParseError("\(left) trailing bytes at offset \(offset) are too short for an attribute header") }
+            guard left >= 4 else {
+                throw ParseError("\(left) trailing bytes at offset \(offset) are too short for an attribute header")
+            }
             let length = Int(u16(payload, offset))
-            let type = u16(payload, offset + 2) & 0x3FFF   // NLA_TYPE_MASK
-            guard length >= 4 else { throw ParseError("attribute \(type) at offset \(offset) declares length \(length), shorter than its header") }
+            let type = u16(payload, offset + 2) & 0x3FFF  // NLA_TYPE_MASK
+            guard length >= 4 else {
+                throw ParseError(
+                    "attribute \(type) at offset \(offset) declares length \(length), shorter than its header"
+                )
+            }
             guard length <= left else {
-                throw ParseError("attribute \(type) at offset \(offset) declares length \(length) but only \(left) bytes remain")
+                throw ParseError(
+                    "attribute \(type) at offset \(offset) declares length \(length) but only \(left) bytes remain"
+                )
             }
             out[type] = Array(payload[(offset + 4)..<(offset + length)])
             offset += min(Int(CHawser_RTA_ALIGN(UInt32(length))), left)
@@ -212,7 +231,7 @@ public enum Netlink {
     public static func routeRequest(family: UInt8, destination: [UInt8], sequence: UInt32) -> [UInt8] {
         var payload = [UInt8](repeating: 0, count: Int(CHawser_sizeof_rtmsg()))
         payload[0] = family
-        payload[1] = UInt8(destination.count * 8)   // rtm_dst_len
+        payload[1] = UInt8(destination.count * 8)  // rtm_dst_len
         if !destination.isEmpty {
             let length = Int(CHawser_RTA_HDRLEN()) + destination.count
             appendU16(&payload, UInt16(length))
@@ -226,8 +245,12 @@ public enum Netlink {
     /// A dump request (`RTM_GETLINK` or `RTM_GETADDR`) over every family.
     public static func dumpRequest(type: UInt16, sequence: UInt32) -> [UInt8] {
         let size = type == CHAWSER_RTM_GETLINK ? CHawser_sizeof_ifinfomsg() : CHawser_sizeof_ifaddrmsg()
-        return request(type: type, flags: CHAWSER_NLM_F_DUMP, sequence: sequence,
-                       payload: [UInt8](repeating: 0, count: Int(size)))
+        return request(
+            type: type,
+            flags: CHAWSER_NLM_F_DUMP,
+            sequence: sequence,
+            payload: [UInt8](repeating: 0, count: Int(size))
+        )
     }
 
     // MARK: - Host-order integers (netlink uses the host's byte order)

@@ -1,3 +1,5 @@
+import CHawser
+import HawserPosix
 // Reachability from the kernel's routing table, watched over netlink.
 //
 // Theory of operation
@@ -29,8 +31,6 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
-import HawserPosix
 
 /// What kind of network interface a usable route leaves through.
 public enum InterfaceKind: Sendable, Hashable, CustomStringConvertible {
@@ -175,9 +175,12 @@ public final class RouteMonitor: @unchecked Sendable {
     ///   - networkNamespace: a namespace file to watch instead of the process's own namespace.
     ///   - eventLoop: the loop to run on (default: one of the shared group's).
     ///   - coalescingDelay: how long to gather a burst of changes (default 50 ms).
-    public init(target: RouteTarget = .defaultRoute, networkNamespace: String? = nil,
-                eventLoop: EventLoop = EventLoopGroup.shared.next(),
-                coalescingDelay: Duration = .milliseconds(50)) throws(RouteMonitorError) {
+    public init(
+        target: RouteTarget = .defaultRoute,
+        networkNamespace: String? = nil,
+        eventLoop: EventLoop = EventLoopGroup.shared.next(),
+        coalescingDelay: Duration = .milliseconds(50)
+    ) throws(RouteMonitorError) {
         if case .host(let h) = target {
             guard !h.isEmpty, h.utf8.count <= 253, !h.utf8.contains(0) else {
                 throw RouteMonitorError("'\(h)' is not a valid host name")
@@ -213,7 +216,11 @@ public final class RouteMonitor: @unchecked Sendable {
         self.stop()
         let sockets: RouteSockets = try {
             () throws(RouteMonitorError) -> RouteSockets in
-            if let s = self.state.withLock({ s -> RouteSockets? in let r = s.sockets; s.sockets = nil; return r }) {
+            if let s = self.state.withLock({ s -> RouteSockets? in
+                let r = s.sockets
+                s.sockets = nil
+                return r
+            }) {
                 return s
             }
             return try RouteSockets.open(namespace: self.networkNamespace)
@@ -224,8 +231,13 @@ public final class RouteMonitor: @unchecked Sendable {
             return s.run
         }
         self.gate.open(run: run, handler: handler)
-        let core = RouteMonitorCore(loop: self.eventLoop, sockets: sockets, target: self.target,
-                                    namespaced: self.networkNamespace != nil, delay: self.coalescingDelay) {
+        let core = RouteMonitorCore(
+            loop: self.eventLoop,
+            sockets: sockets,
+            target: self.target,
+            namespaced: self.networkNamespace != nil,
+            delay: self.coalescingDelay
+        ) {
             [gate, weakState = WeakStatus(self)] status in
             weakState.set(status, run: run)
             gate.deliver(status, run: run)
@@ -242,11 +254,13 @@ public final class RouteMonitor: @unchecked Sendable {
     /// Stops watching and closes the sockets. When it returns, the handler is not running and
     /// will not run again. Safe from any thread, from inside the handler, and more than once.
     public func stop() {
-        guard let core = self.state.withLock({ s -> UnsafeTransfer<RouteMonitorCore>? in
-            let c = s.core
-            s.core = nil
-            return c
-        }) else { return }
+        guard
+            let core = self.state.withLock({ s -> UnsafeTransfer<RouteMonitorCore>? in
+                let c = s.core
+                s.core = nil
+                return c
+            })
+        else { return }
         self.gate.close()
         core.value.closeAndWait()
     }
@@ -298,7 +312,6 @@ final class DeliveryGate: @unchecked Sendable {
     }
 }
 
-
 // MARK: - Sockets
 
 /// The event and query sockets of one monitor.
@@ -306,7 +319,8 @@ struct RouteSockets: Sendable {
     var events: Int32
     var query: Int32
 
-    static let groups = CHAWSER_RTMGRP_LINK | CHAWSER_RTMGRP_IPV4_IFADDR | CHAWSER_RTMGRP_IPV4_ROUTE
+    static let groups =
+        CHAWSER_RTMGRP_LINK | CHAWSER_RTMGRP_IPV4_IFADDR | CHAWSER_RTMGRP_IPV4_ROUTE
         | CHAWSER_RTMGRP_IPV6_IFADDR | CHAWSER_RTMGRP_IPV6_ROUTE
 
     func close() {
@@ -322,11 +336,16 @@ struct RouteSockets: Sendable {
         let job = NamespaceJob(path: ns)
         let box = Unmanaged.passRetained(job)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let job = Unmanaged<NamespaceJob>.fromOpaque(arg!).takeRetainedValue()
-            job.result = RouteSockets.openInNamespace(job.path)
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid,
+            nil,
+            { arg in
+                let job = Unmanaged<NamespaceJob>.fromOpaque(arg!).takeRetainedValue()
+                job.result = RouteSockets.openInNamespace(job.path)
+                return nil
+            },
+            box.toOpaque()
+        )
         guard rc == 0 else {
             box.release()
             throw RouteMonitorError("cannot start a thread to enter the network namespace", errnoCode: rc)
@@ -358,7 +377,9 @@ struct RouteSockets: Sendable {
     private static func openInNamespace(_ path: String) -> Result<RouteSockets, RouteMonitorError> {
         let home = Glibc.open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         if home < 0 {
-            return .failure(RouteMonitorError("cannot open this thread's network namespace", errnoCode: CHawser_errno()))
+            return .failure(
+                RouteMonitorError("cannot open this thread's network namespace", errnoCode: CHawser_errno())
+            )
         }
         defer { Posix.close(home) }
         let target = Glibc.open(path, O_RDONLY | O_CLOEXEC)
@@ -410,14 +431,21 @@ final class RouteMonitorCore: @unchecked Sendable {
     private let socketsClosed = Mutex(false)
     private let closeSignal = OneShotSignal()
 
-    init(loop: EventLoop, sockets: RouteSockets, target: RouteTarget, namespaced: Bool, delay: Duration,
-         deliver: @escaping (RouteStatus) -> Void) {
+    init(
+        loop: EventLoop,
+        sockets: RouteSockets,
+        target: RouteTarget,
+        namespaced: Bool,
+        delay: Duration,
+        deliver: @escaping (RouteStatus) -> Void
+    ) {
         self.loop = loop
         self.sockets = sockets
         self.target = target
         self.namespaced = namespaced
         let c = delay.components
-        self.delayNanoseconds = UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds / 1_000_000_000))
+        self.delayNanoseconds =
+            UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds / 1_000_000_000))
         self.deliver = deliver
         self.portID = CHawser_netlink_port_id(sockets.query)
     }
@@ -426,7 +454,7 @@ final class RouteMonitorCore: @unchecked Sendable {
     func begin() {
         self.loop.assertInLoop()
         guard !self.closed, !self.started else { return }
-        if self.loop.isShutDown {   // a late task of a stopping loop: never register
+        if self.loop.isShutDown {  // a late task of a stopping loop: never register
             self.teardown()
             return
         }
@@ -461,7 +489,7 @@ final class RouteMonitorCore: @unchecked Sendable {
         }
         while !self.closeSignal.wait(milliseconds: 100) {
             if self.loop.isShutDown {
-                self.loop.shutdown()   // already requested by someone else: this only waits for its end
+                self.loop.shutdown()  // already requested by someone else: this only waits for its end
                 self.closeSocketsOnce()
                 return
             }
@@ -500,7 +528,9 @@ final class RouteMonitorCore: @unchecked Sendable {
     private func readEvents() {
         var relevant = false
         while !self.closed {
-            let n = self.buffer.withUnsafeMutableBytes { CHawser_netlink_recv(self.sockets.events, $0.baseAddress, $0.count) }
+            let n = self.buffer.withUnsafeMutableBytes {
+                CHawser_netlink_recv(self.sockets.events, $0.baseAddress, $0.count)
+            }
             if n < 0 {
                 let e = CHawser_errno()
                 if e == EINTR { continue }
@@ -511,7 +541,10 @@ final class RouteMonitorCore: @unchecked Sendable {
                 continue
             }
             guard n > 0 else { break }
-            guard n <= self.buffer.count else { relevant = true; continue }   // truncated: re-check
+            guard n <= self.buffer.count else {
+                relevant = true
+                continue
+            }  // truncated: re-check
             guard let messages = try? Netlink.messages(in: Array(self.buffer[0..<n])) else {
                 relevant = true
                 continue
@@ -524,7 +557,7 @@ final class RouteMonitorCore: @unchecked Sendable {
     private static func isChange(_ type: UInt16) -> Bool {
         switch type {
         case CHAWSER_RTM_NEWLINK, CHAWSER_RTM_DELLINK, CHAWSER_RTM_NEWADDR, CHAWSER_RTM_DELADDR,
-             CHAWSER_RTM_NEWROUTE, CHAWSER_RTM_DELROUTE:
+            CHAWSER_RTM_NEWROUTE, CHAWSER_RTM_DELROUTE:
             return true
         default:
             return false
@@ -660,7 +693,9 @@ final class RouteMonitorCore: @unchecked Sendable {
 
     private func readQueryAnswers() {
         while !self.closed {
-            let n = self.buffer.withUnsafeMutableBytes { CHawser_netlink_recv(self.sockets.query, $0.baseAddress, $0.count) }
+            let n = self.buffer.withUnsafeMutableBytes {
+                CHawser_netlink_recv(self.sockets.query, $0.baseAddress, $0.count)
+            }
             if n < 0 {
                 let e = CHawser_errno()
                 if e == EINTR { continue }
@@ -690,8 +725,9 @@ final class RouteMonitorCore: @unchecked Sendable {
 
     private func handleAnswer(_ m: Netlink.Message) {
         guard var ev = self.evaluation, let current = ev.current,
-              m.sequence == current.sequence, m.portID == self.portID || m.portID == 0 else {
-            return   // an answer to an abandoned evaluation
+            m.sequence == current.sequence, m.portID == self.portID || m.portID == 0
+        else {
+            return  // an answer to an abandoned evaluation
         }
         if m.dumpInterrupted { ev.interrupted = true }
         var complete = false
@@ -700,7 +736,7 @@ final class RouteMonitorCore: @unchecked Sendable {
             case .route:
                 if m.isError {
                     let code = try m.errorCode()
-                    if code == 0 { return }   // an ack; the route message is the answer
+                    if code == 0 { return }  // an ack; the route message is the answer
                     ev.routes.append(.failure(RouteFailure(errnoCode: code)))
                     complete = true
                 } else if m.type == CHAWSER_RTM_NEWROUTE {
@@ -744,7 +780,8 @@ final class RouteMonitorCore: @unchecked Sendable {
         var firstReason: String?
         for (i, r) in ev.routes.enumerated() {
             let dest = ev.destinations[i]
-            let what = self.target == .defaultRoute
+            let what =
+                self.target == .defaultRoute
                 ? (dest.family == UInt8(AF_INET) ? "IPv4 default route" : "IPv6 default route")
                 : "route to \(Self.text(dest))"
             switch r {
@@ -796,7 +833,8 @@ final class RouteMonitorCore: @unchecked Sendable {
         guard !link.name.isEmpty, !link.name.contains("/"), link.name != ".", link.name != ".." else { return false }
         let base = "/sys/class/net/\(link.name)"
         guard let index = readSmallFile(base + "/ifindex"),
-              Int32(index.trimmingCharacters(in: " \n")) == link.index else { return false }
+            Int32(index.trimmingCharacters(in: " \n")) == link.index
+        else { return false }
         if access(base + "/wireless", F_OK) == 0 { return true }
         if let uevent = readSmallFile(base + "/uevent") {
             return uevent.split(separator: "\n").contains("DEVTYPE=wlan")
@@ -888,8 +926,8 @@ private final class Reader: EventLoopIOHandler {
     func ioWritable() {}
 }
 
-private extension String {
-    func trimmingCharacters(in set: String) -> String {
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
         let chars = Set(set)
         var s = Substring(self)
         while let f = s.first, chars.contains(f) { s = s.dropFirst() }

@@ -1,3 +1,6 @@
+import CHawser
+import HawserPosix
+
 // X.509 certificates as values: parsed once with OpenSSL, kept as DER plus an owned X509*,
 // compared by their DER bytes. PEM bundles are split here (strict base64, clear errors), not
 // by OpenSSL's PEM reader, so every failure can say which block was wrong and why.
@@ -9,8 +12,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
-import HawserPosix
 
 /// Why certificate data could not be used.
 public struct CertificateError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -112,7 +113,10 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     public init(derEncoded bytes: [UInt8]) throws(CertificateError) {
         guard !bytes.isEmpty else { throw CertificateError(.empty, "no certificate data (0 bytes)") }
         guard bytes[0] == 0x30 else {
-            throw CertificateError(.invalidDER, "not a DER certificate: it starts with 0x\(hex2(bytes[0])), not an ASN.1 SEQUENCE (0x30)")
+            throw CertificateError(
+                .invalidDER,
+                "not a DER certificate: it starts with 0x\(hex2(bytes[0])), not an ASN.1 SEQUENCE (0x30)"
+            )
         }
         var consumed = 0
         let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer -> OpaquePointer? in
@@ -122,11 +126,17 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
             return x
         }
         guard let parsed else {
-            throw CertificateError(.invalidDER, "not a valid X.509 certificate (\(bytes.count) bytes): \(openSSLErrorText(fallback: "OpenSSL could not decode it"))")
+            throw CertificateError(
+                .invalidDER,
+                "not a valid X.509 certificate (\(bytes.count) bytes): \(openSSLErrorText(fallback: "OpenSSL could not decode it"))"
+            )
         }
         let reference = X509Reference(owning: parsed)
         guard consumed == bytes.count else {
-            throw CertificateError(.trailingData, "\(bytes.count - consumed) bytes follow the certificate's \(consumed)-byte DER encoding")
+            throw CertificateError(
+                .trailingData,
+                "\(bytes.count - consumed) bytes follow the certificate's \(consumed)-byte DER encoding"
+            )
         }
         try self.init(bytes, reference)
     }
@@ -136,7 +146,10 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     init(borrowing x509: OpaquePointer) throws(CertificateError) {
         let length = i2d_X509(x509, nil)
         guard length > 0 else {
-            throw CertificateError(.invalidDER, "cannot encode the certificate: \(openSSLErrorText(fallback: "i2d_X509 failed"))")
+            throw CertificateError(
+                .invalidDER,
+                "cannot encode the certificate: \(openSSLErrorText(fallback: "i2d_X509 failed"))"
+            )
         }
         var der = [UInt8](repeating: 0, count: Int(length))
         let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
@@ -144,7 +157,10 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
             return i2d_X509(x509, &cursor)
         }
         guard written == length else {
-            throw CertificateError(.invalidDER, "cannot encode the certificate: \(openSSLErrorText(fallback: "i2d_X509 failed"))")
+            throw CertificateError(
+                .invalidDER,
+                "cannot encode the certificate: \(openSSLErrorText(fallback: "i2d_X509 failed"))"
+            )
         }
         X509_up_ref(x509)
         try self.init(der, X509Reference(owning: x509))
@@ -164,7 +180,10 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
         self.notValidBefore = before
         self.notValidAfter = after
         guard X509_get_X509_PUBKEY(x) != nil, let key = X509_get0_pubkey(x) else {
-            throw CertificateError(.invalidDER, "\(named()) has a public key OpenSSL cannot use: \(openSSLErrorText(fallback: "unsupported key"))")
+            throw CertificateError(
+                .invalidDER,
+                "\(named()) has a public key OpenSSL cannot use: \(openSSLErrorText(fallback: "unsupported key"))"
+            )
         }
         self.publicKeyAlgorithm = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "unknown"
         self.publicKeyBits = Int(EVP_PKEY_get_bits(key))
@@ -189,7 +208,10 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             throw CertificateError(.empty, "no certificate data (\(bytes.count) bytes of whitespace)")
         }
-        throw CertificateError(.unrecognizedFormat, "neither PEM (no '-----BEGIN' line) nor DER (first byte 0x\(hex2(bytes[0])), a certificate starts with 0x30)")
+        throw CertificateError(
+            .unrecognizedFormat,
+            "neither PEM (no '-----BEGIN' line) nor DER (first byte 0x\(hex2(bytes[0])), a certificate starts with 0x30)"
+        )
     }
 
     /// Reads a certificate file: PEM (one or several certificates) or DER.
@@ -224,13 +246,14 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
         var out: [Certificate] = []
         for name in names.sorted() {
             guard let dot = name.lastIndex(of: "."),
-                  fileExtensions.contains(name[name.index(after: dot)...].lowercased()) else { continue }
+                fileExtensions.contains(name[name.index(after: dot)...].lowercased())
+            else { continue }
             let file = path.hasSuffix("/") ? path + name : path + "/" + name
             var info = stat()
             guard stat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             do {
                 out += try load(contentsOf: file)
-            } catch where error.kind == .noCertificate {
+            } catch  where error.kind == .noCertificate {
                 // A PEM file of keys or parameters next to the certificates: not ours to read.
                 continue
             }
@@ -251,7 +274,8 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     /// signature (whether or not it is a CA).
     public var isSelfSigned: Bool {
         let x = self.x509.pointer
-        let result = X509_NAME_cmp(X509_get_subject_name(x), X509_get_issuer_name(x)) == 0
+        let result =
+            X509_NAME_cmp(X509_get_subject_name(x), X509_get_issuer_name(x)) == 0
             && X509_verify(x, X509_get0_pubkey(x)) == 1
         ERR_clear_error()
         return result
@@ -285,8 +309,12 @@ enum PEMReader {
         while let start = find(begin, in: bytes, from: position) {
             blockIndex += 1
             let labelStart = start + begin.count
-            guard let labelEnd = find(dashes, in: bytes, from: labelStart), !bytes[labelStart..<labelEnd].contains(0x0A) else {
-                throw CertificateError(.invalidPEM, "PEM block #\(blockIndex): the BEGIN line does not end with '-----'")
+            guard let labelEnd = find(dashes, in: bytes, from: labelStart), !bytes[labelStart..<labelEnd].contains(0x0A)
+            else {
+                throw CertificateError(
+                    .invalidPEM,
+                    "PEM block #\(blockIndex): the BEGIN line does not end with '-----'"
+                )
             }
             let label = String(decoding: bytes[labelStart..<labelEnd], as: UTF8.self)
             let bodyStart = labelEnd + dashes.count
@@ -295,12 +323,19 @@ enum PEMReader {
             }
             let endLabelStart = endLine + end.count
             guard let endLabelEnd = find(dashes, in: bytes, from: endLabelStart),
-                  !bytes[endLabelStart..<endLabelEnd].contains(0x0A) else {
-                throw CertificateError(.invalidPEM, "PEM block #\(blockIndex) ('\(label)'): the END line does not end with '-----'")
+                !bytes[endLabelStart..<endLabelEnd].contains(0x0A)
+            else {
+                throw CertificateError(
+                    .invalidPEM,
+                    "PEM block #\(blockIndex) ('\(label)'): the END line does not end with '-----'"
+                )
             }
             let endLabel = String(decoding: bytes[endLabelStart..<endLabelEnd], as: UTF8.self)
             guard endLabel == label else {
-                throw CertificateError(.invalidPEM, "PEM block #\(blockIndex) begins as '\(label)' but ends as '\(endLabel)'")
+                throw CertificateError(
+                    .invalidPEM,
+                    "PEM block #\(blockIndex) begins as '\(label)' but ends as '\(endLabel)'"
+                )
             }
             position = endLabelEnd + dashes.count
             guard certificateLabels.contains(label) else {
@@ -309,7 +344,10 @@ enum PEMReader {
             }
             let body = bytes[bodyStart..<endLine]
             if body.contains(UInt8(ascii: ":")) {
-                throw CertificateError(.invalidPEM, "PEM certificate block #\(blockIndex) has header lines (encrypted or not a plain certificate)")
+                throw CertificateError(
+                    .invalidPEM,
+                    "PEM certificate block #\(blockIndex) has header lines (encrypted or not a plain certificate)"
+                )
             }
             guard let der = TrustBase64.decode(body, ignoringWhitespace: true) else {
                 throw CertificateError(.invalidPEM, "PEM certificate block #\(blockIndex) is not valid base64")
@@ -321,7 +359,9 @@ enum PEMReader {
             }
         }
         if out.isEmpty {
-            let found = otherLabels.isEmpty ? "no complete block" : "only " + otherLabels.map { "'\($0)'" }.joined(separator: ", ")
+            let found =
+                otherLabels.isEmpty
+                ? "no complete block" : "only " + otherLabels.map { "'\($0)'" }.joined(separator: ", ")
             throw CertificateError(.noCertificate, "PEM data holds no CERTIFICATE block (\(found))")
         }
         return out
@@ -359,7 +399,10 @@ enum TrustBase64 {
         var i = 0
         while i + 2 < bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+            out += [
+                alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)],
+                alphabet[Int(n & 63)],
+            ]
             i += 3
         }
         let rest = bytes.count - i
@@ -368,7 +411,9 @@ enum TrustBase64 {
             out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], UInt8(ascii: "="), UInt8(ascii: "=")]
         } else if rest == 2 {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], UInt8(ascii: "=")]
+            out += [
+                alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], UInt8(ascii: "="),
+            ]
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -452,7 +497,9 @@ private func distinguishedName(_ name: OpaquePointer?) -> String {
 private func commonName(_ name: OpaquePointer?) -> String? {
     guard let name else { return nil }
     let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
-    guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else { return nil }
+    guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry) else {
+        return nil
+    }
     var utf8: UnsafeMutablePointer<UInt8>? = nil
     let length = ASN1_STRING_to_UTF8(&utf8, data)
     guard length >= 0, let utf8 else { return nil }

@@ -40,7 +40,9 @@ public struct PublicKeyPin: Sendable, Hashable, CustomStringConvertible {
         let prefix = "sha256/"
         guard text.hasPrefix(prefix) else {
             if let slash = text.firstIndex(of: "/") {
-                throw PinError("pin '\(text)': unsupported hash '\(text[..<slash])' (only 'sha256/' pins are supported)")
+                throw PinError(
+                    "pin '\(text)': unsupported hash '\(text[..<slash])' (only 'sha256/' pins are supported)"
+                )
             }
             throw PinError("pin '\(text)' does not start with 'sha256/'")
         }
@@ -63,7 +65,8 @@ public struct PublicKeyPin: Sendable, Hashable, CustomStringConvertible {
         var pins: [PublicKeyPin] = []
         var position = 0
         for part in trimmed.split(separator: ";", omittingEmptySubsequences: false)
-            .flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) }) {
+            .flatMap({ $0.split(separator: ",", omittingEmptySubsequences: false) })
+        {
             position += 1
             if part.trimmingSpaces.isEmpty { throw PinError("pin #\(position) of the list is empty") }
             pins.append(try PublicKeyPin(String(part)))

@@ -9,7 +9,8 @@ import Foundation
 
 extension SecurityPolicy: Codable {
     private enum Keys: String, CodingKey {
-        case pinningMode, pinnedCertificates, pinnedPublicKeyHashes, allowInvalidCertificates, validatesDomainName, anchors
+        case pinningMode, pinnedCertificates, pinnedPublicKeyHashes, allowInvalidCertificates, validatesDomainName,
+            anchors
         case allowsCommonNameFallback
     }
     private enum AnchorKeys: String, CodingKey {
@@ -24,16 +25,27 @@ extension SecurityPolicy: Codable {
         case "publicKey": mode = .publicKey
         case "certificate": mode = .certificate
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .pinningMode, in: c,
-                                                   debugDescription: "unknown pinning mode '\(other)' (none, publicKey, certificate)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .pinningMode,
+                in: c,
+                debugDescription: "unknown pinning mode '\(other)' (none, publicKey, certificate)"
+            )
         }
-        let certificates = try Self.certificates(try c.decode([String].self, forKey: .pinnedCertificates), key: .pinnedCertificates, in: c)
+        let certificates = try Self.certificates(
+            try c.decode([String].self, forKey: .pinnedCertificates),
+            key: .pinnedCertificates,
+            in: c
+        )
         self.init(pinningMode: mode, pinnedCertificates: Set(certificates))
         for pin in try c.decode([String].self, forKey: .pinnedPublicKeyHashes) {
             do {
                 self.pinnedPublicKeyHashes.insert(try PublicKeyPin(pin))
             } catch {
-                throw DecodingError.dataCorruptedError(forKey: .pinnedPublicKeyHashes, in: c, debugDescription: "\(error)")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .pinnedPublicKeyHashes,
+                    in: c,
+                    debugDescription: "\(error)"
+                )
             }
         }
         self.allowInvalidCertificates = try c.decode(Bool.self, forKey: .allowInvalidCertificates)
@@ -45,12 +57,19 @@ extension SecurityPolicy: Codable {
         case "system":
             self.anchors = .system
         case "custom":
-            self.anchors = .custom(try Self.certificates(try a.decode([String].self, forKey: .certificates), key: .certificates, in: a))
+            self.anchors = .custom(
+                try Self.certificates(try a.decode([String].self, forKey: .certificates), key: .certificates, in: a)
+            )
         case "systemAndCustom":
-            self.anchors = .systemAndCustom(try Self.certificates(try a.decode([String].self, forKey: .certificates), key: .certificates, in: a))
+            self.anchors = .systemAndCustom(
+                try Self.certificates(try a.decode([String].self, forKey: .certificates), key: .certificates, in: a)
+            )
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .kind, in: a,
-                                                   debugDescription: "unknown anchors '\(other)' (system, custom, systemAndCustom)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind,
+                in: a,
+                debugDescription: "unknown anchors '\(other)' (system, custom, systemAndCustom)"
+            )
         }
     }
 
@@ -63,7 +82,10 @@ extension SecurityPolicy: Codable {
         case .certificate: mode = "certificate"
         }
         try c.encode(mode, forKey: .pinningMode)
-        try c.encode(self.pinnedCertificates.map { Data($0.derBytes).base64EncodedString() }.sorted(), forKey: .pinnedCertificates)
+        try c.encode(
+            self.pinnedCertificates.map { Data($0.derBytes).base64EncodedString() }.sorted(),
+            forKey: .pinnedCertificates
+        )
         try c.encode(self.pinnedPublicKeyHashes.map(\.description).sorted(), forKey: .pinnedPublicKeyHashes)
         try c.encode(self.allowInvalidCertificates, forKey: .allowInvalidCertificates)
         try c.encode(self.validatesDomainName, forKey: .validatesDomainName)
@@ -81,15 +103,27 @@ extension SecurityPolicy: Codable {
         }
     }
 
-    private static func certificates<K: CodingKey>(_ encoded: [String], key: K, in container: KeyedDecodingContainer<K>) throws -> [Certificate] {
+    private static func certificates<K: CodingKey>(
+        _ encoded: [String],
+        key: K,
+        in container: KeyedDecodingContainer<K>
+    ) throws -> [Certificate] {
         try encoded.map { text in
             guard let der = Data(base64Encoded: text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "a certificate is not base64")
+                throw DecodingError.dataCorruptedError(
+                    forKey: key,
+                    in: container,
+                    debugDescription: "a certificate is not base64"
+                )
             }
             do {
                 return try Certificate(derEncoded: Array(der))
             } catch {
-                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "a certificate does not parse: \(error)")
+                throw DecodingError.dataCorruptedError(
+                    forKey: key,
+                    in: container,
+                    debugDescription: "a certificate does not parse: \(error)"
+                )
             }
         }
     }

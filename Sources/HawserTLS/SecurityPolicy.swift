@@ -37,8 +37,11 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
 
     /// Throws why `trust`'s chain is not acceptable for `host`.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
-        _ = try trust.evaluate(anchors: self.anchors, hostname: self.validatesHost ? host : nil,
-                               allowsCommonNameFallback: self.allowsCommonNameFallback).get()
+        _ = try trust.evaluate(
+            anchors: self.anchors,
+            hostname: self.validatesHost ? host : nil,
+            allowsCommonNameFallback: self.allowsCommonNameFallback
+        ).get()
     }
 }
 
@@ -139,7 +142,10 @@ public struct SecurityPolicy: ServerTrustEvaluating {
         if domain != nil && self.allowInvalidCertificates && self.validatesDomainName && !hasPins {
             // AFNetworking refuses this configuration: with invalid certificates allowed there
             // is nothing to check the domain name against but pins.
-            throw TrustFailure(.policyMisconfigured, "validating the domain name of an invalid (e.g. self-signed) certificate requires pinning: allowInvalidCertificates with validatesDomainName needs a pinning mode and pinned certificates or keys")
+            throw TrustFailure(
+                .policyMisconfigured,
+                "validating the domain name of an invalid (e.g. self-signed) certificate requires pinning: allowInvalidCertificates with validatesDomainName needs a pinning mode and pinned certificates or keys"
+            )
         }
         guard let leaf = trust.leaf else {
             throw TrustFailure(.invalidCertificate, "the server presented no certificate")
@@ -158,24 +164,35 @@ public struct SecurityPolicy: ServerTrustEvaluating {
 
         if self.pinningMode == .certificate {
             guard hasPins else {
-                throw TrustFailure(.policyMisconfigured, "certificate pinning with no pinned certificates trusts no server")
+                throw TrustFailure(
+                    .policyMisconfigured,
+                    "certificate pinning with no pinned certificates trusts no server"
+                )
             }
-            let pinned = trust.evaluate(anchors: .custom(Array(self.pinnedCertificates)), hostname: hostname,
-                                        allowsCommonNameFallback: cnFallback)
+            let pinned = trust.evaluate(
+                anchors: .custom(Array(self.pinnedCertificates)),
+                hostname: hostname,
+                allowsCommonNameFallback: cnFallback
+            )
             if var failure = pinned.failure {
                 switch failure.reason {
                 case .untrustedRoot, .selfSigned, .incompleteChain:
                     // No path from the leaf reaches a pinned certificate.
                     failure.reason = .pinMismatch
-                    failure.message = "none of the \(self.pinnedCertificates.count) pinned certificates is in the chain of '\(leaf.subjectSummary)': \(failure.message)"
+                    failure.message =
+                        "none of the \(self.pinnedCertificates.count) pinned certificates is in the chain of '\(leaf.subjectSummary)': \(failure.message)"
                 default:
                     break
                 }
                 throw failure
             }
             guard pinned.chain.contains(where: { self.pinnedCertificates.contains($0) }) else {
-                throw TrustFailure(.pinMismatch, "none of the \(self.pinnedCertificates.count) pinned certificates is in the chain of '\(leaf.subjectSummary)'",
-                                   certificate: leaf, depth: 0)
+                throw TrustFailure(
+                    .pinMismatch,
+                    "none of the \(self.pinnedCertificates.count) pinned certificates is in the chain of '\(leaf.subjectSummary)'",
+                    certificate: leaf,
+                    depth: 0
+                )
             }
             return
         }
@@ -184,23 +201,34 @@ public struct SecurityPolicy: ServerTrustEvaluating {
         // (allowInvalidCertificates) proves only the leaf's key (the handshake showed the
         // server holds it), so only the leaf may match then.
         guard hasPins else {
-            throw TrustFailure(.policyMisconfigured, "public-key pinning with no pinned certificates or keys trusts no server")
+            throw TrustFailure(
+                .policyMisconfigured,
+                "public-key pinning with no pinned certificates or keys trusts no server"
+            )
         }
         let candidates: [Certificate]
         if base.isTrusted {
             candidates = base.chain
         } else {
             if let hostname, !leaf.matches(host: hostname, allowsCommonNameFallback: cnFallback) {
-                throw TrustFailure(.hostnameMismatch, "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (\(leaf.namesExplanation(commonNameFallback: cnFallback)))",
-                                   certificate: leaf, depth: 0)
+                throw TrustFailure(
+                    .hostnameMismatch,
+                    "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (\(leaf.namesExplanation(commonNameFallback: cnFallback)))",
+                    certificate: leaf,
+                    depth: 0
+                )
             }
             candidates = [leaf]
         }
         let keys = self.pinnedPublicKeys
         if candidates.contains(where: { keys.contains(PublicKeyPin(certificate: $0)) }) { return }
         let seen = candidates.map { "'\($0.subjectSummary)' \(PublicKeyPin(certificate: $0))" }.joined(separator: ", ")
-        throw TrustFailure(.pinMismatch, "none of the \(keys.count) pinned public keys is in the \(base.isTrusted ? "verified chain" : "unverified chain's leaf") (\(seen))",
-                           certificate: leaf, depth: 0)
+        throw TrustFailure(
+            .pinMismatch,
+            "none of the \(keys.count) pinned public keys is in the \(base.isTrusted ? "verified chain" : "unverified chain's leaf") (\(seen))",
+            certificate: leaf,
+            depth: 0
+        )
     }
 
     /// ``ServerTrustEvaluating``: ``validateServerTrust(_:forDomain:)`` with the connected host.
@@ -231,19 +259,25 @@ public struct ServerTrustManager: ServerTrustEvaluating {
     ///   - defaultEvaluator: for every other host; nil refuses them with `.policyMisconfigured`.
     /// - Throws: `.policyMisconfigured` for a pattern with `*` anywhere but a leading `*.` or
     ///   `**.`, an empty name or label, or two patterns that are the same after normalisation.
-    public init(evaluators: [String: any ServerTrustEvaluating],
-                default defaultEvaluator: (any ServerTrustEvaluating)? = DefaultTrustEvaluator()) throws(TrustFailure) {
+    public init(
+        evaluators: [String: any ServerTrustEvaluating],
+        default defaultEvaluator: (any ServerTrustEvaluating)? = DefaultTrustEvaluator()
+    ) throws(TrustFailure) {
         var exact: [[UInt8]: any ServerTrustEvaluating] = [:]
         var oneLabel: [[UInt8]: any ServerTrustEvaluating] = [:]
         var anyDepth: [[UInt8]: any ServerTrustEvaluating] = [:]
-        let star = UInt8(ascii: "*"), dot = UInt8(ascii: ".")
+        let star = UInt8(ascii: "*")
+        let dot = UInt8(ascii: ".")
         for (pattern, evaluator) in evaluators {
             var name = Self.normalize(pattern)[...]
             let isAnyDepth = name.starts(with: [star, star, dot])
             let isOneLabel = !isAnyDepth && name.starts(with: [star, dot])
             if isAnyDepth { name = name.dropFirst(3) } else if isOneLabel { name = name.dropFirst(2) }
             guard !name.contains(star), !hasEmptyLabel(name) else {
-                throw TrustFailure(.policyMisconfigured, "'\(pattern)' is not a host pattern (use 'host', '*.domain' or '**.domain')")
+                throw TrustFailure(
+                    .policyMisconfigured,
+                    "'\(pattern)' is not a host pattern (use 'host', '*.domain' or '**.domain')"
+                )
             }
             let key = Array(name)
             let duplicate: Bool
@@ -255,7 +289,10 @@ public struct ServerTrustManager: ServerTrustEvaluating {
                 duplicate = exact.updateValue(evaluator, forKey: key) != nil
             }
             if duplicate {
-                throw TrustFailure(.policyMisconfigured, "host pattern '\(pattern)' is given twice (names are case-insensitive)")
+                throw TrustFailure(
+                    .policyMisconfigured,
+                    "host pattern '\(pattern)' is given twice (names are case-insensitive)"
+                )
             }
         }
         self.exact = exact
@@ -285,7 +322,10 @@ public struct ServerTrustManager: ServerTrustEvaluating {
 
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
         guard let evaluator = self.evaluator(forHost: host) else {
-            throw TrustFailure(.policyMisconfigured, "no trust evaluator is configured for host '\(host)' and there is no default")
+            throw TrustFailure(
+                .policyMisconfigured,
+                "no trust evaluator is configured for host '\(host)' and there is no default"
+            )
         }
         try evaluator.evaluate(trust, forHost: host)
     }

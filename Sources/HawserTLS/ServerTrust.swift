@@ -1,3 +1,7 @@
+import CHawser
+import HawserPosix
+import Synchronization
+
 // What the TLS transport hands up after a handshake (ServerTrust: the host and the peer's
 // chain), and the engine's verdict on it: OpenSSL's chain building and verification against a
 // set of anchors, RFC 6125 host checking, a security floor on keys, and a typed reason.
@@ -6,12 +10,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import CHawser
-import HawserPosix
 
 /// The certificates a chain must lead to.
 public enum TrustAnchors: Sendable, Hashable {
@@ -76,8 +77,13 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible {
     ///   - certificate: the certificate at fault, when one is.
     ///   - depth: its position on the chain, 0 for the leaf.
     ///   - verifyErrorCode: OpenSSL's `X509_V_ERR_*` code, when verification found the failure.
-    public init(_ reason: Reason, _ message: String, certificate: Certificate? = nil, depth: Int? = nil,
-                verifyErrorCode: Int32? = nil) {
+    public init(
+        _ reason: Reason,
+        _ message: String,
+        certificate: Certificate? = nil,
+        depth: Int? = nil,
+        verifyErrorCode: Int32? = nil
+    ) {
         self.reason = reason
         self.message = message
         self.certificate = certificate
@@ -142,8 +148,11 @@ public struct ServerTrust: Sendable {
             do {
                 certificates.append(try Certificate(derEncoded: der))
             } catch {
-                throw TrustFailure(.invalidCertificate, "certificate #\(index) sent by the server is unusable: \(error.message)",
-                                   depth: index)
+                throw TrustFailure(
+                    .invalidCertificate,
+                    "certificate #\(index) sent by the server is unusable: \(error.message)",
+                    depth: index
+                )
             }
         }
         self.init(host: host, certificates: certificates)
@@ -178,10 +187,17 @@ public struct ServerTrust: Sendable {
     ///
     /// OpenSSL stops at the first problem it finds: path building, then purpose, then key
     /// strength, then the host name, then signatures and dates.
-    public func evaluate(anchors: TrustAnchors, hostname: String?, at time: Date? = nil,
-                         allowsCommonNameFallback: Bool = false) -> TrustResult {
+    public func evaluate(
+        anchors: TrustAnchors,
+        hostname: String?,
+        at time: Date? = nil,
+        allowsCommonNameFallback: Bool = false
+    ) -> TrustResult {
         guard let leaf = self.certificates.first else {
-            return TrustResult(failure: TrustFailure(.invalidCertificate, "the server presented no certificate"), chain: [])
+            return TrustResult(
+                failure: TrustFailure(.invalidCertificate, "the server presented no certificate"),
+                chain: []
+            )
         }
         let store: TrustStore
         do {
@@ -190,12 +206,23 @@ public struct ServerTrust: Sendable {
             return TrustResult(failure: error, chain: [])
         }
         return withExtendedLifetime((self.certificates, store)) {
-            self.verify(leaf: leaf, store: store, hostname: hostname, time: time, commonNameFallback: allowsCommonNameFallback)
+            self.verify(
+                leaf: leaf,
+                store: store,
+                hostname: hostname,
+                time: time,
+                commonNameFallback: allowsCommonNameFallback
+            )
         }
     }
 
-    private func verify(leaf: Certificate, store: TrustStore, hostname: String?, time: Date?,
-                        commonNameFallback: Bool) -> TrustResult {
+    private func verify(
+        leaf: Certificate,
+        store: TrustStore,
+        hostname: String?,
+        time: Date?,
+        commonNameFallback: Bool
+    ) -> TrustResult {
         guard let ctx = X509_STORE_CTX_new() else {
             return TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf])
         }
@@ -223,17 +250,32 @@ public struct ServerTrust: Sendable {
         if let hostname {
             guard let target = HostTarget(hostname) else {
                 ERR_clear_error()
-                return TrustResult(failure: TrustFailure(.hostnameMismatch, "'\(hostname)' is not a host name or IP address a certificate can be checked against",
-                                                         certificate: leaf, depth: 0), chain: [leaf])
+                return TrustResult(
+                    failure: TrustFailure(
+                        .hostnameMismatch,
+                        "'\(hostname)' is not a host name or IP address a certificate can be checked against",
+                        certificate: leaf,
+                        depth: 0
+                    ),
+                    chain: [leaf]
+                )
             }
             X509_VERIFY_PARAM_set_hostflags(param, HostTarget.checkFlags(commonNameFallback: commonNameFallback))
-            let ok = target.isIPAddress
+            let ok =
+                target.isIPAddress
                 ? X509_VERIFY_PARAM_set1_ip_asc(param, target.name)
                 : X509_VERIFY_PARAM_set1_host(param, target.name, 0)
             guard ok == 1 else {
                 ERR_clear_error()
-                return TrustResult(failure: TrustFailure(.hostnameMismatch, "'\(hostname)' cannot be used as a host name to check",
-                                                         certificate: leaf, depth: 0), chain: [leaf])
+                return TrustResult(
+                    failure: TrustFailure(
+                        .hostnameMismatch,
+                        "'\(hostname)' cannot be used as a host name to check",
+                        certificate: leaf,
+                        depth: 0
+                    ),
+                    chain: [leaf]
+                )
             }
         }
 
@@ -254,8 +296,15 @@ public struct ServerTrust: Sendable {
             culprit = self.certificate(for: current, store: store, leaf: leaf)
         }
         if culprit == nil, depth >= 0, depth < chain.count { culprit = chain[depth] }
-        let failure = TrustFailure.fromVerifyError(code, depth: depth, certificate: culprit ?? leaf, chain: chain,
-                                                   hostname: hostname, time: time, commonNameFallback: commonNameFallback)
+        let failure = TrustFailure.fromVerifyError(
+            code,
+            depth: depth,
+            certificate: culprit ?? leaf,
+            chain: chain,
+            hostname: hostname,
+            time: time,
+            commonNameFallback: commonNameFallback
+        )
         return TrustResult(failure: failure, chain: chain)
     }
 
@@ -267,7 +316,8 @@ public struct ServerTrust: Sendable {
         var out: [Certificate] = []
         for i in 0..<CHawserTrust_sk_X509_num(stack) {
             guard let x = CHawserTrust_sk_X509_value(stack, i),
-                  let certificate = self.certificate(for: x, store: store, leaf: leaf) else { continue }
+                let certificate = self.certificate(for: x, store: store, leaf: leaf)
+            else { continue }
             out.append(certificate)
         }
         ERR_clear_error()
@@ -310,7 +360,8 @@ struct HostTarget {
     /// OpenSSL's host-check flags: no partial wildcards (`f*.example.com`), and the subject's
     /// common name never consulted unless the caller opted in.
     static func checkFlags(commonNameFallback: Bool) -> UInt32 {
-        UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | (commonNameFallback ? 0 : UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+        UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS)
+            | (commonNameFallback ? 0 : UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
     }
 }
 
@@ -320,7 +371,8 @@ extension Certificate {
         let names = self.subjectAlternativeNames
         if !names.isEmpty { return "it names " + names.joined(separator: ", ") }
         if commonNameFallback { return "it has no subjectAltName; its subject is '\(self.subject)'" }
-        return "it has no subjectAltName, and the subject's common name ('\(self.subject)') is not checked: set allowsCommonNameFallback for a private CA that issues such certificates"
+        return
+            "it has no subjectAltName, and the subject's common name ('\(self.subject)') is not checked: set allowsCommonNameFallback for a private CA that issues such certificates"
     }
 
     /// True when this certificate names `host` under the same rules as
@@ -344,8 +396,15 @@ extension Certificate {
 // MARK: - error mapping
 
 extension TrustFailure {
-    static func fromVerifyError(_ code: Int32, depth: Int, certificate: Certificate, chain: [Certificate],
-                                hostname: String?, time: Date?, commonNameFallback: Bool = false) -> TrustFailure {
+    static func fromVerifyError(
+        _ code: Int32,
+        depth: Int,
+        certificate: Certificate,
+        chain: [Certificate],
+        hostname: String?,
+        time: Date?,
+        commonNameFallback: Bool = false
+    ) -> TrustFailure {
         let name = "'\(certificate.subjectSummary)'"
         let openSSL = String(cString: X509_verify_cert_error_string(Int(code)))
         let reason: Reason
@@ -359,48 +418,54 @@ extension TrustFailure {
             message = "certificate \(name) is not valid before \(certificate.notValidBefore.formatted(.iso8601))"
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH:
             reason = .hostnameMismatch
-            message = "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(commonNameFallback: commonNameFallback)))"
+            message =
+                "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(commonNameFallback: commonNameFallback)))"
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
             reason = .selfSigned
             message = "certificate \(name) is self-signed and is not a trust anchor"
         case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_CERT_REJECTED:
             reason = .untrustedRoot
-            message = "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' ends at \(name), which is not a trust anchor"
+            message =
+                "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' ends at \(name), which is not a trust anchor"
         case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
             if depth <= 0 && !certificate.isCertificateAuthority {
                 // The leaf's issuer is missing: almost always an intermediate the server did
                 // not send (or, for a private CA, an anchor the client lacks).
                 reason = .incompleteChain
-                message = "no issuer '\(certificate.issuer)' of \(name) was sent by the server or is a trust anchor (a missing intermediate certificate, or an unknown CA)"
+                message =
+                    "no issuer '\(certificate.issuer)' of \(name) was sent by the server or is a trust anchor (a missing intermediate certificate, or an unknown CA)"
             } else {
                 // The path reached a CA whose issuer nobody has: an unknown root.
                 reason = .untrustedRoot
-                message = "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' reaches \(name), whose issuer '\(certificate.issuer)' is not a trust anchor"
+                message =
+                    "the chain of '\(chain.first?.subjectSummary ?? certificate.subjectSummary)' reaches \(name), whose issuer '\(certificate.issuer)' is not a trust anchor"
             }
         case X509_V_ERR_EE_KEY_TOO_SMALL, X509_V_ERR_CA_KEY_TOO_SMALL:
             reason = .weakKey
-            message = "certificate \(name) has a \(certificate.publicKeyBits)-bit \(certificate.publicKeyAlgorithm) key, below the security floor (RSA 2048 bits, EC 224 bits)"
+            message =
+                "certificate \(name) has a \(certificate.publicKeyBits)-bit \(certificate.publicKeyAlgorithm) key, below the security floor (RSA 2048 bits, EC 224 bits)"
         case X509_V_ERR_CA_MD_TOO_WEAK:
             reason = .weakKey
             message = "certificate \(name) is signed with a digest below the security floor (SHA-1 or weaker)"
         case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
-             X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
+            X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
             reason = .badSignature
             message = "the signature of certificate \(name) does not verify with its issuer's key"
         case X509_V_ERR_INVALID_PURPOSE:
             reason = .invalidCertificate
-            message = depth == 0
+            message =
+                depth == 0
                 ? "certificate \(name) is not meant for TLS servers (its extendedKeyUsage lacks serverAuth)"
                 : "certificate \(name) may not issue TLS server certificates"
         case X509_V_ERR_INVALID_CA, X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
             reason = .invalidCertificate
             message = "certificate \(name) is used as an issuer but is not a CA"
         case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD, X509_V_ERR_ERROR_IN_CERT_NOT_AFTER_FIELD,
-             X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_INVALID_EXTENSION,
-             X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION, X509_V_ERR_INVALID_NON_CA,
-             X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION,
-             X509_V_ERR_CERT_CHAIN_TOO_LONG:
+            X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_INVALID_EXTENSION,
+            X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION, X509_V_ERR_INVALID_NON_CA,
+            X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION,
+            X509_V_ERR_CERT_CHAIN_TOO_LONG:
             reason = .invalidCertificate
             message = "certificate \(name): \(openSSL)"
         default:
@@ -430,17 +495,26 @@ final class TrustStore: @unchecked Sendable {
 
     private static func build(system: Bool, anchors: [Certificate]) throws(TrustFailure) -> TrustStore {
         guard let store = X509_STORE_new() else {
-            throw TrustFailure(.other, "cannot create a certificate store: \(openSSLErrorText(fallback: "X509_STORE_new failed"))")
+            throw TrustFailure(
+                .other,
+                "cannot create a certificate store: \(openSSLErrorText(fallback: "X509_STORE_new failed"))"
+            )
         }
         let result = TrustStore(pointer: store, anchors: anchors)
         if system {
             guard X509_STORE_set_default_paths(store) == 1 else {
-                throw TrustFailure(.policyMisconfigured, "cannot load the system trust store: \(openSSLErrorText(fallback: "X509_STORE_set_default_paths failed"))")
+                throw TrustFailure(
+                    .policyMisconfigured,
+                    "cannot load the system trust store: \(openSSLErrorText(fallback: "X509_STORE_set_default_paths failed"))"
+                )
             }
         }
         for anchor in anchors {
             guard X509_STORE_add_cert(store, anchor.x509.pointer) == 1 else {
-                throw TrustFailure(.policyMisconfigured, "cannot add anchor '\(anchor.subjectSummary)': \(openSSLErrorText(fallback: "X509_STORE_add_cert failed"))")
+                throw TrustFailure(
+                    .policyMisconfigured,
+                    "cannot add anchor '\(anchor.subjectSummary)': \(openSSLErrorText(fallback: "X509_STORE_add_cert failed"))"
+                )
             }
         }
         // Missing default files are not an error worth keeping in the queue.

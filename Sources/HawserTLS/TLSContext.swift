@@ -41,15 +41,22 @@ package final class TLSContext: @unchecked Sendable {
         self.isServer = false
         self.resumption = configuration.sessionResumption
         do {
-            try Self.applyCommon(ctx, minimum: configuration.minimumVersion, maximum: configuration.maximumVersion,
-                                 cipherList: configuration.cipherList)
+            try Self.applyCommon(
+                ctx,
+                minimum: configuration.minimumVersion,
+                maximum: configuration.maximumVersion,
+                cipherList: configuration.cipherList
+            )
             // Peer verification is Hawser's own (ServerTrust + the policy, after the handshake),
             // so OpenSSL must not abort the handshake on its own verdict.
             SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
             // ALPN: HTTP/1.1 only.
             let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
             _ = SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count))
-            _ = CHawser_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+            _ = CHawser_SSL_CTX_set_session_cache_mode(
+                ctx,
+                Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE)
+            )
             // Every session the server hands out (TLS 1.3 sends several single-use tickets per
             // connection) is offered to the stream that received it.
             SSL_CTX_sess_set_new_cb(ctx) { ssl, session in
@@ -69,9 +76,13 @@ package final class TLSContext: @unchecked Sendable {
 
     /// A server context presenting `certificateChainPath` (leaf first, PEM) and `privateKeyPath`.
     /// `clientCAPath` (PEM) makes the server require a client certificate issued by it.
-    package init(serverCertificateChainPath: String, privateKeyPath: String,
-                 minimum: TLSVersion = .tls1_2, maximum: TLSVersion? = nil,
-                 clientCAPath: String? = nil) throws(TLSError) {
+    package init(
+        serverCertificateChainPath: String,
+        privateKeyPath: String,
+        minimum: TLSVersion = .tls1_2,
+        maximum: TLSVersion? = nil,
+        clientCAPath: String? = nil
+    ) throws(TLSError) {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSError(.setupFailed, "cannot create a TLS context: \(drainOpenSSLErrors().message)")
         }
@@ -83,12 +94,18 @@ package final class TLSContext: @unchecked Sendable {
             // The test server presents weak and broken certificates on purpose (RSA-1024…):
             // the client, not the server, must be the one to refuse them.
             SSL_CTX_set_security_level(ctx, 0)
-            try Self.useIdentity(.pem(certificateChainPath: serverCertificateChainPath, privateKeyPath: privateKeyPath), ctx: ctx)
+            try Self.useIdentity(
+                .pem(certificateChainPath: serverCertificateChainPath, privateKeyPath: privateKeyPath),
+                ctx: ctx
+            )
             let sid = Array("hawser-test-server".utf8)
             _ = CHawser_SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
             if let clientCAPath {
                 guard SSL_CTX_load_verify_locations(ctx, clientCAPath, nil) == 1 else {
-                    throw TLSError(.setupFailed, "cannot load client CA \(clientCAPath): \(drainOpenSSLErrors().message)")
+                    throw TLSError(
+                        .setupFailed,
+                        "cannot load client CA \(clientCAPath): \(drainOpenSSLErrors().message)"
+                    )
                 }
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
             }
@@ -100,10 +117,17 @@ package final class TLSContext: @unchecked Sendable {
         SSL_CTX_free(self.ctx)
     }
 
-    private static func applyCommon(_ ctx: OpaquePointer, minimum: TLSVersion, maximum: TLSVersion?,
-                                    cipherList: String?) throws(TLSError) {
+    private static func applyCommon(
+        _ ctx: OpaquePointer,
+        minimum: TLSVersion,
+        maximum: TLSVersion?,
+        cipherList: String?
+    ) throws(TLSError) {
         // A moving write buffer: Swift arrays may live elsewhere when a write is retried.
-        _ = CHawser_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        _ = CHawser_SSL_CTX_set_mode(
+            ctx,
+            Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS)
+        )
         // One read(2) takes whatever the socket holds instead of a record header and then its
         // body (two per record). Records read ahead are visible through SSL_has_pending, which
         // the connection's read loop checks, since epoll can no longer see them.
@@ -119,7 +143,10 @@ package final class TLSContext: @unchecked Sendable {
         }
         if let maximum {
             guard CHawser_SSL_CTX_set_max_proto_version(ctx, Int32(maximum.rawValue)) == 1 else {
-                throw TLSError(.setupFailed, "cannot set the TLS ceiling to \(maximum): \(drainOpenSSLErrors().message)")
+                throw TLSError(
+                    .setupFailed,
+                    "cannot set the TLS ceiling to \(maximum): \(drainOpenSSLErrors().message)"
+                )
             }
         }
         if let cipherList, SSL_CTX_set_cipher_list(ctx, cipherList) != 1 {
@@ -131,7 +158,10 @@ package final class TLSContext: @unchecked Sendable {
         switch identity {
         case .pem(let chain, let key, let password):
             guard SSL_CTX_use_certificate_chain_file(ctx, chain) == 1 else {
-                throw TLSError(.clientIdentity, "cannot load the certificate chain \(chain): \(drainOpenSSLErrors().message)")
+                throw TLSError(
+                    .clientIdentity,
+                    "cannot load the certificate chain \(chain): \(drainOpenSSLErrors().message)"
+                )
             }
             let ok: Int32
             if let password {
@@ -157,7 +187,10 @@ package final class TLSContext: @unchecked Sendable {
             var cert: OpaquePointer? = nil
             var ca: OpaquePointer? = nil
             guard PKCS12_parse(p12, password, &pkey, &cert, &ca) == 1, let pkey, let cert else {
-                throw TLSError(.clientIdentity, "cannot open the PKCS#12 bundle \(path) (wrong password?): \(drainOpenSSLErrors().message)")
+                throw TLSError(
+                    .clientIdentity,
+                    "cannot open the PKCS#12 bundle \(path) (wrong password?): \(drainOpenSSLErrors().message)"
+                )
             }
             defer {
                 EVP_PKEY_free(pkey)
@@ -165,7 +198,10 @@ package final class TLSContext: @unchecked Sendable {
             }
             guard SSL_CTX_use_certificate(ctx, cert) == 1, SSL_CTX_use_PrivateKey(ctx, pkey) == 1 else {
                 if let ca { CHawser_sk_X509_pop_free(ca) }
-                throw TLSError(.clientIdentity, "the PKCS#12 identity in \(path) was refused: \(drainOpenSSLErrors().message)")
+                throw TLSError(
+                    .clientIdentity,
+                    "the PKCS#12 identity in \(path) was refused: \(drainOpenSSLErrors().message)"
+                )
             }
             if let ca {
                 for i in 0..<CHawser_sk_X509_num(ca) {
@@ -178,7 +214,10 @@ package final class TLSContext: @unchecked Sendable {
             }
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
-            throw TLSError(.clientIdentity, "the private key does not match the certificate: \(drainOpenSSLErrors().message)")
+            throw TLSError(
+                .clientIdentity,
+                "the private key does not match the certificate: \(drainOpenSSLErrors().message)"
+            )
         }
     }
 

@@ -43,8 +43,14 @@ package final class TLSStream {
 
     /// A client stream for `fd`, sending SNI `serverName` (nil for an IP literal, as RFC 6066 says)
     /// and offering the cached session for `origin` ("host:port").
-    package convenience init(client context: TLSContext, fd: Int32, serverName: String?, origin: String) throws(TLSError) {
-        try self.init(client: context, transport: nil, serverName: serverName, origin: origin) { (ssl: OpaquePointer) throws(TLSError) in
+    package convenience init(
+        client context: TLSContext,
+        fd: Int32,
+        serverName: String?,
+        origin: String
+    ) throws(TLSError) {
+        try self.init(client: context, transport: nil, serverName: serverName, origin: origin) {
+            (ssl: OpaquePointer) throws(TLSError) in
             guard SSL_set_fd(ssl, fd) == 1 else {
                 throw TLSError(.setupFailed, "cannot attach TLS to the socket: \(drainOpenSSLErrors().message)")
             }
@@ -54,20 +60,30 @@ package final class TLSStream {
     /// A client stream whose records travel inside `transport`'s application data (the origin's
     /// TLS through a tunnel that is itself TLS): reads and writes go through `transport`, and a
     /// "want read/write" of either layer is reported as this stream's.
-    package convenience init(client context: TLSContext, over transport: TLSStream, serverName: String?,
-                             origin: String) throws(TLSError) {
-        try self.init(client: context, transport: transport, serverName: serverName, origin: origin) { (ssl: OpaquePointer) throws(TLSError) in
+    package convenience init(
+        client context: TLSContext,
+        over transport: TLSStream,
+        serverName: String?,
+        origin: String
+    ) throws(TLSError) {
+        try self.init(client: context, transport: transport, serverName: serverName, origin: origin) {
+            (ssl: OpaquePointer) throws(TLSError) in
             guard let method = tunnelBIOMethod, let bio = BIO_new(method) else {
                 throw TLSError(.setupFailed, "cannot create the TLS-in-TLS transport: \(drainOpenSSLErrors().message)")
             }
             BIO_set_data(bio, UnsafeMutableRawPointer(transport.ssl))
             BIO_set_init(bio, 1)
-            SSL_set_bio(ssl, bio, bio)   // the SSL owns the BIO (one reference for both directions)
+            SSL_set_bio(ssl, bio, bio)  // the SSL owns the BIO (one reference for both directions)
         }
     }
 
-    private init(client context: TLSContext, transport: TLSStream?, serverName: String?, origin: String,
-                 attach: (OpaquePointer) throws(TLSError) -> Void) throws(TLSError) {
+    private init(
+        client context: TLSContext,
+        transport: TLSStream?,
+        serverName: String?,
+        origin: String,
+        attach: (OpaquePointer) throws(TLSError) -> Void
+    ) throws(TLSError) {
         guard let ssl = SSL_new(context.ctx) else {
             throw TLSError(.setupFailed, "cannot create a TLS connection: \(drainOpenSSLErrors().message)")
         }
@@ -86,7 +102,7 @@ package final class TLSStream {
         }
         if let session = context.takeSession(for: origin) {
             _ = SSL_set_session(ssl, session)
-            SSL_SESSION_free(session)   // SSL_set_session took its own reference
+            SSL_SESSION_free(session)  // SSL_set_session took its own reference
         }
         SSL_set_connect_state(ssl)
         // For the new-session callback (unretained: the stream owns the SSL and outlives it).
@@ -141,9 +157,12 @@ package final class TLSStream {
             let (message, reasons) = drainOpenSSLErrors()
             let errno = Glibc.errno
             if !message.isEmpty { return .failed(message, reasons: reasons) }
-            return .failed(errno == 0 ? "the peer closed the connection during the TLS handshake"
-                                      : "socket error during the TLS handshake: \(IOError(errnoCode: errno, function: "SSL_do_handshake"))",
-                           reasons: reasons)
+            return .failed(
+                errno == 0
+                    ? "the peer closed the connection during the TLS handshake"
+                    : "socket error during the TLS handshake: \(IOError(errnoCode: errno, function: "SSL_do_handshake"))",
+                reasons: reasons
+            )
         default:
             let (message, reasons) = drainOpenSSLErrors()
             return .failed(message.isEmpty ? "the TLS handshake failed" : message, reasons: reasons)
@@ -272,7 +291,9 @@ package final class TLSStream {
             do {
                 out.append(try Certificate(borrowing: x))
             } catch {
-                return .failure(CertificateError(error.kind, "certificate #\(i) sent by the server is unusable: \(error.message)"))
+                return .failure(
+                    CertificateError(error.kind, "certificate #\(i) sent by the server is unusable: \(error.message)")
+                )
             }
         }
         return .success(out)
@@ -336,7 +357,7 @@ nonisolated(unsafe) private let tunnelBIOMethod: OpaquePointer? = {
     }
     _ = BIO_meth_set_ctrl(method) { bio, command, _, _ in
         switch command {
-        case BIO_CTRL_FLUSH: return 1   // every write already went to the outer SSL
+        case BIO_CTRL_FLUSH: return 1  // every write already went to the outer SSL
         case BIO_CTRL_EOF: return BIO_test_flags(bio, Int32(BIO_FLAGS_IN_EOF)) != 0 ? 1 : 0
         default: return 0
         }
@@ -361,7 +382,7 @@ private func tunnelBIOFailed(_ bio: OpaquePointer?, _ outer: OpaquePointer, _ r:
     case SSL_ERROR_SYSCALL where Glibc.errno == 0 && ERR_peek_error() == 0:
         BIO_set_flags(bio, Int32(BIO_FLAGS_IN_EOF))
     default:
-        break   // a socket or TLS error: errno and the error queue say what, for the inner stream
+        break  // a socket or TLS error: errno and the error queue say what, for the inner stream
     }
 }
 

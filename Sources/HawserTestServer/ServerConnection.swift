@@ -66,7 +66,8 @@ final class ServerConnection: EventLoopIOHandler {
     /// One read from the socket or the TLS session: bytes, 0 at EOF, -1 for "try later", -2 for an error.
     private func readSome(_ chunk: inout [UInt8]) -> Int {
         guard let tls = self.tls else {
-            let r = chunk.withUnsafeMutableBytes { raw in Result { () throws(IOError) in try Posix.read(self.fd, raw) } }
+            let r = chunk.withUnsafeMutableBytes { raw in Result { () throws(IOError) in try Posix.read(self.fd, raw) }
+            }
             switch r {
             case .success(.processed(let n)): return n
             case .success(.wouldBlock): return -1
@@ -130,7 +131,9 @@ final class ServerConnection: EventLoopIOHandler {
                         let n = min(256 * 1024, bodySlice.count - i)
                         let phase = (sink.count + i) % 251
                         let same = bodySlice.withUnsafeBytes { b in
-                            Self.streamTemplate.withUnsafeBytes { t in memcmp(b.baseAddress! + i, t.baseAddress! + phase, n) == 0 }
+                            Self.streamTemplate.withUnsafeBytes { t in
+                                memcmp(b.baseAddress! + i, t.baseAddress! + phase, n) == 0
+                            }
                         }
                         if !same { sink.patternOK = false }
                         i += n
@@ -160,23 +163,40 @@ final class ServerConnection: EventLoopIOHandler {
         let isHead = h.method == .head
         switch (parts.first ?? "", parts.count) {
         case ("hello", 1):
-            self.send(status: 200, body: Array("Hello, World!".utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+            self.send(
+                status: 200,
+                body: Array("Hello, World!".utf8),
+                extra: [("Content-Type", "text/plain")],
+                head: isHead
+            )
         case ("json", 1):
-            self.send(status: 200, body: Array(#"{"name":"hawser","ok":true,"values":[1,2,3],"nested":{"a":null}}"#.utf8),
-                      extra: [("Content-Type", "application/json")], head: isHead)
+            self.send(
+                status: 200,
+                body: Array(#"{"name":"hawser","ok":true,"values":[1,2,3],"nested":{"a":null}}"#.utf8),
+                extra: [("Content-Type", "application/json")],
+                head: isHead
+            )
         case ("bytes", 2):
             let n = Int(parts[1]) ?? 0
             let bytes = Self.pattern(n)
             if let k = query["chunk"].flatMap(Int.init), k > 0 {
-                self.sendChunked(status: 200, body: bytes, chunkSize: k, head: isHead, recordPerChunk: query["records"] == "1")
+                self.sendChunked(
+                    status: 200,
+                    body: bytes,
+                    chunkSize: k,
+                    head: isHead,
+                    recordPerChunk: query["records"] == "1"
+                )
             } else {
                 var extra = [("Content-Type", "application/octet-stream")]
                 if let maxAge = query["max-age"] { extra.append(("Cache-Control", "max-age=\(maxAge)")) }
                 self.send(status: 200, body: bytes, extra: extra, head: isHead)
             }
         case ("echo", 1):
-            var extra: [(String, String)] = [("X-Echo-Method", h.method.rawValue), ("X-Echo-Target", h.target),
-                                             ("X-Echo-Body-Length", String(body.count))]
+            var extra: [(String, String)] = [
+                ("X-Echo-Method", h.method.rawValue), ("X-Echo-Target", h.target),
+                ("X-Echo-Body-Length", String(body.count)),
+            ]
             for f in h.headers { extra.append(("X-Echo-H-\(f.name)", f.value)) }
             self.send(status: 200, body: body, extra: extra, head: isHead)
         case ("status", 2):
@@ -186,11 +206,13 @@ final class ServerConnection: EventLoopIOHandler {
             let ms = UInt64(parts[1]) ?? 0
             self.busy = true
             let me = UnsafeTransfer(self)
-            self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
-                me.value.busy = false
-                me.value.send(status: 200, body: Array("delayed \(ms) ms".utf8), head: isHead)
-                me.value.process()
-            })
+            self.timers.append(
+                self.loop.schedule(in: ms * 1_000_000) {
+                    me.value.busy = false
+                    me.value.send(status: 200, body: Array("delayed \(ms) ms".utf8), head: isHead)
+                    me.value.process()
+                }
+            )
         case ("redirect", 2):
             let n = Int(parts[1]) ?? 0
             let location = n <= 1 ? "/hello" : "/redirect/\(n - 1)"
@@ -212,7 +234,12 @@ final class ServerConnection: EventLoopIOHandler {
             if expected != nil, h.headers["Authorization"] == expected {
                 self.send(status: 200, body: Array("authenticated \(parts[1])".utf8), head: isHead)
             } else {
-                self.send(status: 401, body: Array("who are you?".utf8), extra: [("WWW-Authenticate", "Basic realm=\"hawser\"")], head: isHead)
+                self.send(
+                    status: 401,
+                    body: Array("who are you?".utf8),
+                    extra: [("WWW-Authenticate", "Basic realm=\"hawser\"")],
+                    head: isHead
+                )
             }
         case ("cacheable", 1):
             // Cache-Control: max-age=N (default 60), ETag "v1"; If-None-Match "v1" → 304.
@@ -225,13 +252,23 @@ final class ServerConnection: EventLoopIOHandler {
                 self.send(status: 304, body: [], extra: extra, head: true)
             } else {
                 self.listener.produced += 1
-                self.send(status: 200, body: Array("response #\(self.listener.produced)".utf8), extra: extra, head: isHead)
+                self.send(
+                    status: 200,
+                    body: Array("response #\(self.listener.produced)".utf8),
+                    extra: extra,
+                    head: isHead
+                )
             }
         case ("redirect-loop", 1):
             self.send(status: 302, body: [], extra: [("Location", "/redirect-loop")], head: isHead)
         case ("gzip", 1):
             let json = Array(#"{"gzipped":true,"text":"Hello, World! Hello, World! Hello, World!"}"#.utf8)
-            self.send(status: 200, body: ((try? GzipEncoder.compress(json)) ?? []), extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], head: isHead)
+            self.send(
+                status: 200,
+                body: ((try? GzipEncoder.compress(json)) ?? []),
+                extra: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+                head: isHead
+            )
         case ("close-delimited", 2):
             let n = Int(parts[1]) ?? 0
             self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8))
@@ -239,28 +276,48 @@ final class ServerConnection: EventLoopIOHandler {
             self.closeAfterWrite = true
             self.flush()
         case ("interim", 1):
-            self.outbox.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n".utf8))
+            self.outbox.append(
+                contentsOf: Array(
+                    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                        .utf8
+                )
+            )
             self.send(status: 200, body: Array("final".utf8), head: isHead)
         case ("close", 1):
             self.send(status: 200, body: Array("bye".utf8), extra: [("Connection", "close")], head: isHead)
             self.closeAfterWrite = true
             self.flush()
         case ("cookies", 1):
-            self.send(status: 200, body: Array((h.headers["Cookie"] ?? "").utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+            self.send(
+                status: 200,
+                body: Array((h.headers["Cookie"] ?? "").utf8),
+                extra: [("Content-Type", "text/plain")],
+                head: isHead
+            )
         case ("cookies", 2) where parts[1] == "set":
             var extra: [(String, String)] = [("Content-Type", "text/plain")]
-            for (name, value) in query.sorted(by: { $0.key < $1.key }) { extra.append(("Set-Cookie", "\(name)=\(value); Path=/")) }
+            for (name, value) in query.sorted(by: { $0.key < $1.key }) {
+                extra.append(("Set-Cookie", "\(name)=\(value); Path=/"))
+            }
             self.send(status: 200, body: Array("set \(query.count)".utf8), extra: extra, head: isHead)
         case ("fault", 2):
             self.fault(parts[1])
         case ("bearer", 2):
             let ok = h.headers["Authorization"] == "Bearer \(parts[1])"
-            self.send(status: ok ? 200 : 401, body: Array((ok ? "welcome" : "unauthorized").utf8),
-                      extra: [("X-Seen-Authorization", h.headers["Authorization"] ?? "")], head: isHead)
+            self.send(
+                status: ok ? 200 : 401,
+                body: Array((ok ? "welcome" : "unauthorized").utf8),
+                extra: [("X-Seen-Authorization", h.headers["Authorization"] ?? "")],
+                head: isHead
+            )
         case ("sink", 1):
             let sink = self.sink ?? (0, true)
-            self.send(status: 200, body: Array("received \(sink.count)".utf8),
-                      extra: [("X-Sink-Length", String(sink.count)), ("X-Sink-Pattern", sink.patternOK ? "ok" : "mismatch")], head: isHead)
+            self.send(
+                status: 200,
+                body: Array("received \(sink.count)".utf8),
+                extra: [("X-Sink-Length", String(sink.count)), ("X-Sink-Pattern", sink.patternOK ? "ok" : "mismatch")],
+                head: isHead
+            )
         case ("stream", 2):
             self.startStream(size: max(0, Int(parts[1]) ?? 0), chunked: query["chunked"] == "1", head: isHead)
         case ("api", _):
@@ -270,8 +327,10 @@ final class ServerConnection: EventLoopIOHandler {
         case ("obs-text", 1):
             // RFC 9110 §5.5 allows obs-text (0x80–0xFF) in field values and the reason phrase:
             // Latin-1 bytes that are not UTF-8, which a client must pass on as they are.
-            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nX-Obs-Text: caf".utf8) + [0xE9, 0x20, 0xFF, 0xA0]
-                + Array("end\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n".utf8))
+            self.outbox.append(
+                contentsOf: Array("HTTP/1.1 200 OK\r\nX-Obs-Text: caf".utf8) + [0xE9, 0x20, 0xFF, 0xA0]
+                    + Array("end\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n".utf8)
+            )
             if !isHead { self.outbox.append(contentsOf: Array("ok".utf8)) }
             self.flush()
         case ("flaky", 1):
@@ -281,9 +340,19 @@ final class ServerConnection: EventLoopIOHandler {
             let seen = self.listener.requestCounts[h.target] ?? 0
             if seen <= fail {
                 let status = query["status"].flatMap(Int.init) ?? 503
-                self.send(status: status, body: Array("failure \(seen)".utf8), extra: [("Retry-After", "0")], head: isHead)
+                self.send(
+                    status: status,
+                    body: Array("failure \(seen)".utf8),
+                    extra: [("Retry-After", "0")],
+                    head: isHead
+                )
             } else {
-                self.send(status: 200, body: Array("ok after \(seen - 1)".utf8), extra: [("Content-Type", "text/plain")], head: isHead)
+                self.send(
+                    status: 200,
+                    body: Array("ok after \(seen - 1)".utf8),
+                    extra: [("Content-Type", "text/plain")],
+                    head: isHead
+                )
             }
         default:
             self.send(status: 404, body: Array("no route for \(path)\n".utf8), head: isHead)
@@ -297,9 +366,15 @@ final class ServerConnection: EventLoopIOHandler {
         var out: [UInt8] = []
         let framing: (String, String) = chunked ? ("Transfer-Encoding", "chunked") : ("Content-Length", String(n))
         let headers: HTTPHeaders = [framing.0: framing.1, "Content-Type": "application/octet-stream"]
-        try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers), into: &out)
+        try? HTTP1Encoder.writeResponseHead(
+            HTTPResponseHead(status: 200, reasonPhrase: "OK", headers: headers),
+            into: &out
+        )
         self.outbox.append(contentsOf: out)
-        if isHead { self.flush(); return }
+        if isHead {
+            self.flush()
+            return
+        }
         self.streamRemaining = n
         self.streamOffset = 0
         self.streamActive = true
@@ -323,16 +398,22 @@ final class ServerConnection: EventLoopIOHandler {
             self.busy = true
             let me = UnsafeTransfer(self)
             let fields = extra
-            self.timers.append(self.loop.schedule(in: ms * 1_000_000) {
-                me.value.busy = false
-                me.value.send(status: 200, body: body, extra: fields)
-                me.value.process()
-            })
+            self.timers.append(
+                self.loop.schedule(in: ms * 1_000_000) {
+                    me.value.busy = false
+                    me.value.send(status: 200, body: body, extra: fields)
+                    me.value.process()
+                }
+            )
         case (.post, "items", 1):
             // The item is echoed verbatim inside the answer: the server parses no JSON, so a body
             // that is not JSON comes back as invalid JSON, which the client then rejects.
             guard h.headers["Content-Type"]?.lowercased().hasPrefix("application/json") == true else {
-                self.send(status: 415, body: Array(#"{"message":"the body must be application/json"}"#.utf8), extra: [json])
+                self.send(
+                    status: 415,
+                    body: Array(#"{"message":"the body must be application/json"}"#.utf8),
+                    extra: [json]
+                )
                 return
             }
             self.listener.createdItems += 1
@@ -340,7 +421,11 @@ final class ServerConnection: EventLoopIOHandler {
             self.send(status: 201, body: created, extra: [json])
         case (.put, "blobs", 1):
             let sink = self.sink ?? (0, true)
-            self.send(status: 200, body: Array("{\"length\":\(sink.count),\"pattern\":\(sink.patternOK)}".utf8), extra: [json])
+            self.send(
+                status: 200,
+                body: Array("{\"length\":\(sink.count),\"pattern\":\(sink.patternOK)}".utf8),
+                extra: [json]
+            )
         case (.get, "blobs", 2):
             self.startStream(size: max(0, Int(parts[1]) ?? 0), chunked: query["chunked"] == "true", head: false)
         default:
@@ -355,7 +440,10 @@ final class ServerConnection: EventLoopIOHandler {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            case _ where scalar.value < 0x20:
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
             default: out.unicodeScalars.append(scalar)
             }
         }
@@ -381,12 +469,14 @@ final class ServerConnection: EventLoopIOHandler {
             self.busy = true
             self.trickle(message, from: 0)
         case "no-answer":
-            self.busy = true   // read on, answer never
+            self.busy = true  // read on, answer never
         case "empty":
             // Closes without a byte of response (curl's "empty reply from server").
             self.close()
         case "bad-chunk":
-            self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n".utf8))
+            self.outbox.append(
+                contentsOf: Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n".utf8)
+            )
             self.closeAfterWrite = true
             self.flush()
         case "garbage":
@@ -428,7 +518,10 @@ final class ServerConnection: EventLoopIOHandler {
         if !bodyless { headers.add(name: "Content-Length", value: String(body.count)) }
         var out: [UInt8] = []
         do {
-            try HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers), into: &out)
+            try HTTP1Encoder.writeResponseHead(
+                HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers),
+                into: &out
+            )
         } catch {
             out = Array("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n".utf8)
         }
@@ -440,22 +533,37 @@ final class ServerConnection: EventLoopIOHandler {
     /// `recordPerChunk` (over TLS): the head, every chunk and the terminator each go in a TLS
     /// record of their own, corked into one TCP send, so a client reading ahead receives many
     /// records in one read(2), and the last ones sit in its TLS library, unseen by epoll.
-    private func sendChunked(status: Int, body: [UInt8], chunkSize: Int, head isHead: Bool, recordPerChunk: Bool = false) {
+    private func sendChunked(
+        status: Int,
+        body: [UInt8],
+        chunkSize: Int,
+        head isHead: Bool,
+        recordPerChunk: Bool = false
+    ) {
         var pieces: [[UInt8]] = []
         var out: [UInt8] = []
         let headers: HTTPHeaders = ["Transfer-Encoding": "chunked", "Content-Type": "application/octet-stream"]
-        try? HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers), into: &out)
+        try? HTTP1Encoder.writeResponseHead(
+            HTTPResponseHead(status: status, reasonPhrase: Self.reason(status), headers: headers),
+            into: &out
+        )
         if !isHead {
             var i = 0
             while i < body.count {
-                if recordPerChunk { pieces.append(out); out = [] }
+                if recordPerChunk {
+                    pieces.append(out)
+                    out = []
+                }
                 let n = min(chunkSize, body.count - i)
                 HTTP1Encoder.writeChunkHeader(size: n, into: &out)
                 out.append(contentsOf: body[i..<(i + n)])
                 HTTP1Encoder.writeChunkEnd(into: &out)
                 i += n
             }
-            if recordPerChunk { pieces.append(out); out = [] }
+            if recordPerChunk {
+                pieces.append(out)
+                out = []
+            }
             HTTP1Encoder.writeLastChunk(trailers: nil, into: &out)
         }
         pieces.append(out)
@@ -464,7 +572,10 @@ final class ServerConnection: EventLoopIOHandler {
             setsockopt(self.fd, Int32(IPPROTO_TCP), TCP_CORK, &on, 4)
             var rest: [UInt8] = []
             for piece in pieces {
-                if !rest.isEmpty { rest.append(contentsOf: piece); continue }
+                if !rest.isEmpty {
+                    rest.append(contentsOf: piece)
+                    continue
+                }
                 // One SSL_write, one record; what the socket does not take goes the usual way.
                 switch piece.withUnsafeBytes({ tls.write($0) }) {
                 case .bytes(let k): rest.append(contentsOf: piece[k...])
@@ -491,7 +602,9 @@ final class ServerConnection: EventLoopIOHandler {
             }
         }
         let r = self.outbox.withUnsafeBytes { raw in
-            Result { () throws(IOError) in try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[self.outOffset...])) }
+            Result { () throws(IOError) in
+                try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[self.outOffset...]))
+            }
         }
         switch r {
         case .success(.processed(let n)): return n
@@ -507,7 +620,10 @@ final class ServerConnection: EventLoopIOHandler {
         while true {
             while self.outOffset < self.outbox.count {
                 let n = self.sendSome()
-                if n == -1 { self.setWrite(true); return }
+                if n == -1 {
+                    self.setWrite(true)
+                    return
+                }
                 if n < 0 {
                     self.close()
                     return
@@ -585,7 +701,9 @@ final class ServerConnection: EventLoopIOHandler {
     private func sendRange(_ h: HTTPRequestHead, size: Int, ignoreRange: Bool, head isHead: Bool) {
         let etag = "\"v1-\(size)\""
         let lastModified = "Wed, 21 Oct 2015 07:28:00 GMT"
-        let validators: [(String, String)] = [("ETag", etag), ("Last-Modified", lastModified), ("Accept-Ranges", "bytes")]
+        let validators: [(String, String)] = [
+            ("ETag", etag), ("Last-Modified", lastModified), ("Accept-Ranges", "bytes"),
+        ]
         let body = Self.pattern(size)
         var range: (Int, Int)? = nil
         if !ignoreRange, let spec = h.headers["Range"], spec.hasPrefix("bytes=") {
@@ -595,7 +713,12 @@ final class ServerConnection: EventLoopIOHandler {
                 if ab.count == 2, let a = Int(ab[0]) {
                     let b = Int(ab[1]) ?? (size - 1)
                     if a >= size {
-                        self.send(status: 416, body: [], extra: validators + [("Content-Range", "bytes */\(size)")], head: isHead)
+                        self.send(
+                            status: 416,
+                            body: [],
+                            extra: validators + [("Content-Range", "bytes */\(size)")],
+                            head: isHead
+                        )
                         return
                     }
                     range = (a, min(b, size - 1))
@@ -603,8 +726,12 @@ final class ServerConnection: EventLoopIOHandler {
             }
         }
         if let (a, b) = range {
-            self.send(status: 206, body: Array(body[a...b]),
-                      extra: validators + [("Content-Range", "bytes \(a)-\(b)/\(size)")], head: isHead)
+            self.send(
+                status: 206,
+                body: Array(body[a...b]),
+                extra: validators + [("Content-Range", "bytes \(a)-\(b)/\(size)")],
+                head: isHead
+            )
         } else {
             self.send(status: 200, body: body, extra: validators, head: isHead)
         }
@@ -626,7 +753,8 @@ final class ServerConnection: EventLoopIOHandler {
         var bytes = Array(s.utf8)[...]
         while let b = bytes.popFirst() {
             if b == UInt8(ascii: "%"), bytes.count >= 2,
-               let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+            {
                 out.append(v)
                 bytes = bytes.dropFirst(2)
             } else {

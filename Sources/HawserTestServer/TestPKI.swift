@@ -105,7 +105,10 @@ public final class TestPKI: Sendable {
 
     /// Every server scenario, by name.
     public var serverLeaves: [Leaf] {
-        [valid, expired, notYetValid, wrongHost, selfSigned, untrusted, cnOnly, rsa1024, ecdsa, wildcard, partialWildcard]
+        [
+            valid, expired, notYetValid, wrongHost, selfSigned, untrusted, cnOnly, rsa1024, ecdsa, wildcard,
+            partialWildcard,
+        ]
     }
 
     /// The PKI of this process, generated on first use.
@@ -138,14 +141,32 @@ public final class TestPKI: Sendable {
         let clientKey = try Key.ec()
 
         let day = 86_400
-        let rootX = try CertificateBuilder.make(subject: "Hawser Test Root CA", key: rootKey, issuer: nil,
-                                                from: -60 * day, to: 3650 * day, kind: .ca)
+        let rootX = try CertificateBuilder.make(
+            subject: "Hawser Test Root CA",
+            key: rootKey,
+            issuer: nil,
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
         defer { X509_free(rootX) }
-        let intX = try CertificateBuilder.make(subject: "Hawser Test Intermediate CA", key: intermediateKey,
-                                               issuer: (rootX, rootKey), from: -60 * day, to: 3650 * day, kind: .ca)
+        let intX = try CertificateBuilder.make(
+            subject: "Hawser Test Intermediate CA",
+            key: intermediateKey,
+            issuer: (rootX, rootKey),
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
         defer { X509_free(intX) }
-        let root2X = try CertificateBuilder.make(subject: "Hawser Untrusted Root CA", key: untrustedRootKey, issuer: nil,
-                                                 from: -60 * day, to: 3650 * day, kind: .ca)
+        let root2X = try CertificateBuilder.make(
+            subject: "Hawser Untrusted Root CA",
+            key: untrustedRootKey,
+            issuer: nil,
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
         defer { X509_free(root2X) }
 
         self.root = try files.certificate(rootX)
@@ -158,11 +179,26 @@ public final class TestPKI: Sendable {
 
         let localNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
         let byIntermediate = (intX, intermediateKey)
-        func leaf(_ name: String, key: Key, issuer: (OpaquePointer, Key)?, chainExtra: OpaquePointer?,
-                  subject: String = "localhost", sans: String? = localNames, from: Int = -day, to: Int = 365 * day,
-                  kind: CertificateBuilder.Kind = .server) throws(TestPKIError) -> Leaf {
-            let x = try CertificateBuilder.make(subject: subject, key: key, issuer: issuer, from: from, to: to,
-                                                kind: kind, subjectAltNames: sans)
+        func leaf(
+            _ name: String,
+            key: Key,
+            issuer: (OpaquePointer, Key)?,
+            chainExtra: OpaquePointer?,
+            subject: String = "localhost",
+            sans: String? = localNames,
+            from: Int = -day,
+            to: Int = 365 * day,
+            kind: CertificateBuilder.Kind = .server
+        ) throws(TestPKIError) -> Leaf {
+            let x = try CertificateBuilder.make(
+                subject: subject,
+                key: key,
+                issuer: issuer,
+                from: from,
+                to: to,
+                kind: kind,
+                subjectAltNames: sans
+            )
             defer { X509_free(x) }
             let certificate = try files.certificate(x)
             var presented = [certificate]
@@ -171,31 +207,75 @@ public final class TestPKI: Sendable {
                 presented.append(try files.certificate(chainExtra))
                 pem.append(chainExtra)
             }
-            return Leaf(name: name, certificate: certificate, presentedChain: presented,
-                        certificatePath: try files.write("\(name).pem", pem: [x]),
-                        derPath: try files.write("\(name).der", bytes: certificate.derBytes),
-                        chainPath: try files.write("\(name)-chain.pem", pem: pem),
-                        keyPath: try files.write("\(name)-key.pem", bytes: try key.pem()))
+            return Leaf(
+                name: name,
+                certificate: certificate,
+                presentedChain: presented,
+                certificatePath: try files.write("\(name).pem", pem: [x]),
+                derPath: try files.write("\(name).der", bytes: certificate.derBytes),
+                chainPath: try files.write("\(name)-chain.pem", pem: pem),
+                keyPath: try files.write("\(name)-key.pem", bytes: try key.pem())
+            )
         }
         self.valid = try leaf("valid", key: leafKey, issuer: byIntermediate, chainExtra: intX)
-        self.expired = try leaf("expired", key: leafKey, issuer: byIntermediate, chainExtra: intX, from: -30 * day, to: -day)
-        self.notYetValid = try leaf("not-yet-valid", key: leafKey, issuer: byIntermediate, chainExtra: intX,
-                                    from: 30 * day, to: 400 * day)
-        self.wrongHost = try leaf("wrong-host", key: leafKey, issuer: byIntermediate, chainExtra: intX,
-                                  subject: "wrong.example.com", sans: "DNS:wrong.example.com")
+        self.expired = try leaf(
+            "expired",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: intX,
+            from: -30 * day,
+            to: -day
+        )
+        self.notYetValid = try leaf(
+            "not-yet-valid",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: intX,
+            from: 30 * day,
+            to: 400 * day
+        )
+        self.wrongHost = try leaf(
+            "wrong-host",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: intX,
+            subject: "wrong.example.com",
+            sans: "DNS:wrong.example.com"
+        )
         self.selfSigned = try leaf("self-signed", key: selfSignedKey, issuer: nil, chainExtra: nil)
         self.untrusted = try leaf("untrusted", key: ecdsaKey, issuer: (root2X, untrustedRootKey), chainExtra: root2X)
         self.cnOnly = try leaf("cn-only", key: leafKey, issuer: byIntermediate, chainExtra: intX, sans: nil)
         self.rsa1024 = try leaf("rsa1024", key: weakKey, issuer: byIntermediate, chainExtra: intX)
         self.ecdsa = try leaf("ecdsa", key: ecdsaKey, issuer: byIntermediate, chainExtra: intX)
-        self.wildcard = try leaf("wildcard", key: leafKey, issuer: byIntermediate, chainExtra: intX,
-                                 subject: "*.hawser.localhost", sans: "DNS:*.hawser.localhost")
-        self.partialWildcard = try leaf("partial-wildcard", key: leafKey, issuer: byIntermediate, chainExtra: intX,
-                                        subject: "api*.hawser.localhost", sans: "DNS:api*.hawser.localhost")
-        self.client = try leaf("client", key: clientKey, issuer: (rootX, rootKey), chainExtra: nil,
-                               subject: "hawser-client", sans: nil, kind: .client)
+        self.wildcard = try leaf(
+            "wildcard",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: intX,
+            subject: "*.hawser.localhost",
+            sans: "DNS:*.hawser.localhost"
+        )
+        self.partialWildcard = try leaf(
+            "partial-wildcard",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: intX,
+            subject: "api*.hawser.localhost",
+            sans: "DNS:api*.hawser.localhost"
+        )
+        self.client = try leaf(
+            "client",
+            key: clientKey,
+            issuer: (rootX, rootKey),
+            chainExtra: nil,
+            subject: "hawser-client",
+            sans: nil,
+            kind: .client
+        )
         // Keep the keys alive until every certificate is signed (they free themselves).
-        withExtendedLifetime((rootKey, leafKey, weakKey, intermediateKey, untrustedRootKey, selfSignedKey, ecdsaKey, clientKey)) {}
+        withExtendedLifetime(
+            (rootKey, leafKey, weakKey, intermediateKey, untrustedRootKey, selfSignedKey, ecdsaKey, clientKey)
+        ) {}
     }
 }
 
@@ -229,8 +309,15 @@ private enum CertificateBuilder {
     private nonisolated(unsafe) static var serial: Int = 0x4857_0000 + Int(getpid() & 0xFFFF) * 256
 
     /// A signed X509 (owned by the caller). `issuer` nil: self-signed with `key`.
-    static func make(subject: String, key: Key, issuer: (OpaquePointer, Key)?, from: Int, to: Int, kind: Kind,
-                     subjectAltNames: String? = nil) throws(TestPKIError) -> OpaquePointer {
+    static func make(
+        subject: String,
+        key: Key,
+        issuer: (OpaquePointer, Key)?,
+        from: Int,
+        to: Int,
+        kind: Kind,
+        subjectAltNames: String? = nil
+    ) throws(TestPKIError) -> OpaquePointer {
         guard let x = X509_new() else { throw TestPKIError("X509_new failed") }
         var ok = true
         serial += 1
@@ -259,11 +346,17 @@ private enum CertificateBuilder {
         case .ca:
             extensions = [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign")]
         case .server:
-            let usage = EVP_PKEY_get_base_id(key.pointer) == EVP_PKEY_RSA ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
-            extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, usage), (NID_ext_key_usage, "serverAuth")]
+            let usage =
+                EVP_PKEY_get_base_id(key.pointer) == EVP_PKEY_RSA
+                ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature"
+            extensions = [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, usage), (NID_ext_key_usage, "serverAuth"),
+            ]
         case .client:
-            extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
-                          (NID_ext_key_usage, "clientAuth")]
+            extensions = [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "clientAuth"),
+            ]
         }
         if let subjectAltNames { extensions.append((NID_subject_alt_name, subjectAltNames)) }
         extensions.append((NID_subject_key_identifier, "hash"))

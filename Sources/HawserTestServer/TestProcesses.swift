@@ -17,8 +17,14 @@ public enum ChildProcess {
     /// blocked signals and SIG_IGN would be inherited), the given environment (this process's
     /// when nil), and with `ownGroup` a process group of its own, so that a kill of the group
     /// also reaches the helpers it forks (sockd forks several).
-    public static func spawn(_ path: String, _ args: [String], stdout: String? = nil, stderr: String? = nil,
-                             environment: [String]? = nil, ownGroup: Bool = false) throws -> pid_t {
+    public static func spawn(
+        _ path: String,
+        _ args: [String],
+        stdout: String? = nil,
+        stderr: String? = nil,
+        environment: [String]? = nil,
+        ownGroup: Bool = false
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -55,7 +61,9 @@ public enum ChildProcess {
         } else {
             rc = posix_spawn(&pid, path, &actions, &attr, argv, environ)
         }
-        guard rc == 0 else { throw Failure(description: "posix_spawn \(path) failed: \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw Failure(description: "posix_spawn \(path) failed: \(String(cString: strerror(rc)))")
+        }
         return pid
     }
 
@@ -75,7 +83,9 @@ public func openDescriptors() -> [Int: String] {
     defer { closedir(dir) }
     let own = Int(dirfd(dir))
     while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
         guard let fd = Int(name), fd != own else { continue }
         var buf = [CChar](repeating: 0, count: 256)
         let n = readlink("/proc/self/fd/\(fd)", &buf, 255)

@@ -36,14 +36,23 @@ public final class TestProxy: @unchecked Sendable {
     private let listener: ProxyListener
 
     /// Starts a proxy on `host`, on a free port; with `tls`, clients must speak TLS to it first.
-    public init(host: String = "127.0.0.1", tls: TestServer.TLS? = nil, credentials: ProxyCredentials? = nil,
-                loop: EventLoop? = nil) throws {
+    public init(
+        host: String = "127.0.0.1",
+        tls: TestServer.TLS? = nil,
+        credentials: ProxyCredentials? = nil,
+        loop: EventLoop? = nil
+    ) throws {
         guard let address = SocketAddress(ipAddress: host, port: 0) else {
             throw TestServerError("not an IP address: \(host)")
         }
         let context = try tls.map {
-            try TLSContext(serverCertificateChainPath: $0.certificateChainPath, privateKeyPath: $0.privateKeyPath,
-                           minimum: $0.minimumVersion, maximum: $0.maximumVersion, clientCAPath: $0.clientCAPath)
+            try TLSContext(
+                serverCertificateChainPath: $0.certificateChainPath,
+                privateKeyPath: $0.privateKeyPath,
+                minimum: $0.minimumVersion,
+                maximum: $0.maximumVersion,
+                clientCAPath: $0.clientCAPath
+            )
         }
         let l = try loop ?? EventLoop(name: "test-proxy")
         self.ownsLoop = loop == nil
@@ -265,7 +274,9 @@ final class ProxyClient: EventLoopIOHandler {
                 case .closed, .failed: n = 0
                 }
             } else {
-                switch chunk.withUnsafeMutableBytes({ raw in Result { () throws(IOError) in try Posix.read(self.fd, raw) } }) {
+                switch chunk.withUnsafeMutableBytes({ raw in
+                    Result { () throws(IOError) in try Posix.read(self.fd, raw) }
+                }) {
                 case .success(.processed(let k)): n = k
                 case .success(.wouldBlock): return
                 case .failure: n = 0
@@ -307,13 +318,19 @@ final class ProxyClient: EventLoopIOHandler {
         }
         let fields: [(name: String, value: String)] = lines.compactMap { line in
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), String(line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" })))
+            return (
+                String(line[..<colon]),
+                String(line[line.index(after: colon)...].drop(while: { $0 == " " || $0 == "\t" }))
+            )
         }
         if let required = self.listener.authorization {
             let given = fields.first { $0.name.lowercased() == "proxy-authorization" }?.value
             guard given == required else {
                 self.listener.refusals += 1
-                self.refuse("407 Proxy Authentication Required", extra: "Proxy-Authenticate: Basic realm=\"hawser-proxy\"\r\n")
+                self.refuse(
+                    "407 Proxy Authentication Required",
+                    extra: "Proxy-Authenticate: Basic realm=\"hawser-proxy\"\r\n"
+                )
                 return
             }
         }
@@ -326,7 +343,11 @@ final class ProxyClient: EventLoopIOHandler {
             var host = String(target[..<colon])
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             self.toUpstream = rest
-            self.connectUpstream(host: host, port: port, established: Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+            self.connectUpstream(
+                host: host,
+                port: port,
+                established: Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
+            )
             return
         }
         guard target.lowercased().hasPrefix("http://") else {
@@ -434,7 +455,9 @@ final class ProxyClient: EventLoopIOHandler {
         guard let upstream = self.upstream, upstream.connected, !self.upstreamEOF else { return }
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while self.toClient.count < Self.limit {
-            switch chunk.withUnsafeMutableBytes({ raw in Result { () throws(IOError) in try Posix.read(upstream.fd, raw) } }) {
+            switch chunk.withUnsafeMutableBytes({ raw in
+                Result { () throws(IOError) in try Posix.read(upstream.fd, raw) }
+            }) {
             case .success(.processed(0)), .failure:
                 self.upstreamEOF = true
                 return
@@ -460,9 +483,14 @@ final class ProxyClient: EventLoopIOHandler {
         guard !self.closed else { return }
         if let upstream = self.upstream, upstream.connected, !self.toUpstream.isEmpty {
             while !self.toUpstream.isEmpty {
-                let r = self.toUpstream.withUnsafeBytes { raw in Result { () throws(IOError) in try Posix.send(upstream.fd, raw) } }
+                let r = self.toUpstream.withUnsafeBytes { raw in
+                    Result { () throws(IOError) in try Posix.send(upstream.fd, raw) }
+                }
                 guard case .success(.processed(let n)) = r else {
-                    if case .failure = r { self.upstreamEOF = true; self.toUpstream = [] }
+                    if case .failure = r {
+                        self.upstreamEOF = true
+                        self.toUpstream = []
+                    }
                     break
                 }
                 self.toUpstream.removeFirst(n)
@@ -474,9 +502,14 @@ final class ProxyClient: EventLoopIOHandler {
                 guard case .bytes(let k) = self.toClient.withUnsafeBytes({ tls.write($0) }) else { break }
                 n = k
             } else {
-                let r = self.toClient.withUnsafeBytes { raw in Result { () throws(IOError) in try Posix.send(self.fd, raw) } }
+                let r = self.toClient.withUnsafeBytes { raw in
+                    Result { () throws(IOError) in try Posix.send(self.fd, raw) }
+                }
                 guard case .success(.processed(let k)) = r else {
-                    if case .failure = r { self.close(); return }
+                    if case .failure = r {
+                        self.close()
+                        return
+                    }
                     break
                 }
                 n = k

@@ -69,8 +69,13 @@ public final class TestServer: @unchecked Sendable {
         public var clientCAPath: String? = nil
 
         /// Creates TLS settings for the test server; each parameter sets the property of the same name.
-        public init(certificateChainPath: String, privateKeyPath: String, minimumVersion: TLSVersion = .tls1_2,
-                    maximumVersion: TLSVersion? = nil, clientCAPath: String? = nil) {
+        public init(
+            certificateChainPath: String,
+            privateKeyPath: String,
+            minimumVersion: TLSVersion = .tls1_2,
+            maximumVersion: TLSVersion? = nil,
+            clientCAPath: String? = nil
+        ) {
             self.certificateChainPath = certificateChainPath
             self.privateKeyPath = privateKeyPath
             self.minimumVersion = minimumVersion
@@ -108,8 +113,13 @@ public final class TestServer: @unchecked Sendable {
 
     private init(address: SocketAddress, host: String, loop: EventLoop?, tls: TLS?) throws {
         let context = try tls.map {
-            try TLSContext(serverCertificateChainPath: $0.certificateChainPath, privateKeyPath: $0.privateKeyPath,
-                           minimum: $0.minimumVersion, maximum: $0.maximumVersion, clientCAPath: $0.clientCAPath)
+            try TLSContext(
+                serverCertificateChainPath: $0.certificateChainPath,
+                privateKeyPath: $0.privateKeyPath,
+                minimum: $0.minimumVersion,
+                maximum: $0.maximumVersion,
+                clientCAPath: $0.clientCAPath
+            )
         }
         let l = try loop ?? EventLoop(name: "test-server")
         self.ownsLoop = loop == nil
@@ -134,12 +144,14 @@ public final class TestServer: @unchecked Sendable {
         if let path = self.unixSocketPath {
             let encoded = path.utf8.map { b -> String in
                 let c = Character(Unicode.Scalar(b))
-                return (c.isLetter || c.isNumber) && b < 0x80 || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
+                return (c.isLetter || c.isNumber) && b < 0x80 || b == UInt8(ascii: "-") || b == UInt8(ascii: ".")
+                    || b == UInt8(ascii: "_")
                     ? String(c) : "%" + String(b, radix: 16, uppercase: true).leftPadded(to: 2)
             }.joined()
             return "\(scheme)+unix://\(encoded)"
         }
-        return self.host.contains(":") ? "\(scheme)://[\(self.host)]:\(self.port)" : "\(scheme)://\(self.host):\(self.port)"
+        return self.host.contains(":")
+            ? "\(scheme)://[\(self.host)]:\(self.port)" : "\(scheme)://\(self.host):\(self.port)"
     }
 
     /// 200s and 304s the `/cacheable` route has answered.

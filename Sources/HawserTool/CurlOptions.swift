@@ -14,66 +14,73 @@ struct CurlOptions {
     var json: [UInt8]?
     /// -d @FILE that could not be read: curl warns and sends what it has.
     var dataWarnings: [String] = []
-    var includeHead = false        // -i
-    var headOnly = false           // -I
-    var dumpHeaderPath: String?    // -D
-    var outputPath: String?        // -o
-    var remoteName = false         // -O
-    var silent = false             // -s
-    var showError = false          // -S
-    var verbose = false            // -v
-    var maxTime: Double?           // --max-time
-    var connectTimeout: Double?    // --connect-timeout
-    var writeOut: String?          // -w
-    var failOnError = false        // -f
-    var followRedirects = false    // -L
-    var compressed = false         // --compressed
-    var cookieInput: String?       // -b FILE or NAME=VALUE
-    var cookieJarPath: String?     // -c FILE
-    var userAgent: String?         // -A
-    var referer: String?           // -e
-    var getWithData = false        // -G
-    var uploadPath: String?        // -T FILE ('-' for stdin)
-    var forms: [String] = []       // -F
+    var includeHead = false  // -i
+    var headOnly = false  // -I
+    var dumpHeaderPath: String?  // -D
+    var outputPath: String?  // -o
+    var remoteName = false  // -O
+    var silent = false  // -s
+    var showError = false  // -S
+    var verbose = false  // -v
+    var maxTime: Double?  // --max-time
+    var connectTimeout: Double?  // --connect-timeout
+    var writeOut: String?  // -w
+    var failOnError = false  // -f
+    var followRedirects = false  // -L
+    var compressed = false  // --compressed
+    var cookieInput: String?  // -b FILE or NAME=VALUE
+    var cookieJarPath: String?  // -c FILE
+    var userAgent: String?  // -A
+    var referer: String?  // -e
+    var getWithData = false  // -G
+    var uploadPath: String?  // -T FILE ('-' for stdin)
+    var forms: [String] = []  // -F
     // Retries
-    var retry = 0                  // --retry N
-    var retryDelay: Double?        // --retry-delay S
-    var retryMaxTime: Double?      // --retry-max-time S
+    var retry = 0  // --retry N
+    var retryDelay: Double?  // --retry-delay S
+    var retryMaxTime: Double?  // --retry-max-time S
     var retryConnectionRefused = false  // --retry-connrefused
     // Transfer
-    var limitRate: Int64?          // --limit-rate
-    var unixSocket: String?        // --unix-socket PATH
+    var limitRate: Int64?  // --limit-rate
+    var unixSocket: String?  // --unix-socket PATH
     var resolve: [ResolveEntry] = []  // --resolve HOST:PORT:ADDRESS[,ADDRESS…]
     // TLS
-    var insecure = false           // -k
-    var caCertPath: String?        // --cacert
-    var caPath: String?            // --capath
-    var pinnedPublicKey: String?   // --pinnedpubkey sha256//…;sha256//…
-    var pinning: PinningOption?    // --pinning
+    var insecure = false  // -k
+    var caCertPath: String?  // --cacert
+    var caPath: String?  // --capath
+    var pinnedPublicKey: String?  // --pinnedpubkey sha256//…;sha256//…
+    var pinning: PinningOption?  // --pinning
     var pinnedCertificatePaths: [String] = []  // --pinned-cert
-    var allowInvalidCertificates = false       // --allow-invalid-certificates
-    var validatesDomainName = true             // --no-validate-domain-name
-    var certPath: String?          // --cert FILE[:PASSWORD]
-    var certType: String?          // --cert-type PEM|P12
-    var keyPath: String?           // --key
+    var allowInvalidCertificates = false  // --allow-invalid-certificates
+    var validatesDomainName = true  // --no-validate-domain-name
+    var certPath: String?  // --cert FILE[:PASSWORD]
+    var certType: String?  // --cert-type PEM|P12
+    var keyPath: String?  // --key
     var tlsMinimum: TLSVersionOption?  // --tlsv1.2 / --tlsv1.3
-    var tlsMaximum: String?        // --tls-max
+    var tlsMaximum: String?  // --tls-max
     // Authentication and proxies
-    var user: String?              // -u USER:PASSWORD
-    var digest = false             // --digest (else --basic, curl's default)
-    var proxy: String?             // -x / --proxy
-    var proxyUser: String?         // --proxy-user
-    var socks5Hostname: String?    // --socks5-hostname
-    var noProxy: String?           // --noproxy
-    var proxyCACertPath: String?   // --proxy-cacert
-    var proxyCAPath: String?       // --proxy-capath
-    var proxyInsecure = false      // --proxy-insecure
-    var resume = false             // -C -
+    var user: String?  // -u USER:PASSWORD
+    var digest = false  // --digest (else --basic, curl's default)
+    var proxy: String?  // -x / --proxy
+    var proxyUser: String?  // --proxy-user
+    var socks5Hostname: String?  // --socks5-hostname
+    var noProxy: String?  // --noproxy
+    var proxyCACertPath: String?  // --proxy-cacert
+    var proxyCAPath: String?  // --proxy-capath
+    var proxyInsecure = false  // --proxy-insecure
+    var resume = false  // -C -
     var expect100Timeout: Double?  // --expect100-timeout
 
-    enum TLSVersionOption: String { case tls12 = "1.2", tls13 = "1.3" }
-    enum PinningOption: String { case none, publicKey = "public-key", certificate }
-    var maxRedirects: Int?         // --max-redirs
+    enum TLSVersionOption: String {
+        case tls12 = "1.2"
+        case tls13 = "1.3"
+    }
+    enum PinningOption: String {
+        case none
+        case publicKey = "public-key"
+        case certificate
+    }
+    var maxRedirects: Int?  // --max-redirs
 
     /// One --resolve entry: connections to HOST:PORT go to these addresses.
     struct ResolveEntry: Equatable {
@@ -90,94 +97,96 @@ struct CurlOptions {
     }
 
     static let help = """
-    Usage: hawser get URL [options]
-      -X, --request METHOD       request method
-      -H, --header 'Name: value' add a header (repeatable); 'Name:' removes one, 'Name;' sends it empty
-      -A, --user-agent STRING    the User-Agent field
-      -e, --referer URL          the Referer field
-      -d, --data DATA            send DATA as the body (POST); @FILE reads FILE (without newlines);
-                                 repeated -d are joined with '&'
-          --data-binary DATA     as -d, @FILE sent as it is; --data-raw: no @FILE
-          --json DATA            POST DATA with Content-Type and Accept application/json
-      -G, --get                  put the -d data in the URL's query and send GET
-      -F, --form NAME=VALUE      a multipart/form-data field; NAME=@FILE a file part (streamed),
-                                 NAME=<FILE a field from FILE; ;type=MIME ;filename=NAME
-      -T, --upload-file FILE     PUT FILE, streamed ('-' for stdin, chunked); a URL ending in '/'
-                                 gets the file's name
-      -i, --include              include the response head (and interim heads) in the output
-      -I, --head                 send HEAD, print the head
-      -D, --dump-header FILE     write response heads to FILE ('-' for stdout)
-      -o, --output FILE          write the body to FILE
-      -O, --remote-name          write the body to the URL's file name, in this directory
-      -s, --silent               no progress meter, no error messages
-      -S, --show-error           with -s, still print errors
-      -v, --verbose              what went on the wire: connection, TLS and certificate, the request
-                                 head as sent and the response heads, on stderr
-      -f, --fail                 exit 22 on HTTP status >= 400
-      -L, --location             follow redirects (each redirect's head is shown with -i)
-          --max-redirs N         at most N redirects with -L (default 50 as curl; -1: no limit)
-          --compressed           ask for gzip/deflate and decode the body
-      -b, --cookie FILE|N=V      send cookies: from a Netscape cookie file (and turn the
-                                 cookie engine on), or the literal NAME=VALUE[; …]
-      -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end
-          --retry N              retry a transient failure N times (timeouts, 408 429 500 502 503
-                                 504, a name that did not resolve); idempotent methods only
-          --retry-delay S        wait S seconds between retries (default: 1, doubling to 600);
-                                 0 retries at once (curl's 0 means its default)
-          --retry-max-time S     no retry after S seconds
-          --retry-connrefused    also retry a refused connection
-          --limit-rate RATE      read the response at most RATE bytes a second (K, M, G suffixes)
-          --unix-socket PATH     connect to the Unix domain socket PATH instead of the URL's host
-          --resolve H:P:ADDR     connect to ADDR (an IP address; several: A1,A2) for host H port P;
-                                 Host, SNI and the certificate check keep the name H (repeatable)
-      -k, --insecure             accept any server certificate (no chain or host check)
-          --cacert FILE          trust the CA certificates in FILE (PEM) instead of the system's
-          --capath DIR           trust the certificates in DIR (.pem .crt .cer .der)
-          --pinnedpubkey PINS    sha256//BASE64[;sha256//BASE64…]: one must match a key in the chain
-          --pinning MODE         none | public-key | certificate (AFSecurityPolicy's pinning modes)
-          --pinned-cert FILE     a certificate to pin, DER or PEM (repeatable); alone it means
-                                 --pinning certificate
-          --allow-invalid-certificates  accept chains that do not verify (a pin must still match)
-          --no-validate-domain-name     do not check that the certificate names the host
-      -E, --cert FILE[:PASS]     client certificate (PEM, or PKCS#12 with --cert-type P12)
-          --cert-type PEM|P12    the type of --cert
-          --key FILE             the client certificate's private key (PEM)
-          --tlsv1.2, --tlsv1.3   the lowest TLS version to use (default 1.2)
-          --tls-max 1.2|1.3      the highest TLS version to use
-      -u, --user USER:PASS       server credentials (Basic, sent at once, unless --digest)
-          --basic, --digest      the authentication scheme for -u
-      -x, --proxy [SCHEME://]HOST[:PORT]  proxy (http:// with CONNECT for https, https:// over TLS,
-                                 socks5://, socks5h://)
-      -U, --proxy-user USER:PASS proxy credentials
-          --proxy-cacert FILE    trust the CA certificates in FILE (PEM) for an https:// proxy
-          --proxy-capath DIR     trust the certificates in DIR for an https:// proxy
-          --proxy-insecure       accept any certificate from an https:// proxy (not the origin's)
-          --socks5-hostname HOST[:PORT]  SOCKS5 proxy that resolves host names
-          --noproxy LIST         hosts that bypass the proxy (as no_proxy)
-    Proxies also come from http_proxy, https_proxy, all_proxy and no_proxy, as curl reads them.
-      -C -                       resume: ask for the rest of the -o file with Range
-          --expect100-timeout S  how long to wait for 100 Continue (default 1)
-      -w, --write-out FORMAT     print FORMAT after the transfer (@FILE reads it): %{http_code}
-                                 %{http_version} %{size_download} %{size_upload} %{size_header}
-                                 %{speed_download} %{speed_upload} %{time_namelookup} %{time_connect}
-                                 %{time_appconnect} %{time_pretransfer} %{time_starttransfer}
-                                 %{time_redirect} %{time_total} %{num_connects} %{num_redirects}
-                                 %{url_effective} %{content_type} %{remote_ip} %{remote_port}
-                                 %{scheme} %{method} %{ssl_verify_result} %{errormsg} %{exitcode}
-      -m, --max-time SECONDS     limit the whole transfer
-          --connect-timeout S    limit connecting
-    Exit status (curl's): 0 ok, 1 unsupported protocol, 2 usage, 3 malformed URL, 5 proxy,
-      6 cannot resolve, 7 cannot connect, 8 weird server reply, 18 partial body, 22 HTTP error
-      with -f, 23 write error, 26 read error, 28 timeout, 33 range not supported, 35 TLS handshake,
-      47 too many redirects, 52 empty reply, 55 send error, 56 receive failure, 58 client
-      certificate, 60 untrusted certificate, 61 bad content encoding, 63 size limit,
-      90 pinned key or certificate did not match.
-    """
+        Usage: hawser get URL [options]
+          -X, --request METHOD       request method
+          -H, --header 'Name: value' add a header (repeatable); 'Name:' removes one, 'Name;' sends it empty
+          -A, --user-agent STRING    the User-Agent field
+          -e, --referer URL          the Referer field
+          -d, --data DATA            send DATA as the body (POST); @FILE reads FILE (without newlines);
+                                     repeated -d are joined with '&'
+              --data-binary DATA     as -d, @FILE sent as it is; --data-raw: no @FILE
+              --json DATA            POST DATA with Content-Type and Accept application/json
+          -G, --get                  put the -d data in the URL's query and send GET
+          -F, --form NAME=VALUE      a multipart/form-data field; NAME=@FILE a file part (streamed),
+                                     NAME=<FILE a field from FILE; ;type=MIME ;filename=NAME
+          -T, --upload-file FILE     PUT FILE, streamed ('-' for stdin, chunked); a URL ending in '/'
+                                     gets the file's name
+          -i, --include              include the response head (and interim heads) in the output
+          -I, --head                 send HEAD, print the head
+          -D, --dump-header FILE     write response heads to FILE ('-' for stdout)
+          -o, --output FILE          write the body to FILE
+          -O, --remote-name          write the body to the URL's file name, in this directory
+          -s, --silent               no progress meter, no error messages
+          -S, --show-error           with -s, still print errors
+          -v, --verbose              what went on the wire: connection, TLS and certificate, the request
+                                     head as sent and the response heads, on stderr
+          -f, --fail                 exit 22 on HTTP status >= 400
+          -L, --location             follow redirects (each redirect's head is shown with -i)
+              --max-redirs N         at most N redirects with -L (default 50 as curl; -1: no limit)
+              --compressed           ask for gzip/deflate and decode the body
+          -b, --cookie FILE|N=V      send cookies: from a Netscape cookie file (and turn the
+                                     cookie engine on), or the literal NAME=VALUE[; …]
+          -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end
+              --retry N              retry a transient failure N times (timeouts, 408 429 500 502 503
+                                     504, a name that did not resolve); idempotent methods only
+              --retry-delay S        wait S seconds between retries (default: 1, doubling to 600);
+                                     0 retries at once (curl's 0 means its default)
+              --retry-max-time S     no retry after S seconds
+              --retry-connrefused    also retry a refused connection
+              --limit-rate RATE      read the response at most RATE bytes a second (K, M, G suffixes)
+              --unix-socket PATH     connect to the Unix domain socket PATH instead of the URL's host
+              --resolve H:P:ADDR     connect to ADDR (an IP address; several: A1,A2) for host H port P;
+                                     Host, SNI and the certificate check keep the name H (repeatable)
+          -k, --insecure             accept any server certificate (no chain or host check)
+              --cacert FILE          trust the CA certificates in FILE (PEM) instead of the system's
+              --capath DIR           trust the certificates in DIR (.pem .crt .cer .der)
+              --pinnedpubkey PINS    sha256//BASE64[;sha256//BASE64…]: one must match a key in the chain
+              --pinning MODE         none | public-key | certificate (AFSecurityPolicy's pinning modes)
+              --pinned-cert FILE     a certificate to pin, DER or PEM (repeatable); alone it means
+                                     --pinning certificate
+              --allow-invalid-certificates  accept chains that do not verify (a pin must still match)
+              --no-validate-domain-name     do not check that the certificate names the host
+          -E, --cert FILE[:PASS]     client certificate (PEM, or PKCS#12 with --cert-type P12)
+              --cert-type PEM|P12    the type of --cert
+              --key FILE             the client certificate's private key (PEM)
+              --tlsv1.2, --tlsv1.3   the lowest TLS version to use (default 1.2)
+              --tls-max 1.2|1.3      the highest TLS version to use
+          -u, --user USER:PASS       server credentials (Basic, sent at once, unless --digest)
+              --basic, --digest      the authentication scheme for -u
+          -x, --proxy [SCHEME://]HOST[:PORT]  proxy (http:// with CONNECT for https, https:// over TLS,
+                                     socks5://, socks5h://)
+          -U, --proxy-user USER:PASS proxy credentials
+              --proxy-cacert FILE    trust the CA certificates in FILE (PEM) for an https:// proxy
+              --proxy-capath DIR     trust the certificates in DIR for an https:// proxy
+              --proxy-insecure       accept any certificate from an https:// proxy (not the origin's)
+              --socks5-hostname HOST[:PORT]  SOCKS5 proxy that resolves host names
+              --noproxy LIST         hosts that bypass the proxy (as no_proxy)
+        Proxies also come from http_proxy, https_proxy, all_proxy and no_proxy, as curl reads them.
+          -C -                       resume: ask for the rest of the -o file with Range
+              --expect100-timeout S  how long to wait for 100 Continue (default 1)
+          -w, --write-out FORMAT     print FORMAT after the transfer (@FILE reads it): %{http_code}
+                                     %{http_version} %{size_download} %{size_upload} %{size_header}
+                                     %{speed_download} %{speed_upload} %{time_namelookup} %{time_connect}
+                                     %{time_appconnect} %{time_pretransfer} %{time_starttransfer}
+                                     %{time_redirect} %{time_total} %{num_connects} %{num_redirects}
+                                     %{url_effective} %{content_type} %{remote_ip} %{remote_port}
+                                     %{scheme} %{method} %{ssl_verify_result} %{errormsg} %{exitcode}
+          -m, --max-time SECONDS     limit the whole transfer
+              --connect-timeout S    limit connecting
+        Exit status (curl's): 0 ok, 1 unsupported protocol, 2 usage, 3 malformed URL, 5 proxy,
+          6 cannot resolve, 7 cannot connect, 8 weird server reply, 18 partial body, 22 HTTP error
+          with -f, 23 write error, 26 read error, 28 timeout, 33 range not supported, 35 TLS handshake,
+          47 too many redirects, 52 empty reply, 55 send error, 56 receive failure, 58 client
+          certificate, 60 untrusted certificate, 61 bad content encoding, 63 size limit,
+          90 pinned key or certificate did not match.
+        """
 
     /// Short flags that take a value: in a cluster (`-sSo FILE`, `-XPUT`) the rest of the cluster,
     /// or else the next argument, is the value.
-    static let shortWithValue: Set<Character> = ["X", "H", "A", "e", "d", "F", "T", "D", "o", "w", "b", "c", "E", "u",
-                                                 "x", "U", "C", "m"]
+    static let shortWithValue: Set<Character> = [
+        "X", "H", "A", "e", "d", "F", "T", "D", "o", "w", "b", "c", "E", "u",
+        "x", "U", "C", "m",
+    ]
     static let shortBoolean: Set<Character> = ["i", "I", "s", "S", "v", "f", "L", "k", "G", "O"]
 
     static func parse(_ args: [String]) throws -> CurlOptions {
@@ -230,7 +239,10 @@ struct CurlOptions {
         func seconds(_ flag: String, allowZero: Bool = false) throws -> Double {
             let v = try value(flag)
             guard let t = Double(v), allowZero ? t >= 0 : t > 0, t.isFinite else {
-                throw UsageError(description: "\(flag) needs a \(allowZero ? "non-negative" : "positive") number of seconds, not '\(v)'")
+                throw UsageError(
+                    description:
+                        "\(flag) needs a \(allowZero ? "non-negative" : "positive") number of seconds, not '\(v)'"
+                )
             }
             return t
         }
@@ -325,7 +337,9 @@ struct CurlOptions {
             case "--tlsv1.3": o.tlsMinimum = .tls13
             case "--tls-max":
                 let v = try value(a)
-                guard v == "1.2" || v == "1.3" else { throw UsageError(description: "--tls-max takes 1.2 or 1.3, not '\(v)'") }
+                guard v == "1.2" || v == "1.3" else {
+                    throw UsageError(description: "--tls-max takes 1.2 or 1.3, not '\(v)'")
+                }
                 o.tlsMaximum = v
             case "-u", "--user": o.user = try value(a)
             case "--basic": o.digest = false
@@ -339,18 +353,24 @@ struct CurlOptions {
             case "--proxy-insecure": o.proxyInsecure = true
             case "-C", "--continue-at":
                 let v = try value(a)
-                guard v == "-" else { throw UsageError(description: "-C takes '-' (resume where the output file ends), not '\(v)'") }
+                guard v == "-" else {
+                    throw UsageError(description: "-C takes '-' (resume where the output file ends), not '\(v)'")
+                }
                 o.resume = true
             case "--expect100-timeout": o.expect100Timeout = try seconds(a, allowZero: true)
             case "-b", "--cookie": o.cookieInput = try value(a)
             case "-c", "--cookie-jar": o.cookieJarPath = try value(a)
             case "--max-redirs":
                 let v = try value(a)
-                guard let n = Int(v), n >= -1 else { throw UsageError(description: "--max-redirs needs a number, not '\(v)'") }
+                guard let n = Int(v), n >= -1 else {
+                    throw UsageError(description: "--max-redirs needs a number, not '\(v)'")
+                }
                 o.maxRedirects = n
             case "--retry":
                 let v = try value(a)
-                guard let n = Int(v), n >= 0 else { throw UsageError(description: "--retry needs a number of retries, not '\(v)'") }
+                guard let n = Int(v), n >= 0 else {
+                    throw UsageError(description: "--retry needs a number of retries, not '\(v)'")
+                }
                 o.retry = n
             case "--retry-delay": o.retryDelay = try seconds(a, allowZero: true)
             case "--retry-max-time": o.retryMaxTime = try seconds(a, allowZero: true)
@@ -378,7 +398,10 @@ struct CurlOptions {
             i += 1
         }
         if o.forms.count > 0 && (o.data != nil || o.json != nil) {
-            throw UsageError(description: "-F cannot be combined with -d or --json (curl: \"You can only select one HTTP request method!\")")
+            throw UsageError(
+                description:
+                    "-F cannot be combined with -d or --json (curl: \"You can only select one HTTP request method!\")"
+            )
         }
         if o.uploadPath != nil && (o.data != nil || o.json != nil || !o.forms.isEmpty) {
             throw UsageError(description: "-T cannot be combined with -d, --json or -F")
@@ -390,8 +413,10 @@ struct CurlOptions {
     static let longWithValue: Set<String> = [
         "--request", "--header", "--user-agent", "--referer", "--data", "--data-ascii", "--data-binary", "--data-raw",
         "--json", "--form", "--upload-file", "--dump-header", "--output", "--cacert", "--capath", "--pinnedpubkey",
-        "--pinning", "--pinned-cert", "--cert", "--cert-type", "--key", "--tls-max", "--user", "--proxy", "--proxy-user",
-        "--socks5-hostname", "--noproxy", "--proxy-cacert", "--proxy-capath", "--continue-at", "--expect100-timeout", "--cookie", "--cookie-jar",
+        "--pinning", "--pinned-cert", "--cert", "--cert-type", "--key", "--tls-max", "--user", "--proxy",
+        "--proxy-user",
+        "--socks5-hostname", "--noproxy", "--proxy-cacert", "--proxy-capath", "--continue-at", "--expect100-timeout",
+        "--cookie", "--cookie-jar",
         "--max-redirs", "--retry", "--retry-delay", "--retry-max-time", "--limit-rate", "--unix-socket", "--resolve",
         "--write-out", "--max-time", "--connect-timeout",
     ]
@@ -418,7 +443,8 @@ struct CurlOptions {
         let host = String(s[..<c1])
         let afterHost = s[s.index(after: c1)...]
         guard let c2 = afterHost.firstIndex(of: ":"), let port = Int(afterHost[..<c2]), (1...65535).contains(port),
-              !host.isEmpty else { throw bad }
+            !host.isEmpty
+        else { throw bad }
         let addresses = afterHost[afterHost.index(after: c2)...].split(separator: ",").map { a -> String in
             var a = a.trimmingPrefix(" ")
             if a.hasPrefix("["), a.hasSuffix("]") { a = a.dropFirst().dropLast() }

@@ -1,7 +1,8 @@
+import HawserCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 /// Minimal unbuffered file output on a descriptor (stdout, stderr or a file). A file named
 /// for -o is opened when the first byte is written, as curl opens it: a transfer that fails

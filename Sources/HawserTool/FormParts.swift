@@ -1,9 +1,10 @@
+import Hawser
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Hawser
 
 /// curl's `-F` arguments as parts of the AFNetworking layer's ``MultipartFormData``:
 ///
@@ -73,7 +74,8 @@ enum FormParts {
             var i = rest.index(after: rest.startIndex)
             while i < rest.endIndex, rest[i] != "\"" {
                 if rest[i] == "\\", rest.index(after: i) < rest.endIndex,
-                   rest[rest.index(after: i)] == "\"" || rest[rest.index(after: i)] == "\\" {
+                    rest[rest.index(after: i)] == "\"" || rest[rest.index(after: i)] == "\\"
+                {
                     i = rest.index(after: i)
                 }
                 out.append(rest[i])
@@ -100,8 +102,12 @@ enum FormParts {
                 switch spec.kind {
                 case .file(let path):
                     let fileName = spec.fileName ?? Self.lastPathComponent(path)
-                    try form.appendPart(withFileURL: URL(fileURLWithPath: path), name: spec.name, fileName: fileName,
-                                        mimeType: spec.type ?? Self.curlContentType(forFileName: path))
+                    try form.appendPart(
+                        withFileURL: URL(fileURLWithPath: path),
+                        name: spec.name,
+                        fileName: fileName,
+                        mimeType: spec.type ?? Self.curlContentType(forFileName: path)
+                    )
                 case .fileContents(let path):
                     let bytes = try FileIO.readAll(path: path)
                     try Self.appendField(&form, spec, bytes)

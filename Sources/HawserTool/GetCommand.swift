@@ -1,10 +1,11 @@
+import Hawser
+import HawserCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Hawser
-import HawserCore
 
 #if canImport(Glibc)
 import Glibc
@@ -63,10 +64,14 @@ enum GetCommand {
                 throw ToolFailure(ExitCode.malformedURL, "URL using bad/illegal format: '\(text)'")
             }
             c.percentEncodedQuery = c.percentEncodedQuery.map { $0 + "&" + query } ?? query
-            guard let u = c.url else { throw ToolFailure(ExitCode.malformedURL, "-G data makes a malformed URL: '\(query)'") }
+            guard let u = c.url else {
+                throw ToolFailure(ExitCode.malformedURL, "-G data makes a malformed URL: '\(query)'")
+            }
             url = u
         }
-        if let path = o.uploadPath, path != "-", url.path(percentEncoded: true).isEmpty || url.path(percentEncoded: true).hasSuffix("/") {
+        if let path = o.uploadPath, path != "-",
+            url.path(percentEncoded: true).isEmpty || url.path(percentEncoded: true).hasSuffix("/")
+        {
             // curl -T FILE http://host/dir/ uploads to http://host/dir/FILE.
             let name = FormParts.lastPathComponent(path)
             let encoded = Self.percentEncodedPathSegment(name)
@@ -124,7 +129,9 @@ enum GetCommand {
         var attemptRequest = request
         do {
             if o.resume {
-                guard let path = outputPath, path != "-" else { throw ToolFailure(ExitCode.usage, "-C - needs -o FILE to resume into") }
+                guard let path = outputPath, path != "-" else {
+                    throw ToolFailure(ExitCode.usage, "-C - needs -o FILE to resume into")
+                }
                 let (file, size) = try OutputFile.openForAppend(path)
                 body = file
                 resumeFrom = size
@@ -152,23 +159,35 @@ enum GetCommand {
         var printer: TransferPrinter
         var outcome: TransferPrinter.Outcome
         while true {
-            printer = TransferPrinter(options: o, body: body, dump: dump, trustLog: trustLog, progress: showProgress,
-                                      start: TaskMetrics.now(), resumingFrom: resumeFrom.flatMap { $0 > 0 ? $0 : nil })
+            printer = TransferPrinter(
+                options: o,
+                body: body,
+                dump: dump,
+                trustLog: trustLog,
+                progress: showProgress,
+                start: TaskMetrics.now(),
+                resumingFrom: resumeFrom.flatMap { $0 > 0 ? $0 : nil }
+            )
             outcome = await printer.run(session: session, request: attemptRequest)
-            guard attempt < o.retry, request.method.isIdempotent, let reason = Self.retryReason(outcome, o) else { break }
+            guard attempt < o.retry, request.method.isIdempotent, let reason = Self.retryReason(outcome, o) else {
+                break
+            }
             let elapsed = Double(TaskMetrics.now() - start) / 1e9
             // --retry-max-time 0 (curl's default) means no limit.
             let maxTime = o.retryMaxTime.flatMap { $0 > 0 ? $0 : nil }
             if let maxTime, elapsed >= maxTime { break }
             var wait = sleepSeconds
             if let status = outcome.head?.status, status == 429 || status == 503,
-               let after = outcome.head?.headers["Retry-After"].flatMap(Double.init), after > 0 {
+                let after = outcome.head?.headers["Retry-After"].flatMap(Double.init), after > 0
+            {
                 wait = after
             }
             if let maxTime { wait = min(wait, max(0, maxTime - elapsed)) }
             attempt += 1
             if !o.silent {
-                OutputFile.stderr.write("Warning: Problem : \(reason). Will retry in \(Int(wait.rounded(.up))) seconds. \(o.retry - attempt + 1) retries left.\n")
+                OutputFile.stderr.write(
+                    "Warning: Problem : \(reason). Will retry in \(Int(wait.rounded(.up))) seconds. \(o.retry - attempt + 1) retries left.\n"
+                )
             }
             if printer.bodyBytes > 0 && resumeFrom == nil && body.truncate() && !o.silent {
                 OutputFile.stderr.write("Warning: Throwing away \(printer.bodyBytes) bytes\n")
@@ -194,14 +213,20 @@ enum GetCommand {
         if outcome.error == nil && !httpFailure { body.create() }
         if let e = outcome.error {
             code = e.code == .ioError && body.failed ? ExitCode.writeError : ExitCode.forError(e)
-            message = e.code == .ioError && body.failed ? "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? "") : e.message
+            message =
+                e.code == .ioError && body.failed
+                ? "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? "") : e.message
         } else if body.failed {
-            (code, message) = (ExitCode.writeError, "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? ""))
+            (code, message) = (
+                ExitCode.writeError, "Failure writing output to destination" + (body.openError.map { ": \($0)" } ?? "")
+            )
         } else if let head = outcome.head {
             if let from = resumeFrom, from > 0, head.status == 200 {
-                (code, message) = (ExitCode.rangeError, "HTTP server doesn't seem to support byte ranges. Cannot resume.")
+                (code, message) = (
+                    ExitCode.rangeError, "HTTP server doesn't seem to support byte ranges. Cannot resume."
+                )
             } else if let from = resumeFrom, from > 0, head.status == 416 {
-                code = 0   // already complete
+                code = 0  // already complete
             } else if o.failOnError && head.status >= 400 {
                 (code, message) = (ExitCode.httpReturnedError, "The requested URL returned error: \(head.status)")
             }
@@ -209,22 +234,39 @@ enum GetCommand {
 
         if o.verbose {
             let m = outcome.metrics
-            let ms = { (a: UInt64?, b: UInt64?) in TaskMetrics.span(a, b).map { String(format2: Double($0) / 1e6) + " ms" } ?? "-" }
-            OutputFile.stderr.write("* connect \(ms(m.connectStart, m.connectEnd)), first byte \(ms(m.fetchStart, m.responseStart)), total \(ms(m.fetchStart, m.responseEnd)), connection \(m.isReusedConnection ? "reused" : "new")\(m.remoteAddress.map { " to \($0)" } ?? "")\n")
+            let ms = { (a: UInt64?, b: UInt64?) in
+                TaskMetrics.span(a, b).map { String(format2: Double($0) / 1e6) + " ms" } ?? "-"
+            }
+            OutputFile.stderr.write(
+                "* connect \(ms(m.connectStart, m.connectEnd)), first byte \(ms(m.fetchStart, m.responseStart)), total \(ms(m.fetchStart, m.responseEnd)), connection \(m.isReusedConnection ? "reused" : "new")\(m.remoteAddress.map { " to \($0)" } ?? "")\n"
+            )
         }
         if var w = o.writeOut {
             if w.hasPrefix("@") {
                 let path = String(w.dropFirst())
-                w = (try? String(decoding: (path == "-" ? FileIO.readAll(fd: 0, name: "stdin") : FileIO.readAll(path: path)), as: UTF8.self)) ?? ""
+                w =
+                    (try? String(
+                        decoding: (path == "-" ? FileIO.readAll(fd: 0, name: "stdin") : FileIO.readAll(path: path)),
+                        as: UTF8.self
+                    )) ?? ""
             }
-            let t = WriteOut.Transfer(head: outcome.head, metrics: outcome.metrics,
-                                      url: o.unixSocket == nil ? outcome.url : Self.withoutUnixSocket(outcome.url, original: url),
-                                      method: attemptRequest.method.rawValue, bodyBytes: printer.bodyBytes,
-                                      headBytes: printer.headBytes, uploadBytes: printer.uploadBytes, start: start,
-                                      lastRedirect: printer.lastRedirect,
-                                      startTransfer: printer.lastRedirect == nil ? nil : printer.firstHeadOfLastRequest, end: end, sslVerifyResult: trustLog.lastVerifyResult,
-                                      connects: printer.connects,
-                                      errorMessage: message, exitCode: code)
+            let t = WriteOut.Transfer(
+                head: outcome.head,
+                metrics: outcome.metrics,
+                url: o.unixSocket == nil ? outcome.url : Self.withoutUnixSocket(outcome.url, original: url),
+                method: attemptRequest.method.rawValue,
+                bodyBytes: printer.bodyBytes,
+                headBytes: printer.headBytes,
+                uploadBytes: printer.uploadBytes,
+                start: start,
+                lastRedirect: printer.lastRedirect,
+                startTransfer: printer.lastRedirect == nil ? nil : printer.firstHeadOfLastRequest,
+                end: end,
+                sslVerifyResult: trustLog.lastVerifyResult,
+                connects: printer.connects,
+                errorMessage: message,
+                exitCode: code
+            )
             OutputFile.stdout.write(WriteOut.render(w, t) { OutputFile.stderr.write("hawser: \($0)\n") })
         }
         return code == 0 ? 0 : Self.fail(o, code, message)
@@ -295,8 +337,12 @@ enum GetCommand {
     /// the engine's `dnsOverride` (which keeps the name for Host, SNI and the certificate check).
     /// --unix-socket: the URL becomes `http+unix://<percent-encoded path>/path` (or `https+unix`)
     /// and the Host field is the original URL's, as curl sends it.
-    static func applyRouting(_ o: CurlOptions, url: URL, config: inout SessionConfiguration,
-                             request: inout HTTPClientRequest) throws {
+    static func applyRouting(
+        _ o: CurlOptions,
+        url: URL,
+        config: inout SessionConfiguration,
+        request: inout HTTPClientRequest
+    ) throws {
         let scheme = (url.scheme ?? "http").lowercased()
         let defaultPort = scheme == "https" ? 443 : 80
         let port = url.port ?? defaultPort
@@ -323,7 +369,9 @@ enum GetCommand {
     /// An `http+unix` URL the way curl names it with --unix-socket: the original URL's scheme
     /// and authority, this URL's path and query.
     static func withoutUnixSocket(_ u: URL, original: URL) -> URL {
-        guard let scheme = u.scheme, scheme.hasSuffix("+unix"), var c = URLComponents(url: original, resolvingAgainstBaseURL: false) else {
+        guard let scheme = u.scheme, scheme.hasSuffix("+unix"),
+            var c = URLComponents(url: original, resolvingAgainstBaseURL: false)
+        else {
             return u
         }
         c.percentEncodedPath = u.path(percentEncoded: true)
@@ -366,7 +414,8 @@ enum GetCommand {
                 // --digest: answer the server's Digest challenge with these credentials.
                 request.url = Self.url(url, withUser: name, password: password)
             } else if !request.headers.contains(name: "Authorization"),
-                      let value = try? BasicAuthentication.authorizationValue(user: name, password: password) {
+                let value = try? BasicAuthentication.authorizationValue(user: name, password: password)
+            {
                 // curl's --basic sends the credentials with the first request.
                 request.headers.add(name: "Authorization", value: value)
             }
@@ -376,8 +425,12 @@ enum GetCommand {
         } else if let json = o.json {
             if let d = o.data { request.body = .bytes(d + json) } else { request.body = .bytes(json) }
             method = "POST"
-            if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: "application/json") }
-            if !request.headers.contains(name: "Accept") { request.headers.add(name: "Accept", value: "application/json") }
+            if !request.headers.contains(name: "Content-Type") {
+                request.headers.add(name: "Content-Type", value: "application/json")
+            }
+            if !request.headers.contains(name: "Accept") {
+                request.headers.add(name: "Accept", value: "application/json")
+            }
         } else if let d = o.data {
             request.body = .bytes(d)
             method = "POST"
@@ -388,7 +441,9 @@ enum GetCommand {
             let form = try FormParts.form(o.forms) { if !o.silent { OutputFile.stderr.write("Warning: \($0)\n") } }
             request.body = form.makeRequestBody()
             method = "POST"
-            if !request.headers.contains(name: "Content-Type") { request.headers.add(name: "Content-Type", value: form.contentType) }
+            if !request.headers.contains(name: "Content-Type") {
+                request.headers.add(name: "Content-Type", value: form.contentType)
+            }
         } else if let path = o.uploadPath {
             request.body = try Self.uploadBody(path: path, limit: o.limitRate)
             method = "PUT"
@@ -481,8 +536,11 @@ enum GetCommand {
             if o.certType == "P12" {
                 config.tls.clientIdentity = .pkcs12(path: path, password: password)
             } else {
-                config.tls.clientIdentity = .pem(certificateChainPath: path, privateKeyPath: o.keyPath ?? path,
-                                                 password: password.isEmpty ? nil : password)
+                config.tls.clientIdentity = .pem(
+                    certificateChainPath: path,
+                    privateKeyPath: o.keyPath ?? path,
+                    password: password.isEmpty ? nil : password
+                )
             }
         }
         do {
@@ -511,7 +569,9 @@ enum GetCommand {
                 throw CurlOptions.UsageError(description: "--pinnedpubkey: \(error)")
             }
             if mode == .certificate {
-                throw CurlOptions.UsageError(description: "--pinnedpubkey pins keys: use it with --pinning public-key, not certificate")
+                throw CurlOptions.UsageError(
+                    description: "--pinnedpubkey pins keys: use it with --pinning public-key, not certificate"
+                )
             }
         }
         if mode == .certificate && pinnedCertificates.isEmpty {

@@ -9,10 +9,10 @@
 /// the counters and the samples for the current speed.
 struct ProgressMeter {
     static let header = """
-      % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current
-                                     Dload  Upload   Total   Spent    Left  Speed
+          % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current
+                                         Dload  Upload   Total   Spent    Left  Speed
 
-    """
+        """
 
     /// What one line shows.
     struct Snapshot: Equatable {
@@ -34,7 +34,11 @@ struct ProgressMeter {
     }
 
     private static func unclippedSize(_ bytes: Int64) -> String {
-        let k: Int64 = 1024, m = k * k, g = m * k, t = g * k, p = t * k
+        let k: Int64 = 1024
+        let m = k * k
+        let g = m * k
+        let t = g * k
+        let p = t * k
         func pad(_ s: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - s.count)) + s }
         if bytes < 100_000 { return pad(String(bytes), 5) }
         if bytes < 10000 * k { return pad(String(bytes / k), 4) + "k" }
@@ -74,8 +78,10 @@ struct ProgressMeter {
         let spent = s.elapsedMilliseconds / 1000
         let dlSpeed = s.downloaded * 1000 / ms
         let ulSpeed = s.uploaded * 1000 / ms
-        var dlPercent: Int64 = 0, ulPercent: Int64 = 0
-        var dlEstimate: Int64 = 0, ulEstimate: Int64 = 0
+        var dlPercent: Int64 = 0
+        var ulPercent: Int64 = 0
+        var dlEstimate: Int64 = 0
+        var ulEstimate: Int64 = 0
         if let total = s.uploadTotal, ulSpeed > 0 {
             ulEstimate = total / ulSpeed
             ulPercent = Self.percent(s.uploaded, of: total)
@@ -139,9 +145,18 @@ struct ProgressMeter {
             out += Self.header
             self.headerShown = true
         }
-        out += "\r" + Self.line(Snapshot(downloadTotal: self.downloadTotal, uploadTotal: self.uploadTotal,
-                                         downloaded: self.downloaded, uploaded: self.uploaded,
-                                         elapsedMilliseconds: elapsedMs, currentSpeed: current))
+        out +=
+            "\r"
+            + Self.line(
+                Snapshot(
+                    downloadTotal: self.downloadTotal,
+                    uploadTotal: self.uploadTotal,
+                    downloaded: self.downloaded,
+                    uploaded: self.uploaded,
+                    elapsedMilliseconds: elapsedMs,
+                    currentSpeed: current
+                )
+            )
         return out
     }
 }

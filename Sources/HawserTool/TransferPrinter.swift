@@ -1,10 +1,11 @@
+import HawserCore
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Synchronization
 
 /// Streams one transfer the way curl does: heads for -i / -I / -D / -v (byte for byte as they
 /// arrived), the body to stdout or a file, the progress meter, and --limit-rate.
@@ -46,8 +47,15 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     private let resumingFrom: Int64?
     private let done = Mutex<CheckedContinuation<Outcome, Never>?>(nil)
 
-    init(options: CurlOptions, body: OutputFile, dump: OutputFile?, trustLog: TrustLog, progress: Bool, start: UInt64,
-         resumingFrom: Int64? = nil) {
+    init(
+        options: CurlOptions,
+        body: OutputFile,
+        dump: OutputFile?,
+        trustLog: TrustLog,
+        progress: Bool,
+        start: UInt64,
+        resumingFrom: Int64? = nil
+    ) {
         self.options = options
         self.body = body
         self.dump = dump
@@ -173,8 +181,12 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     }
 
     /// With -L, curl shows each redirect's head (-i, -D, -v) before following it.
-    func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+    func task(
+        _ task: RequestTask,
+        willPerformRedirection response: HTTPResponseHead,
+        newRequest: HTTPClientRequest,
+        completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+    ) {
         self.emitHead(response, task: task)
         self.lastRedirect = TaskMetrics.now()
         if self.options.verbose {
@@ -206,7 +218,10 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
             if let line = meter.update(now: TaskMetrics.now(), force: true) { OutputFile.stderr.write(line + "\n") }
             self.meter = meter
         }
-        self.done.withLock { $0?.resume(returning: outcome); $0 = nil }
+        self.done.withLock {
+            $0?.resume(returning: outcome)
+            $0 = nil
+        }
     }
 }
 

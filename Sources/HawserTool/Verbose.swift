@@ -1,10 +1,11 @@
+import HawserCore
+import Synchronization
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Synchronization
 
 /// What one evaluation of a server's chain found: the chain, the verdict, and OpenSSL's verify
 /// result for the chain alone (curl's `ssl_verify_result`).
@@ -57,11 +58,25 @@ struct TrustRecorder: ServerTrustEvaluating {
         self.log.noteVerifyResult(verify)
         do {
             try self.inner.evaluate(trust, forHost: host)
-            self.log.append(TrustRecord(host: host, certificates: trust.certificates, failure: nil, verifyResult: verify,
-                                        pinning: self.pinning))
+            self.log.append(
+                TrustRecord(
+                    host: host,
+                    certificates: trust.certificates,
+                    failure: nil,
+                    verifyResult: verify,
+                    pinning: self.pinning
+                )
+            )
         } catch {
-            self.log.append(TrustRecord(host: host, certificates: trust.certificates, failure: error, verifyResult: verify,
-                                        pinning: self.pinning))
+            self.log.append(
+                TrustRecord(
+                    host: host,
+                    certificates: trust.certificates,
+                    failure: error,
+                    verifyResult: verify,
+                    pinning: self.pinning
+                )
+            )
             throw error
         }
     }
@@ -84,7 +99,10 @@ enum Verbose {
         }
         if let version = m.tlsProtocolVersion {
             out += "* SSL connection using \(version) / \(m.tlsCipherSuite ?? "?")\n"
-            out += "* ALPN: " + (m.tlsALPN.map { "server accepted \($0)" } ?? "server did not agree on a protocol. Uses default.") + "\n"
+            out +=
+                "* ALPN: "
+                + (m.tlsALPN.map { "server accepted \($0)" } ?? "server did not agree on a protocol. Uses default.")
+                + "\n"
             if m.isResumedTLSSession == true && trust.isEmpty {
                 out += "* SSL session resumed: the server's certificate was checked on an earlier connection\n"
             }
@@ -105,7 +123,8 @@ enum Verbose {
             }
             out += "*  issuer: \(leaf.issuer)\n"
         }
-        out += r.verifyResult == 0
+        out +=
+            r.verifyResult == 0
             ? "*  SSL certificate verify ok.\n"
             : "*  SSL certificate verify result: \(r.verifyResult)\n"
         if let pinning = r.pinning {
@@ -160,7 +179,10 @@ enum Verbose {
         let seconds = Int64(d.timeIntervalSince1970.rounded(.down))
         var days = seconds / 86400
         var rest = seconds % 86400
-        if rest < 0 { rest += 86400; days -= 1 }
+        if rest < 0 {
+            rest += 86400
+            days -= 1
+        }
         // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
@@ -174,6 +196,7 @@ enum Verbose {
         let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let dayText = day < 10 ? " \(day)" : "\(day)"
-        return "\(names[Int(month) - 1]) \(dayText) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) \(year) GMT"
+        return
+            "\(names[Int(month) - 1]) \(dayText) \(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60)) \(year) GMT"
     }
 }

@@ -1,9 +1,10 @@
+import HawserCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
 
 /// curl's `-w` variables.
 enum WriteOut {
@@ -30,10 +31,23 @@ enum WriteOut {
         var errorMessage: String
         var exitCode: Int32
 
-        init(head: HTTPResponseHead?, metrics: TaskMetrics, url: URL, method: String = "GET", bodyBytes: Int64 = 0,
-             headBytes: Int = 0, uploadBytes: Int64 = 0, start: UInt64? = nil, lastRedirect: UInt64? = nil,
-             startTransfer: UInt64? = nil, end: UInt64? = nil,
-             sslVerifyResult: Int32 = 0, connects: Int? = nil, errorMessage: String = "", exitCode: Int32 = 0) {
+        init(
+            head: HTTPResponseHead?,
+            metrics: TaskMetrics,
+            url: URL,
+            method: String = "GET",
+            bodyBytes: Int64 = 0,
+            headBytes: Int = 0,
+            uploadBytes: Int64 = 0,
+            start: UInt64? = nil,
+            lastRedirect: UInt64? = nil,
+            startTransfer: UInt64? = nil,
+            end: UInt64? = nil,
+            sslVerifyResult: Int32 = 0,
+            connects: Int? = nil,
+            errorMessage: String = "",
+            exitCode: Int32 = 0
+        ) {
             self.head = head
             self.metrics = metrics
             self.url = url
@@ -77,7 +91,8 @@ enum WriteOut {
                 }
             } else if c == "\\", rest.count >= 2 {
                 let next = rest[rest.index(after: rest.startIndex)]
-                let escaped: String? = next == "n" ? "\n" : next == "r" ? "\r" : next == "t" ? "\t" : next == "\\" ? "\\" : nil
+                let escaped: String? =
+                    next == "n" ? "\n" : next == "r" ? "\r" : next == "t" ? "\t" : next == "\\" ? "\\" : nil
                 if let escaped {
                     out += escaped
                     rest = rest.dropFirst(2)

@@ -1,7 +1,8 @@
+import HawserCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HawserCore
 
 // hawser: the command-line face of the Hawser engine.
 //   hawser demo            a tour of real requests against the embedded loopback test server
@@ -21,15 +22,17 @@ case "--version", "-V", "version":
     OutputFile.stdout.write("hawser \(HawserVersion.string)\n")
     status = 0
 case "help", "--help", "-h", nil:
-    OutputFile.stdout.write("""
-    hawser: an HTTP/1.1 client on its own epoll engine (AFNetworking's architecture, for Linux)
+    OutputFile.stdout.write(
+        """
+        hawser: an HTTP/1.1 client on its own epoll engine (AFNetworking's architecture, for Linux)
 
-      hawser demo              a tour of real requests against the embedded loopback test server
-      hawser get URL [opts]    fetch URL; curl's common flags (hawser get --help)
-      hawser serve [PORT]      run the test server on 127.0.0.1 in the foreground
-      hawser --version         print the version
+          hawser demo              a tour of real requests against the embedded loopback test server
+          hawser get URL [opts]    fetch URL; curl's common flags (hawser get --help)
+          hawser serve [PORT]      run the test server on 127.0.0.1 in the foreground
+          hawser --version         print the version
 
-    """)
+        """
+    )
     if args.first == "get" { OutputFile.stdout.write(CurlOptions.help + "\n") }
     status = args.isEmpty ? 2 : 0
 default:

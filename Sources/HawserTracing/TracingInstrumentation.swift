@@ -1,3 +1,6 @@
+import HawserCore
+import Tracing
+
 // A client span per request (swift-distributed-tracing), with OpenTelemetry's HTTP client
 // semantic conventions, over HawserCore's RequestInstrumentation hook. The span starts on the
 // thread that calls `Session.execute`, as a child of that thread's current ServiceContext; its
@@ -8,8 +11,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserCore
-import Tracing
 
 /// Traces a session's requests: one `client` span per task, named after the method.
 ///
@@ -107,10 +108,15 @@ final class SpanObserver: RequestObserver, @unchecked Sendable {
         case .retry: name = "http.retry"
         case .resend: name = "http.resend"
         }
-        self.span.addEvent(SpanEvent(name: name, attributes: [
-            "url.full": .string(exchange.request.urlWithoutCredentials),
-            "http.request.method": .string(exchange.request.method.rawValue),
-        ]))
+        self.span.addEvent(
+            SpanEvent(
+                name: name,
+                attributes: [
+                    "url.full": .string(exchange.request.urlWithoutCredentials),
+                    "http.request.method": .string(exchange.request.method.rawValue),
+                ]
+            )
+        )
     }
 
     func receivedHead(_ head: HTTPResponseHead) {

@@ -68,12 +68,19 @@ public struct XMLDocumentResponseSerializer: HTTPResponseValidating {
                 throw check.parserError ?? SerializationError(.cannotParseResponse, "XMLParser refused the document")
             }
             // A document cut off inside its first tag parses without an error: it has no root.
-            guard root.closed else { throw SerializationError(.cannotParseResponse, "the document has no complete root element") }
+            guard root.closed else {
+                throw SerializationError(.cannotParseResponse, "the document has no complete root element")
+            }
             document = try XMLDocument(data: bytes, options: self.options.union(.nodeLoadExternalEntitiesNever))
         } catch {
-            throw SerializationError(.cannotParseResponse,
-                                     "the body is not well-formed XML (line \(check.lineNumber), column \(check.columnNumber)): \(error)",
-                                     url: response?.url, response: response, data: data, cause: error).chaining(statusFailure)
+            throw SerializationError(
+                .cannotParseResponse,
+                "the body is not well-formed XML (line \(check.lineNumber), column \(check.columnNumber)): \(error)",
+                url: response?.url,
+                response: response,
+                data: data,
+                cause: error
+            ).chaining(statusFailure)
         }
         if let statusFailure { throw statusFailure }
         return XMLDocumentResponse(document: document)
@@ -89,8 +96,12 @@ extension XMLDocumentResponseSerializer: CodableResponseSerialization {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         self.init(options: XMLNode.Options(rawValue: try c.decode(UInt.self, forKey: .options)))
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
-        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(
+            Set.init
+        )
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -109,12 +120,22 @@ private final class RootWatcher: NSObject, XMLParserDelegate {
     private var depth = 0
     private(set) var closed = false
 
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser,
+        didStartElement elementName: String,
+        namespaceURI: String?,
+        qualifiedName qName: String?,
+        attributes attributeDict: [String: String] = [:]
+    ) {
         self.depth += 1
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+    func parser(
+        _ parser: XMLParser,
+        didEndElement elementName: String,
+        namespaceURI: String?,
+        qualifiedName qName: String?
+    ) {
         self.depth -= 1
         if self.depth == 0 { self.closed = true }
     }

@@ -79,10 +79,14 @@ public struct XMLParserResponseSerializer: HTTPResponseValidating {
         let ok = parser.parse()
         guard ok, let root = builder.root else {
             let detail = parser.parserError.map { "\($0)" } ?? "no root element"
-            throw SerializationError(.cannotParseResponse,
-                                     "the body is not well-formed XML (line \(parser.lineNumber), column \(parser.columnNumber)): \(detail)",
-                                     url: response?.url, response: response, data: data,
-                                     cause: parser.parserError).chaining(statusFailure)
+            throw SerializationError(
+                .cannotParseResponse,
+                "the body is not well-formed XML (line \(parser.lineNumber), column \(parser.columnNumber)): \(detail)",
+                url: response?.url,
+                response: response,
+                data: data,
+                cause: parser.parserError
+            ).chaining(statusFailure)
         }
         if let statusFailure { throw statusFailure }
         return root
@@ -96,12 +100,22 @@ private final class TreeBuilder: NSObject, XMLParserDelegate {
 
     init(keepsWhitespace: Bool) { self.keepsWhitespace = keepsWhitespace }
 
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser,
+        didStartElement elementName: String,
+        namespaceURI: String?,
+        qualifiedName qName: String?,
+        attributes attributeDict: [String: String] = [:]
+    ) {
         self.stack.append(XMLElementNode(name: elementName, attributes: attributeDict))
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+    func parser(
+        _ parser: XMLParser,
+        didEndElement elementName: String,
+        namespaceURI: String?,
+        qualifiedName qName: String?
+    ) {
         guard var done = self.stack.popLast() else { return }
         if !self.keepsWhitespace, done.text.allSatisfy(\.isWhitespace) { done.text = "" }
         if self.stack.isEmpty {
@@ -126,13 +140,19 @@ extension XMLParserResponseSerializer: CodableResponseSerialization {
     /// Register it before decoding a compound serializer that holds one:
     /// `CompoundResponseSerializer.register(XMLParserResponseSerializer.self)`.
     public static var codingName: String { "xmlParser" }
-    private enum Keys: String, CodingKey { case acceptableStatusCodes, acceptableContentTypes, processesNamespaces, keepsWhitespaceText }
+    private enum Keys: String, CodingKey {
+        case acceptableStatusCodes, acceptableContentTypes, processesNamespaces, keepsWhitespaceText
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         self.init()
-        self.acceptableStatusCodes = try StatusCodesCoding.decode(try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes))
-        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(Set.init)
+        self.acceptableStatusCodes = try StatusCodesCoding.decode(
+            try c.decodeIfPresent([[Int]].self, forKey: .acceptableStatusCodes)
+        )
+        self.acceptableContentTypes = try c.decodeIfPresent([String].self, forKey: .acceptableContentTypes).map(
+            Set.init
+        )
         self.processesNamespaces = try c.decode(Bool.self, forKey: .processesNamespaces)
         self.keepsWhitespaceText = try c.decode(Bool.self, forKey: .keepsWhitespaceText)
     }

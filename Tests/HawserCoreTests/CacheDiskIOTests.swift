@@ -7,7 +7,10 @@ import Testing
 private let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
 private func cacheable(_ body: [UInt8], _ fields: [(String, String)] = []) -> HTTPResponseHead {
-    HTTPResponseHead(status: 200, headers: HTTPHeaders(([("Cache-Control", "max-age=600")] + fields).map { (name: $0.0, value: $0.1) }))
+    HTTPResponseHead(
+        status: 200,
+        headers: HTTPHeaders(([("Cache-Control", "max-age=600")] + fields).map { (name: $0.0, value: $0.1) })
+    )
 }
 
 private func get(_ url: String, _ fields: [(String, String)] = []) -> HTTPClientRequest {
@@ -24,7 +27,11 @@ private func temporaryDirectory() -> String {
 
 extension HTTPCache {
     /// The async store, awaited.
-    fileprivate func store(_ cached: CachedResponse, for request: HTTPClientRequest, on loop: EventLoop) async -> Result<Bool, HawserError> {
+    fileprivate func store(
+        _ cached: CachedResponse,
+        for request: HTTPClientRequest,
+        on loop: EventLoop
+    ) async -> Result<Bool, HawserError> {
         await withCheckedContinuation { c in self.store(cached, for: request, on: loop) { c.resume(returning: $0) } }
     }
 
@@ -34,7 +41,11 @@ extension HTTPCache {
     }
 }
 
-private func cached(_ body: [UInt8], for request: HTTPClientRequest, _ fields: [(String, String)] = []) -> CachedResponse {
+private func cached(
+    _ body: [UInt8],
+    for request: HTTPClientRequest,
+    _ fields: [(String, String)] = []
+) -> CachedResponse {
     HTTPCache.cacheableResponse(cacheable(body, fields), body: body, for: request, requestTime: t0, responseTime: t0)!
 }
 
@@ -66,13 +77,18 @@ struct CacheDiskIOTests {
                         cache.lookup(request, on: loop, now: { t0 }) { c.resume(returning: servedBody($0)) }
                     }
                 }
-                #expect(seen == body, "round \(round): the lookup saw \(seen.map { "\($0.count) bytes of \($0.first ?? 0)" } ?? "nothing")")
+                #expect(
+                    seen == body,
+                    "round \(round): the lookup saw \(seen.map { "\($0.count) bytes of \($0.first ?? 0)" } ?? "nothing")"
+                )
             }
             #expect(entryFiles(dir).count == 1)
         }
     }
 
-    @Test("an entry being written is invisible (no entry file, not found by a reopened cache) until its store completes")
+    @Test(
+        "an entry being written is invisible (no entry file, not found by a reopened cache) until its store completes"
+    )
     func storeInProgressIsNotServed() async throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -113,8 +129,12 @@ struct CacheDiskIOTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         try await expectNoFDLeak {
-            let cache = try HTTPCache(memoryCapacity: 0, diskCapacity: 64 << 20, directory: dir,
-                                      ioPool: BlockingIOPool(maxThreads: 3, name: "cache-test-io"))
+            let cache = try HTTPCache(
+                memoryCapacity: 0,
+                diskCapacity: 64 << 20,
+                directory: dir,
+                ioPool: BlockingIOPool(maxThreads: 3, name: "cache-test-io")
+            )
             let bad = await withTaskGroup(of: [String].self) { group in
                 for worker in 0..<6 {
                     group.addTask {
@@ -125,12 +145,14 @@ struct CacheDiskIOTests {
                             let value = UInt8(truncatingIfNeeded: worker * 31 + i)
                             let body = [UInt8](repeating: value, count: 50_000 + key * 1000)
                             if i % 3 == 0 {
-                                _ = cache.store(cached(body, for: request), for: request)   // the blocking form
+                                _ = cache.store(cached(body, for: request), for: request)  // the blocking form
                             } else {
                                 _ = await cache.store(cached(body, for: request), for: request, on: loop)
                             }
-                            let seen = i % 2 == 0 ? servedBody(await cache.lookup(request, on: loop))
-                                                  : cache.cachedResponse(for: request)?.body
+                            let seen =
+                                i % 2 == 0
+                                ? servedBody(await cache.lookup(request, on: loop))
+                                : cache.cachedResponse(for: request)?.body
                             if let seen, seen.count != 50_000 + key * 1000 || Set(seen).count != 1 {
                                 bad.append("c\(key): \(seen.count) bytes, \(Set(seen).count) values")
                             }
@@ -145,7 +167,9 @@ struct CacheDiskIOTests {
             #expect(bad.isEmpty)
             let files = entryFiles(dir)
             #expect(files.count == 4)
-            let total = files.compactMap { try? FileManager.default.attributesOfItem(atPath: dir + "/" + $0)[.size] as? Int }.reduce(0, +)
+            let total = files.compactMap {
+                try? FileManager.default.attributesOfItem(atPath: dir + "/" + $0)[.size] as? Int
+            }.reduce(0, +)
             #expect(total == cache.currentDiskUsage)
         }
     }
@@ -154,7 +178,9 @@ struct CacheDiskIOTests {
     final class ChunkRecorder: RecordingDelegate, @unchecked Sendable {
         let largestChunk = Atomic<Int>(0)
         override func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
-            if bytes.count > self.largestChunk.load(ordering: .relaxed) { self.largestChunk.store(bytes.count, ordering: .relaxed) }
+            if bytes.count > self.largestChunk.load(ordering: .relaxed) {
+                self.largestChunk.store(bytes.count, ordering: .relaxed)
+            }
             super.task(task, didReceiveBody: bytes)
         }
     }
@@ -165,7 +191,10 @@ struct CacheDiskIOTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let size = 32 << 20
         let cache = try HTTPCache(memoryCapacity: 1 << 20, diskCapacity: 512 << 20, directory: dir)
-        try await withServer({ $0.urlCache = cache; $0.maximumBufferedBodySize = size }) { server, session in
+        try await withServer({
+            $0.urlCache = cache
+            $0.maximumBufferedBodySize = size
+        }) { server, session in
             let target = "/bytes/\(size)?max-age=600"
             let first = ChunkRecorder()
             session.execute(HTTPClientRequest(url: url(server.baseURL + target)), delegate: first)
@@ -183,13 +212,17 @@ struct CacheDiskIOTests {
         }
     }
 
-    @Test("unusable directories are typed ioErrors naming the file operation; the request still succeeds; nothing leaks")
+    @Test(
+        "unusable directories are typed ioErrors naming the file operation; the request still succeeds; nothing leaks"
+    )
     func failures() async throws {
         let file = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: file) }
         try Data("x".utf8).write(to: URL(fileURLWithPath: file))
         #expect { try HTTPCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: file + "/sub") } throws: { error in
-            guard let e = error as? HawserError, e.code == .ioError, let f = e.underlying as? FileError else { return false }
+            guard let e = error as? HawserError, e.code == .ioError, let f = e.underlying as? FileError else {
+                return false
+            }
             return f.operation == "mkdir" && f.path == file + "/sub" && f.errnoCode == ENOTDIR
         }
 
@@ -198,7 +231,7 @@ struct CacheDiskIOTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         let cache = try HTTPCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: dir)
-        try FileManager.default.removeItem(atPath: dir)   // the directory goes away under the cache
+        try FileManager.default.removeItem(atPath: dir)  // the directory goes away under the cache
         try await expectNoFDLeak {
             let request = get("http://example.org/gone")
             let result = await cache.store(cached([1, 2, 3], for: request), for: request, on: loop)
@@ -240,12 +273,20 @@ struct CacheDiskIOTests {
         #expect(throws: FileError(operation: "read (file shrank)", path: dir + "/a/f", errnoCode: EIO)) {
             try reader.readExactly(count: 3, at: 2)
         }
-        #expect(throws: FileError(operation: "rename", path: dir + "/nope", destination: dir + "/a/g", errnoCode: ENOENT)) {
+        #expect(
+            throws: FileError(operation: "rename", path: dir + "/nope", destination: dir + "/a/g", errnoCode: ENOENT)
+        ) {
             try FileSystem.rename(dir + "/nope", to: dir + "/a/g")
         }
-        try FileSystem.unlink(dir + "/nope")   // already gone: not an error
-        #expect(try FileSystem.contentsOfDirectory(dir + "/a") == ["b", "f"] || FileSystem.contentsOfDirectory(dir + "/a") == ["f", "b"])
-        #expect("\(FileError(operation: "open", path: "/x", errnoCode: ENOENT))" == "open '/x' failed: No such file or directory (errno 2)")
+        try FileSystem.unlink(dir + "/nope")  // already gone: not an error
+        #expect(
+            try FileSystem.contentsOfDirectory(dir + "/a") == ["b", "f"]
+                || FileSystem.contentsOfDirectory(dir + "/a") == ["f", "b"]
+        )
+        #expect(
+            "\(FileError(operation: "open", path: "/x", errnoCode: ENOENT))"
+                == "open '/x' failed: No such file or directory (errno 2)"
+        )
     }
 }
 
@@ -257,13 +298,17 @@ extension NetworkTests {
             try await withServer({ $0.urlCache = HTTPCache(memoryCapacity: 1 << 20) }) { server, session in
                 let u = url(server.baseURL + "/cacheable?vary=Cookie")
                 let first = try await session.response(for: HTTPClientRequest(url: u))
-                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/cookies/set?flavour=oat")))
+                _ = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/cookies/set?flavour=oat"))
+                )
                 let second = try await session.response(for: HTTPClientRequest(url: u))
                 #expect(second.metrics.cacheUse == nil, "the wire request now carries Cookie: a different variant")
                 #expect(String(decoding: first.body, as: UTF8.self) == "response #1")
                 #expect(String(decoding: second.body, as: UTF8.self) == "response #2")
                 let third = try await session.response(for: HTTPClientRequest(url: u))
-                #expect(third.metrics.cacheUse == .fresh && String(decoding: third.body, as: UTF8.self) == "response #2")
+                #expect(
+                    third.metrics.cacheUse == .fresh && String(decoding: third.body, as: UTF8.self) == "response #2"
+                )
                 #expect(server.cacheableCounts.produced == 2)
             }
         }
@@ -274,7 +319,7 @@ extension NetworkTests {
             try await withServer({ $0.urlCache = cache }) { server, session in
                 var plain = SessionConfiguration()
                 plain.urlCache = cache
-                plain.automaticallyDecodesContent = false          // no Accept-Encoding on the wire
+                plain.automaticallyDecodesContent = false  // no Accept-Encoding on the wire
                 var agent = SessionConfiguration()
                 agent.urlCache = cache
                 agent.httpAdditionalHeaders = ["User-Agent": "other-agent/1"]
@@ -291,8 +336,14 @@ extension NetworkTests {
                     let b1 = try await other.response(for: HTTPClientRequest(url: u))
                     let a2 = try await session.response(for: HTTPClientRequest(url: u))
                     let b2 = try await other.response(for: HTTPClientRequest(url: u))
-                    #expect(a1.metrics.cacheUse == nil && b1.metrics.cacheUse == nil, "\(vary): each wire request is its own variant")
-                    #expect(a2.metrics.cacheUse == .fresh && b2.metrics.cacheUse == .fresh, "\(vary): each variant is served to its match")
+                    #expect(
+                        a1.metrics.cacheUse == nil && b1.metrics.cacheUse == nil,
+                        "\(vary): each wire request is its own variant"
+                    )
+                    #expect(
+                        a2.metrics.cacheUse == .fresh && b2.metrics.cacheUse == .fresh,
+                        "\(vary): each variant is served to its match"
+                    )
                     #expect(a2.body == a1.body && b2.body == b1.body && a1.body != b1.body)
                     #expect(server.cacheableCounts.produced == before + 2)
                 }
@@ -305,16 +356,20 @@ extension NetworkTests {
         @Test("a 206 with a Content-Encoding is refused with cannotDecodeContent: never decoded, never delivered")
         func coded206() async throws {
             var state: UInt32 = 1
-            let noise = (0..<4000).map { _ -> UInt8 in state = state &* 1_103_515_245 &+ 12345; return UInt8(truncatingIfNeeded: state >> 16) }
-            let coded = gzip(noise)   // incompressible: longer than the slice taken from it
+            let noise = (0..<4000).map { _ -> UInt8 in
+                state = state &* 1_103_515_245 &+ 12345
+                return UInt8(truncatingIfNeeded: state >> 16)
+            }
+            let coded = gzip(noise)  // incompressible: longer than the slice taken from it
             let slice = Array(coded[10..<60])
             try await FaultTests.withSession { session in
-                let head = "HTTP/1.1 206 Partial Content\r\nContent-Encoding: gzip\r\nContent-Range: bytes 10-59/\(coded.count)\r\nContent-Length: \(slice.count)\r\n\r\n"
+                let head =
+                    "HTTP/1.1 206 Partial Content\r\nContent-Encoding: gzip\r\nContent-Range: bytes 10-59/\(coded.count)\r\nContent-Length: \(slice.count)\r\n\r\n"
                 let server = try ScriptedServer([[.readRequest(), .send(Array(head.utf8) + slice), .waitForClose]])
                 defer { server.stop() }
                 var request = HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/file"))
                 request.headers.add(name: "Range", value: "bytes=10-")
-                request.headers.add(name: "Accept-Encoding", value: "gzip")   // the caller insisted
+                request.headers.add(name: "Accept-Encoding", value: "gzip")  // the caller insisted
                 let rec = await FaultTests.run(session, request)
                 #expect(rec.completions == 1)
                 let e = try #require(FaultTests.error(rec))

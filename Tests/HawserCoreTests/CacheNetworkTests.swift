@@ -51,21 +51,28 @@ extension NetworkTests {
                     #expect(error.code == .resourceUnavailable)
                 }
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/cacheable")))
-                #expect(String(decoding: try await session.response(for: dontLoad).body, as: UTF8.self) == "response #1")
+                #expect(
+                    String(decoding: try await session.response(for: dontLoad).body, as: UTF8.self) == "response #1"
+                )
                 var reload = HTTPClientRequest(url: url(server.baseURL + "/cacheable"))
                 reload.cachePolicy = .reloadIgnoringLocalCacheData
                 #expect(String(decoding: try await session.response(for: reload).body, as: UTF8.self) == "response #2")
                 #expect(server.cacheableCounts.produced == 2)
                 // The reloaded response replaced the stored one.
-                #expect(String(decoding: try await session.response(for: dontLoad).body, as: UTF8.self) == "response #2")
+                #expect(
+                    String(decoding: try await session.response(for: dontLoad).body, as: UTF8.self) == "response #2"
+                )
             }
         }
 
         @Test("the will-cache hook can refuse or change the entry; POST invalidates")
         func hookAndInvalidation() async throws {
             final class Refuse: RecordingDelegate, @unchecked Sendable {
-                override func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
-                                   completion: @escaping @Sendable (CachedResponse?) -> Void) {
+                override func task(
+                    _ task: RequestTask,
+                    willCacheResponse proposed: CachedResponse,
+                    completion: @escaping @Sendable (CachedResponse?) -> Void
+                ) {
                     completion(nil)
                 }
             }

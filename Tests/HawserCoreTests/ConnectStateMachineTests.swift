@@ -1,8 +1,9 @@
+import Testing
+
 // The connect state machine without sockets: Happy Eyeballs ordering and pacing, the winner and
 // the losers, failures, the optional proxy / TLS / trust steps, and aborts. Every transition of
 // docs/STATE-MACHINES.md's connect table has a test here.
 @testable import HawserCore
-import Testing
 
 @Suite("Connect state machine (pure)")
 struct ConnectStateMachineTests {
@@ -15,14 +16,29 @@ struct ConnectStateMachineTests {
     static let v4b = SocketAddress(ipAddress: "192.0.2.2", port: 443)!
     static let delay: UInt64 = 250_000_000
 
-    static func machine(proxyTLS: Bool = false, proxy: Bool = false, tls: Bool = false, viaProxy: Bool = false) -> Machine {
-        Machine(steps: .init(proxyTLS: proxyTLS, proxyExchange: proxy, tls: tls), destination: "example.com:443", viaProxy: viaProxy)
+    static func machine(
+        proxyTLS: Bool = false,
+        proxy: Bool = false,
+        tls: Bool = false,
+        viaProxy: Bool = false
+    ) -> Machine {
+        Machine(
+            steps: .init(proxyTLS: proxyTLS, proxyExchange: proxy, tls: tls),
+            destination: "example.com:443",
+            viaProxy: viaProxy
+        )
     }
 
     @Test("addresses are ordered IPv6 first, then alternating families; duplicates dropped (RFC 8305 §4)")
     func ordering() {
-        #expect(Machine.happyEyeballsOrder([Self.v4a, Self.v4b, Self.v6a, Self.v6b]) == [Self.v6a, Self.v4a, Self.v6b, Self.v4b])
-        #expect(Machine.happyEyeballsOrder([Self.v4a, Self.v6a, Self.v4b, Self.v4a]) == [Self.v6a, Self.v4a, Self.v4b])
+        #expect(
+            Machine.happyEyeballsOrder([Self.v4a, Self.v4b, Self.v6a, Self.v6b]) == [
+                Self.v6a, Self.v4a, Self.v6b, Self.v4b,
+            ]
+        )
+        #expect(
+            Machine.happyEyeballsOrder([Self.v4a, Self.v6a, Self.v4b, Self.v4a]) == [Self.v6a, Self.v4a, Self.v4b]
+        )
         #expect(Machine.happyEyeballsOrder([Self.v4a]) == [Self.v4a])
         let unix = SocketAddress(unixPath: "/run/app.sock")!
         #expect(Machine.happyEyeballsOrder([unix]) == [unix])
@@ -38,15 +54,25 @@ struct ConnectStateMachineTests {
 
         var failing = Self.machine()
         _ = failing.start(addresses: nil, now: 0)
-        let actions = failing.resolved(.failure(ResolutionError(host: "nowhere.test", message: "Name or service not known")), now: 5)
-        guard case .fail(let e)? = actions.last else { Issue.record("\(actions)"); return }
+        let actions = failing.resolved(
+            .failure(ResolutionError(host: "nowhere.test", message: "Name or service not known")),
+            now: 5
+        )
+        guard case .fail(let e)? = actions.last else {
+            Issue.record("\(actions)")
+            return
+        }
         #expect(e.code == .cannotResolveHost)
         #expect(failing.phase == .failed)
 
         var proxied = Self.machine(viaProxy: true)
         _ = proxied.start(addresses: nil, now: 0)
-        guard case .fail(let p)? = proxied.resolved(.failure(ResolutionError(host: "proxy.test", message: "x")), now: 1).last else {
-            Issue.record("no failure"); return
+        guard
+            case .fail(let p)? = proxied.resolved(.failure(ResolutionError(host: "proxy.test", message: "x")), now: 1)
+                .last
+        else {
+            Issue.record("no failure")
+            return
         }
         #expect(p.code == .proxyError)
     }
@@ -54,7 +80,10 @@ struct ConnectStateMachineTests {
     @Test("an empty answer fails with cannotConnect at once")
     func noAddresses() {
         var m = Self.machine()
-        guard case .fail(let e)? = m.start(addresses: [], now: 0).last else { Issue.record("no failure"); return }
+        guard case .fail(let e)? = m.start(addresses: [], now: 0).last else {
+            Issue.record("no failure")
+            return
+        }
         #expect(e.code == .cannotConnect)
         #expect(e.message.contains("no address"))
     }
@@ -62,10 +91,16 @@ struct ConnectStateMachineTests {
     @Test("racing: the next attempt starts after the delay, alongside the first; the last arms no timer")
     func staggeredStarts() {
         var m = Self.machine()
-        #expect(m.start(addresses: [Self.v4a, Self.v6a, Self.v4b], now: 100) ==
-                [.startAttempt(id: 0, address: Self.v6a), .armAttemptTimer(nanoseconds: Self.delay)])
-        #expect(m.attemptTimerFired(now: 100 + Self.delay) ==
-                [.startAttempt(id: 1, address: Self.v4a), .armAttemptTimer(nanoseconds: Self.delay)])
+        #expect(
+            m.start(addresses: [Self.v4a, Self.v6a, Self.v4b], now: 100) == [
+                .startAttempt(id: 0, address: Self.v6a), .armAttemptTimer(nanoseconds: Self.delay),
+            ]
+        )
+        #expect(
+            m.attemptTimerFired(now: 100 + Self.delay) == [
+                .startAttempt(id: 1, address: Self.v4a), .armAttemptTimer(nanoseconds: Self.delay),
+            ]
+        )
         #expect(m.attemptTimerFired(now: 100 + 2 * Self.delay) == [.startAttempt(id: 2, address: Self.v4b)])
         #expect(m.pendingAttempts == [0, 1, 2])
         #expect(m.attempts.map(\.startedAt) == [100, 100 + Self.delay, 100 + 2 * Self.delay])
@@ -77,13 +112,20 @@ struct ConnectStateMachineTests {
     func failureStartsNext() {
         var m = Self.machine()
         _ = m.start(addresses: [Self.v6a, Self.v4a, Self.v6b], now: 0)
-        #expect(m.attemptFailed(0, reason: "connect failed: Connection refused", now: 7) ==
-                [.closeAttempt(id: 0), .startAttempt(id: 1, address: Self.v4a), .armAttemptTimer(nanoseconds: Self.delay)])
+        #expect(
+            m.attemptFailed(0, reason: "connect failed: Connection refused", now: 7) == [
+                .closeAttempt(id: 0), .startAttempt(id: 1, address: Self.v4a),
+                .armAttemptTimer(nanoseconds: Self.delay),
+            ]
+        )
         #expect(m.attempts[0].outcome == .failed("connect failed: Connection refused"))
         #expect(m.attempts[0].endedAt == 7)
         // The last one: the timer is disarmed.
-        #expect(m.attemptFailed(1, reason: "refused", now: 9) ==
-                [.closeAttempt(id: 1), .startAttempt(id: 2, address: Self.v6b), .cancelAttemptTimer])
+        #expect(
+            m.attemptFailed(1, reason: "refused", now: 9) == [
+                .closeAttempt(id: 1), .startAttempt(id: 2, address: Self.v6b), .cancelAttemptTimer,
+            ]
+        )
     }
 
     @Test("the first attempt to connect wins; the others are closed and the timer disarmed")
@@ -91,7 +133,9 @@ struct ConnectStateMachineTests {
         var m = Self.machine()
         _ = m.start(addresses: [Self.v6a, Self.v4a, Self.v6b], now: 0)
         _ = m.attemptTimerFired(now: Self.delay)
-        #expect(m.attemptConnected(1, now: Self.delay + 3) == [.cancelAttemptTimer, .closeAttempt(id: 0), .succeed(id: 1)])
+        #expect(
+            m.attemptConnected(1, now: Self.delay + 3) == [.cancelAttemptTimer, .closeAttempt(id: 0), .succeed(id: 1)]
+        )
         #expect(m.phase == .established)
         #expect(m.winner == 1)
         #expect(m.attempts[0].outcome == .abandoned)
@@ -110,7 +154,10 @@ struct ConnectStateMachineTests {
         _ = m.attemptTimerFired(now: Self.delay)
         #expect(m.attemptFailed(0, reason: "unreachable", now: 300_000_000) == [.closeAttempt(id: 0)])
         let last = m.attemptFailed(1, reason: "refused", now: 300_000_001)
-        guard case .fail(let e)? = last.last else { Issue.record("\(last)"); return }
+        guard case .fail(let e)? = last.last else {
+            Issue.record("\(last)")
+            return
+        }
         #expect(last.first == .closeAttempt(id: 1))
         #expect(e.code == .cannotConnect)
         #expect(e.message.contains("\(Self.v6a): unreachable"))
@@ -182,7 +229,10 @@ struct ConnectStateMachineTests {
         #expect(h.proxyTLSFinished(.failure(handshake)) == [.closeAttempt(id: 0), .fail(handshake)])
         #expect(h.phase == .failed)
 
-        let refused = HawserError(.serverCertificateUntrusted, "the certificate of the proxy https://p:443 is not trusted")
+        let refused = HawserError(
+            .serverCertificateUntrusted,
+            "the certificate of the proxy https://p:443 is not trusted"
+        )
         var t = Self.machine(proxyTLS: true, proxy: true, tls: true, viaProxy: true)
         _ = t.start(addresses: [Self.v4a], now: 0)
         _ = t.attemptConnected(0, now: 1)
@@ -230,8 +280,11 @@ struct ConnectStateMachineTests {
         var racing = Self.machine()
         _ = racing.start(addresses: [Self.v6a, Self.v4a, Self.v6b], now: 0)
         _ = racing.attemptTimerFired(now: Self.delay)
-        #expect(racing.abort(timeout, now: 30) ==
-                [.cancelAttemptTimer, .closeAttempt(id: 0), .closeAttempt(id: 1), .fail(timeout)])
+        #expect(
+            racing.abort(timeout, now: 30) == [
+                .cancelAttemptTimer, .closeAttempt(id: 0), .closeAttempt(id: 1), .fail(timeout),
+            ]
+        )
         #expect(racing.attempts.map(\.outcome) == [.abandoned, .abandoned])
         #expect(racing.abort(timeout, now: 31).isEmpty)
         #expect(racing.attemptTimerFired(now: 32).isEmpty)

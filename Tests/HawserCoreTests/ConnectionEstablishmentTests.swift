@@ -22,8 +22,10 @@ extension NetworkTests {
         /// lives in the same namespace on a manual clock, and the namespace's black-hole
         /// addresses (packets to them are dropped by a dummy interface: a connect to one neither
         /// succeeds nor fails).
-        static func inNamespace(_ configure: (inout SessionConfiguration) -> Void = { _ in },
-                                _ body: (Session, TestServer, ManualClock, BlackHoleNamespace) async throws -> Void) async throws {
+        static func inNamespace(
+            _ configure: (inout SessionConfiguration) -> Void = { _ in },
+            _ body: (Session, TestServer, ManualClock, BlackHoleNamespace) async throws -> Void
+        ) async throws {
             try await expectNoFDLeak {
                 let ns = try BlackHoleNamespace()
                 defer { ns.delete() }
@@ -80,7 +82,9 @@ extension NetworkTests {
             }
         }
 
-        @Test("every address black-holed: the connect timeout fires at exactly connectTimeout, with every attempt named")
+        @Test(
+            "every address black-holed: the connect timeout fires at exactly connectTimeout, with every attempt named"
+        )
         func connectTimeoutInVirtualTime() async throws {
             try await Self.inNamespace({ c in
                 c.connectTimeout = 5
@@ -134,20 +138,31 @@ extension NetworkTests {
             try await FaultTests.withSession({ c in
                 c.dnsOverride = ["api.hawser.test": ["127.0.0.1"]]
             }) { session in
-                let echo = try await session.response(for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/echo")))
+                let echo = try await session.response(
+                    for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/echo"))
+                )
                 #expect(echo.status == 200)
                 #expect(echo.headers["X-Echo-H-Host"] == "api.hawser.test:\(server.port)")
                 #expect(echo.metrics.remoteAddress?.ipAddress == "127.0.0.1")
                 #expect(echo.metrics.domainLookupStart == nil, "no resolver was asked")
-                _ = try await session.response(for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/cookies/set?k=v")))
-                let cookies = try await session.response(for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/cookies")))
+                _ = try await session.response(
+                    for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/cookies/set?k=v"))
+                )
+                let cookies = try await session.response(
+                    for: HTTPClientRequest(url: url("http://api.hawser.test:\(server.port)/cookies"))
+                )
                 #expect(String(decoding: cookies.body, as: UTF8.self) == "k=v")
-                #expect(session.configuration.httpCookieStorage?.cookies(for: url("http://api.hawser.test/"))
-                    .map(\.name) == ["k"])
+                #expect(
+                    session.configuration.httpCookieStorage?.cookies(for: url("http://api.hawser.test/"))
+                        .map(\.name) == ["k"]
+                )
             }
             // An entry that is not an address is a clear error.
             try await FaultTests.withSession({ c in c.dnsOverride = ["bad.test": ["not-an-address"]] }) { session in
-                let r = await FaultTests.run(session, HTTPClientRequest(url: url("http://bad.test:\(server.port)/hello")))
+                let r = await FaultTests.run(
+                    session,
+                    HTTPClientRequest(url: url("http://bad.test:\(server.port)/hello"))
+                )
                 #expect(FaultTests.error(r)?.code == .invalidRequest)
                 #expect(FaultTests.error(r)?.message.contains("not-an-address") == true)
             }
@@ -163,7 +178,9 @@ extension NetworkTests {
                     let ok = await TLSTests.get(session, "https://api.hawser.localhost:\(server.port)/hello")
                     #expect((try? ok.get())?.status == 200, "\(ok)")
                     // The same address under a name the certificate does not carry is refused.
-                    guard case .failure(let e) = await TLSTests.get(session, "https://other.example:\(server.port)/hello") else {
+                    guard
+                        case .failure(let e) = await TLSTests.get(session, "https://other.example:\(server.port)/hello")
+                    else {
                         Issue.record("a name the certificate does not carry was accepted")
                         return
                     }
@@ -174,7 +191,9 @@ extension NetworkTests {
         }
 
         static func socketPath() -> String {
-            FileManager.default.temporaryDirectory.appendingPathComponent("hawser-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock").path
+            FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hawser-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            ).path
         }
 
         @Test("http+unix: the request goes over the socket, Host is localhost, and the connection is pooled")
@@ -219,4 +238,3 @@ extension NetworkTests {
         }
     }
 }
-

@@ -1,5 +1,6 @@
-@testable import HawserCore
 import Testing
+
+@testable import HawserCore
 
 @Suite("HTTP1ConnectionStateMachine")
 struct ConnectionStateMachineTests {

@@ -37,7 +37,7 @@ func sampleText(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(count)
     while out.count < count {
-        x = x &* 6364136223846793005 &+ 1442695040888963407
+        x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         out.append(contentsOf: words[Int(x >> 33) % words.count].utf8)
     }
     return Array(out.prefix(count))
@@ -47,13 +47,18 @@ func sampleText(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
 func noise(_ count: Int, seed: UInt64 = 7) -> [UInt8] {
     var x = seed | 1
     return (0..<count).map { _ in
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17
+        x ^= x << 13
+        x ^= x >> 7
+        x ^= x << 17
         return UInt8(truncatingIfNeeded: x >> 24)
     }
 }
 
 /// `body` over the bytes of `array`, keeping the typed error (Array.withUnsafeBytes rethrows untyped).
-func withBytes<C: Collection<UInt8>>(_ bytes: C, _ body: (UnsafeRawBufferPointer) throws(HawserError) -> Void) throws(HawserError) {
+func withBytes<C: Collection<UInt8>>(
+    _ bytes: C,
+    _ body: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+) throws(HawserError) {
     let array = Array(bytes)
     let failure: HawserError? = array.withUnsafeBytes { raw in
         do throws(HawserError) { try body(raw) } catch { return error }
@@ -63,7 +68,11 @@ func withBytes<C: Collection<UInt8>>(_ bytes: C, _ body: (UnsafeRawBufferPointer
 }
 
 /// Decodes `pieces` one after the other and finishes; returns the output and the largest chunk.
-func decodeAll(_ encoding: String, _ pieces: [ArraySlice<UInt8>], limits: DecodingLimits = .default) throws(HawserError) -> (bytes: [UInt8], maxChunk: Int) {
+func decodeAll(
+    _ encoding: String,
+    _ pieces: [ArraySlice<UInt8>],
+    limits: DecodingLimits = .default
+) throws(HawserError) -> (bytes: [UInt8], maxChunk: Int) {
     var decoder = try ContentDecoder(contentEncoding: encoding, limits: limits)
     var out: [UInt8] = []
     var maxChunk = 0
@@ -79,7 +88,8 @@ func decodeAll(_ encoding: String, _ pieces: [ArraySlice<UInt8>], limits: Decodi
     return (out, maxChunk)
 }
 
-func decodeWhole(_ encoding: String, _ bytes: [UInt8], limits: DecodingLimits = .default) throws(HawserError) -> [UInt8] {
+func decodeWhole(_ encoding: String, _ bytes: [UInt8], limits: DecodingLimits = .default) throws(HawserError) -> [UInt8]
+{
     try decodeAll(encoding, [bytes[...]], limits: limits).bytes
 }
 
@@ -97,11 +107,15 @@ func decodingError(_ body: () throws -> Void) -> HawserError? {
 struct ContentDecoderTests {
     static let plain = sampleText(20_000)
 
-    @Test("each coding name decodes", arguments: [
-        ("gzip", "gzip"), ("x-gzip", "gzip"), ("GZip", "gzip"), ("deflate", "zlib"), ("Deflate", "raw"),
-    ])
+    @Test(
+        "each coding name decodes",
+        arguments: [
+            ("gzip", "gzip"), ("x-gzip", "gzip"), ("GZip", "gzip"), ("deflate", "zlib"), ("Deflate", "raw"),
+        ]
+    )
     func codings(_ name: String, _ format: String) throws {
-        let encoded = format == "gzip" ? gzip(Self.plain) : format == "zlib" ? zlibDeflate(Self.plain) : rawDeflate(Self.plain)
+        let encoded =
+            format == "gzip" ? gzip(Self.plain) : format == "zlib" ? zlibDeflate(Self.plain) : rawDeflate(Self.plain)
         #expect(try decodeWhole(name, encoded) == Self.plain)
     }
 
@@ -140,15 +154,19 @@ struct ContentDecoderTests {
         #expect(d.codings.isEmpty)
     }
 
-    @Test("every split point of a small input gives the same output", arguments: ["gzip", "deflate-zlib", "deflate-raw", "stacked"])
+    @Test(
+        "every split point of a small input gives the same output",
+        arguments: ["gzip", "deflate-zlib", "deflate-raw", "stacked"]
+    )
     func everySplit(_ kind: String) throws {
         let p = sampleText(600, seed: 3)
-        let (name, encoded): (String, [UInt8]) = switch kind {
-        case "gzip": ("gzip", gzip(p) + gzip(Array(p.prefix(50))))  // two members
-        case "deflate-zlib": ("deflate", zlibDeflate(p))
-        case "deflate-raw": ("deflate", rawDeflate(p))
-        default: ("gzip, deflate", rawDeflate(gzip(p)))
-        }
+        let (name, encoded): (String, [UInt8]) =
+            switch kind {
+            case "gzip": ("gzip", gzip(p) + gzip(Array(p.prefix(50))))  // two members
+            case "deflate-zlib": ("deflate", zlibDeflate(p))
+            case "deflate-raw": ("deflate", rawDeflate(p))
+            default: ("gzip, deflate", rawDeflate(gzip(p)))
+            }
         let expected = kind == "gzip" ? p + p.prefix(50) : p
         for i in 0...encoded.count {
             for j in i...min(encoded.count, i + 3) {
@@ -173,7 +191,9 @@ struct ContentDecoderTests {
 
     @Test("concatenated gzip members are one body; zero padding after a member is skipped")
     func concatenatedGzip() throws {
-        let a = sampleText(3000, seed: 1), b = sampleText(5000, seed: 2), c: [UInt8] = []
+        let a = sampleText(3000, seed: 1)
+        let b = sampleText(5000, seed: 2)
+        let c: [UInt8] = []
         #expect(try decodeWhole("gzip", gzip(a) + gzip(b) + gzip(c)) == a + b)
         #expect(try decodeWhole("gzip", gzip(a) + [0, 0, 0] + gzip(b) + [0]) == a + b)
     }
@@ -197,7 +217,10 @@ struct ContentDecoderTests {
         for cut in 1..<encoded.count {
             let e = decodingError { _ = try decodeWhole(name, Array(encoded[0..<cut])) }
             #expect(e?.code == .cannotDecodeContent, "cut at \(cut)")
-            #expect(e?.message.hasPrefix("\(name): truncated stream") == true, "cut at \(cut): \(String(describing: e))")
+            #expect(
+                e?.message.hasPrefix("\(name): truncated stream") == true,
+                "cut at \(cut): \(String(describing: e))"
+            )
         }
         // A second member cut short is truncated too.
         let two = gzip(p) + gzip(p)
@@ -246,7 +269,9 @@ struct ContentDecoderTests {
     func presetDictionary() throws {
         let withDict = zcompress(Self.plain, windowBits: 15, dictionary: Array("alpha beta".utf8))
         let e = decodingError { _ = try decodeWhole("deflate", withDict) }
-        #expect(e?.message == "deflate: corrupt data: the stream needs a preset dictionary, which HTTP does not provide")
+        #expect(
+            e?.message == "deflate: corrupt data: the stream needs a preset dictionary, which HTTP does not provide"
+        )
     }
 
     @Test("a bomb past the expansion ratio is an error, not a gigabyte")
@@ -291,7 +316,10 @@ struct ContentDecoderTests {
         #expect(try decodeWhole("gzip", gzip(data), limits: DecodingLimits(maxDecodedBytes: 100_000)) == data)
     }
 
-    @Test("unknown or unsupported codings are refused at init", arguments: ["br", "gzip, br", "compress", "zstd", "gzip;q=1"])
+    @Test(
+        "unknown or unsupported codings are refused at init",
+        arguments: ["br", "gzip, br", "compress", "zstd", "gzip;q=1"]
+    )
     func unknownCoding(_ value: String) throws {
         let e = decodingError { _ = try ContentDecoder(contentEncoding: value) }
         #expect(e?.code == .cannotDecodeContent)
@@ -307,8 +335,13 @@ struct ContentDecoderTests {
         #expect(!ContentDecoder.canDecode(contentEncoding: value))
     }
 
-    @Test("canDecode", arguments: [("gzip", true), ("x-gzip", true), ("deflate", true), ("identity", true), ("", true),
-                                   ("gzip, deflate", true), ("br", false), ("gzip, zstd", false)])
+    @Test(
+        "canDecode",
+        arguments: [
+            ("gzip", true), ("x-gzip", true), ("deflate", true), ("identity", true), ("", true),
+            ("gzip, deflate", true), ("br", false), ("gzip, zstd", false),
+        ]
+    )
     func canDecode(_ value: String, _ expected: Bool) {
         #expect(ContentDecoder.canDecode(contentEncoding: value) == expected)
     }
@@ -319,7 +352,9 @@ struct ContentDecoderTests {
         let encoded = gzip(Self.plain)
         let stop = HawserError(.cancelled, "enough")
         let e = decodingError {
-            try withBytes(encoded) { (raw) throws(HawserError) in try decoder.decode(raw) { _ throws(HawserError) in throw stop } }
+            try withBytes(encoded) { (raw) throws(HawserError) in
+                try decoder.decode(raw) { _ throws(HawserError) in throw stop }
+            }
         }
         #expect(e?.code == .cancelled)
         #expect(decodingError { try decoder.finish() }?.code == .cancelled)
@@ -329,13 +364,19 @@ struct ContentDecoderTests {
     func afterFinish() throws {
         var decoder = try ContentDecoder(contentEncoding: "gzip")
         try decoder.finish()
-        let e = decodingError { try withBytes([UInt8](repeating: 1, count: 3)) { (raw) throws(HawserError) in try decoder.decode(raw) { _ in } } }
+        let e = decodingError {
+            try withBytes([UInt8](repeating: 1, count: 3)) { (raw) throws(HawserError) in
+                try decoder.decode(raw) { _ in }
+            }
+        }
         #expect(e?.message == "content decoder used after finish()")
     }
 
     @Test("GzipEncoder round trip, streamed in pieces, read back by zlib and by ContentDecoder")
     func gzipEncoderRoundTrip() throws {
-        for (data, level) in [(sampleText(200_000), 6), (noise(70_000), 1), ([], 9), (sampleText(10), 0)] as [([UInt8], Int)] {
+        for (data, level) in [(sampleText(200_000), 6), (noise(70_000), 1), ([], 9), (sampleText(10), 0)]
+            as [([UInt8], Int)]
+        {
             var encoder = try GzipEncoder(level: level)
             var out: [UInt8] = []
             var maxChunk = 0
@@ -343,11 +384,17 @@ struct ContentDecoderTests {
             while i < data.count {
                 let n = min(777, data.count - i)
                 try withBytes(data[i..<(i + n)]) { (raw) throws(HawserError) in
-                    try encoder.encode(raw) { maxChunk = max(maxChunk, $0.count); out.append(contentsOf: $0) }
+                    try encoder.encode(raw) {
+                        maxChunk = max(maxChunk, $0.count)
+                        out.append(contentsOf: $0)
+                    }
                 }
                 i += n
             }
-            try encoder.finish { maxChunk = max(maxChunk, $0.count); out.append(contentsOf: $0) }
+            try encoder.finish {
+                maxChunk = max(maxChunk, $0.count)
+                out.append(contentsOf: $0)
+            }
             #expect(maxChunk <= GzipEncoder.chunkSize)
             #expect(Array(out.prefix(2)) == [0x1F, 0x8B])
             #expect(try decodeWhole("gzip", out) == data)

@@ -26,40 +26,83 @@ struct CookieTests {
         var testDescription: String { self.header }
     }
 
-    @Test("Set-Cookie parsing", arguments: [
-        // RFC 6265 §3.1 examples
-        ParseCase(header: "SID=31d4d96e407aad42", name: "SID", value: "31d4d96e407aad42"),
-        ParseCase(header: "SID=31d4d96e407aad42; Path=/; Domain=example.com", name: "SID", value: "31d4d96e407aad42", domain: "example.com", path: "/"),
-        ParseCase(header: "SID=31d4d96e407aad42; Path=/; Secure; HttpOnly", name: "SID", value: "31d4d96e407aad42", path: "/", secure: true, httpOnly: true),
-        ParseCase(header: "lang=en-US; Path=/; Domain=example.com", name: "lang", value: "en-US", domain: "example.com", path: "/"),
-        ParseCase(header: "lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT", name: "lang", value: "en-US", expires: 1_623_233_894),
-        ParseCase(header: "lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT", name: "lang", value: "", expires: 784_111_777),
-        // Whitespace, case, quotes, '=' in the value
-        ParseCase(header: "  a  =  b c  ;  PATH = /x ;SECURE", name: "a", value: "b c", path: "/x", secure: true),
-        ParseCase(header: #"q="quoted value"; hTtPoNlY"#, name: "q", value: #""quoted value""#, httpOnly: true),
-        ParseCase(header: "k=v=w==; Domain=.Example.COM", name: "k", value: "v=w==", domain: "example.com"),
-        // Attribute rules: empty Domain ignored, Path must start with '/', last one wins, unknown ignored
-        ParseCase(header: "a=1; Domain=; Path=rel", name: "a", value: "1"),
-        ParseCase(header: "a=1; Domain=a.example; Domain=b.example; Path=/1; Path=/2", name: "a", value: "1", domain: "b.example", path: "/2"),
-        ParseCase(header: "a=1; Path=/1; Path=nope", name: "a", value: "1"),
-        ParseCase(header: "a=1; Priority=High; Partitioned; Foo=bar; =x", name: "a", value: "1"),
-        // Max-Age: digits with an optional '-', else ignored; last valid wins
-        ParseCase(header: "a=1; Max-Age=60", name: "a", value: "1", maxAge: 60),
-        ParseCase(header: "a=1; Max-Age=-5", name: "a", value: "1", maxAge: -5),
-        ParseCase(header: "a=1; Max-Age=+5", name: "a", value: "1"),
-        ParseCase(header: "a=1; Max-Age=5s; max-age=7; Max-Age=", name: "a", value: "1", maxAge: 7),
-        ParseCase(header: "a=1; Max-Age=99999999999999999999999", name: "a", value: "1", maxAge: Int64.max / 10),
-        // Expires that fails the date algorithm is ignored
-        ParseCase(header: "a=1; Expires=tomorrow", name: "a", value: "1"),
-        // SameSite
-        ParseCase(header: "a=1; SameSite=Strict", name: "a", value: "1", sameSite: .strict),
-        ParseCase(header: "a=1; samesite=lax", name: "a", value: "1", sameSite: .lax),
-        ParseCase(header: "a=1; SameSite=None; Secure", name: "a", value: "1", secure: true, sameSite: .none),
-        ParseCase(header: "a=1; SameSite=Sometimes", name: "a", value: "1"),
-        // An over-long attribute value (> 1024 bytes) is ignored, the cookie is kept
-        ParseCase(header: "a=1; Path=/" + String(repeating: "p", count: 1024), name: "a", value: "1"),
-        ParseCase(header: "a=1; Path=/" + String(repeating: "p", count: 1023), name: "a", value: "1", path: "/" + String(repeating: "p", count: 1023)),
-    ])
+    @Test(
+        "Set-Cookie parsing",
+        arguments: [
+            // RFC 6265 §3.1 examples
+            ParseCase(header: "SID=31d4d96e407aad42", name: "SID", value: "31d4d96e407aad42"),
+            ParseCase(
+                header: "SID=31d4d96e407aad42; Path=/; Domain=example.com",
+                name: "SID",
+                value: "31d4d96e407aad42",
+                domain: "example.com",
+                path: "/"
+            ),
+            ParseCase(
+                header: "SID=31d4d96e407aad42; Path=/; Secure; HttpOnly",
+                name: "SID",
+                value: "31d4d96e407aad42",
+                path: "/",
+                secure: true,
+                httpOnly: true
+            ),
+            ParseCase(
+                header: "lang=en-US; Path=/; Domain=example.com",
+                name: "lang",
+                value: "en-US",
+                domain: "example.com",
+                path: "/"
+            ),
+            ParseCase(
+                header: "lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT",
+                name: "lang",
+                value: "en-US",
+                expires: 1_623_233_894
+            ),
+            ParseCase(
+                header: "lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT",
+                name: "lang",
+                value: "",
+                expires: 784_111_777
+            ),
+            // Whitespace, case, quotes, '=' in the value
+            ParseCase(header: "  a  =  b c  ;  PATH = /x ;SECURE", name: "a", value: "b c", path: "/x", secure: true),
+            ParseCase(header: #"q="quoted value"; hTtPoNlY"#, name: "q", value: #""quoted value""#, httpOnly: true),
+            ParseCase(header: "k=v=w==; Domain=.Example.COM", name: "k", value: "v=w==", domain: "example.com"),
+            // Attribute rules: empty Domain ignored, Path must start with '/', last one wins, unknown ignored
+            ParseCase(header: "a=1; Domain=; Path=rel", name: "a", value: "1"),
+            ParseCase(
+                header: "a=1; Domain=a.example; Domain=b.example; Path=/1; Path=/2",
+                name: "a",
+                value: "1",
+                domain: "b.example",
+                path: "/2"
+            ),
+            ParseCase(header: "a=1; Path=/1; Path=nope", name: "a", value: "1"),
+            ParseCase(header: "a=1; Priority=High; Partitioned; Foo=bar; =x", name: "a", value: "1"),
+            // Max-Age: digits with an optional '-', else ignored; last valid wins
+            ParseCase(header: "a=1; Max-Age=60", name: "a", value: "1", maxAge: 60),
+            ParseCase(header: "a=1; Max-Age=-5", name: "a", value: "1", maxAge: -5),
+            ParseCase(header: "a=1; Max-Age=+5", name: "a", value: "1"),
+            ParseCase(header: "a=1; Max-Age=5s; max-age=7; Max-Age=", name: "a", value: "1", maxAge: 7),
+            ParseCase(header: "a=1; Max-Age=99999999999999999999999", name: "a", value: "1", maxAge: Int64.max / 10),
+            // Expires that fails the date algorithm is ignored
+            ParseCase(header: "a=1; Expires=tomorrow", name: "a", value: "1"),
+            // SameSite
+            ParseCase(header: "a=1; SameSite=Strict", name: "a", value: "1", sameSite: .strict),
+            ParseCase(header: "a=1; samesite=lax", name: "a", value: "1", sameSite: .lax),
+            ParseCase(header: "a=1; SameSite=None; Secure", name: "a", value: "1", secure: true, sameSite: .none),
+            ParseCase(header: "a=1; SameSite=Sometimes", name: "a", value: "1"),
+            // An over-long attribute value (> 1024 bytes) is ignored, the cookie is kept
+            ParseCase(header: "a=1; Path=/" + String(repeating: "p", count: 1024), name: "a", value: "1"),
+            ParseCase(
+                header: "a=1; Path=/" + String(repeating: "p", count: 1023),
+                name: "a",
+                value: "1",
+                path: "/" + String(repeating: "p", count: 1023)
+            ),
+        ]
+    )
     func parse(_ c: ParseCase) throws {
         let sc = try #require(SetCookie(c.header))
         #expect(sc.name == c.name)
@@ -73,11 +116,15 @@ struct CookieTests {
         #expect(sc.sameSite == c.sameSite)
     }
 
-    @Test("Set-Cookie fields RFC 6265 says to ignore", arguments: [
-        "", "novalue", "=value", " =value", ";a=b", "a\u{01}=b", "a=b\u{7F}", "a=b\u{0B}c; Path=/", "a=b; Path=/\u{1F}",
-        "a\tb=c", "a=b\tc",
-        String(repeating: "n", count: 2000) + "=" + String(repeating: "v", count: 2097),
-    ])
+    @Test(
+        "Set-Cookie fields RFC 6265 says to ignore",
+        arguments: [
+            "", "novalue", "=value", " =value", ";a=b", "a\u{01}=b", "a=b\u{7F}", "a=b\u{0B}c; Path=/",
+            "a=b; Path=/\u{1F}",
+            "a\tb=c", "a=b\tc",
+            String(repeating: "n", count: 2000) + "=" + String(repeating: "v", count: 2097),
+        ]
+    )
     func ignored(_ header: String) {
         #expect(SetCookie(header) == nil)
         #expect(make(header, "http://example.com/") == .failure(.unparsable))
@@ -92,70 +139,93 @@ struct CookieTests {
 
     // MARK: Dates (RFC 6265 §5.1.1)
 
-    @Test("cookie dates", arguments: [
-        ("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777),      // RFC 1123
-        ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777),     // RFC 850
-        ("Sun Nov  6 08:49:37 1994", 784_111_777),           // asctime
-        ("Thu, 01-Jan-1970 00:00:01 GMT", 1),
-        ("Wed, 09 Jun 2021 10:18:14 GMT", 1_623_233_894),
-        ("09 jun 2021 10:18:14", 1_623_233_894),
-        ("2021 JUNE 9 10:18:14", 1_623_233_894),            // any order, month by its first three letters
-        ("Wed, 09-Jun-21 10:18:14 UTC+5", 1_623_233_894),  // the zone is ignored
-        ("1 Jan 2001 1:2:3", 978_310_923),
-        ("Thu, 01 Jan 69 00:00:00 GMT", 3_124_224_000),      // 69 → 2069
-        ("Thu, 01 Jan 70 00:00:01 GMT", 1),                  // 70 → 1970
-        ("Tue, 29 Feb 2000 00:00:00 GMT", 951_782_400),
-        ("Fri, 31 Dec 9999 23:59:59 GMT", 253_402_300_799),
-        ("Mon, 01 Jan 1601 00:00:00 GMT", -11_644_473_600),
-    ] as [(String, Int64)])
+    @Test(
+        "cookie dates",
+        arguments: [
+            ("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777),  // RFC 1123
+            ("Sunday, 06-Nov-94 08:49:37 GMT", 784_111_777),  // RFC 850
+            ("Sun Nov  6 08:49:37 1994", 784_111_777),  // asctime
+            ("Thu, 01-Jan-1970 00:00:01 GMT", 1),
+            ("Wed, 09 Jun 2021 10:18:14 GMT", 1_623_233_894),
+            ("09 jun 2021 10:18:14", 1_623_233_894),
+            ("2021 JUNE 9 10:18:14", 1_623_233_894),  // any order, month by its first three letters
+            ("Wed, 09-Jun-21 10:18:14 UTC+5", 1_623_233_894),  // the zone is ignored
+            ("1 Jan 2001 1:2:3", 978_310_923),
+            ("Thu, 01 Jan 69 00:00:00 GMT", 3_124_224_000),  // 69 → 2069
+            ("Thu, 01 Jan 70 00:00:01 GMT", 1),  // 70 → 1970
+            ("Tue, 29 Feb 2000 00:00:00 GMT", 951_782_400),
+            ("Fri, 31 Dec 9999 23:59:59 GMT", 253_402_300_799),
+            ("Mon, 01 Jan 1601 00:00:00 GMT", -11_644_473_600),
+        ] as [(String, Int64)]
+    )
     func dates(_ text: String, _ epoch: Int64) throws {
         let d = try #require(CookieDate.parse(text))
         #expect(Int64(d.timeIntervalSince1970) == epoch)
     }
 
-    @Test("cookie dates the algorithm refuses", arguments: [
-        "", "tomorrow", "Sun, 06 Nov 1994", "06 Nov 1994 08:49", "Sun, 06 Nov 1600 08:49:37 GMT",
-        "Sun, 31 Nov 1994 08:49:37 GMT", "Thu, 29 Feb 2001 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
-        "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 00 Nov 1994 08:49:37 GMT",
-        "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 06 Nov 19945 08:49:37 GMT", "Sun, 06 Nov 1994 008:49:37 GMT",
-    ])
+    @Test(
+        "cookie dates the algorithm refuses",
+        arguments: [
+            "", "tomorrow", "Sun, 06 Nov 1994", "06 Nov 1994 08:49", "Sun, 06 Nov 1600 08:49:37 GMT",
+            "Sun, 31 Nov 1994 08:49:37 GMT", "Thu, 29 Feb 2001 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 06 Nov 19945 08:49:37 GMT", "Sun, 06 Nov 1994 008:49:37 GMT",
+        ]
+    )
     func badDates(_ text: String) {
         #expect(CookieDate.parse(text) == nil)
     }
 
     // MARK: Matching (RFC 6265 §5.1.3, §5.1.4)
 
-    @Test("domain-match", arguments: [
-        ("example.com", "example.com", true), ("www.example.com", "example.com", true), ("a.b.example.com", "example.com", true),
-        ("example.com", "www.example.com", false), ("wwwexample.com", "example.com", false), ("example.com", "com", true),
-        ("example.com", "", false), ("1.2.3.4", "1.2.3.4", true), ("1.2.3.4", "2.3.4", false), ("::1", "::1", true),
-        ("example.comm", "example.com", false),
-    ])
+    @Test(
+        "domain-match",
+        arguments: [
+            ("example.com", "example.com", true), ("www.example.com", "example.com", true),
+            ("a.b.example.com", "example.com", true),
+            ("example.com", "www.example.com", false), ("wwwexample.com", "example.com", false),
+            ("example.com", "com", true),
+            ("example.com", "", false), ("1.2.3.4", "1.2.3.4", true), ("1.2.3.4", "2.3.4", false), ("::1", "::1", true),
+            ("example.comm", "example.com", false),
+        ]
+    )
     func domainMatch(_ host: String, _ domain: String, _ expected: Bool) {
         #expect(CookieRules.domainMatches(host, domain) == expected)
     }
 
-    @Test("path-match", arguments: [
-        ("/", "/", true), ("/foo", "/foo", true), ("/foo/bar", "/foo", true), ("/foobar", "/foo", false),
-        ("/foo/", "/foo/", true), ("/foo/bar", "/foo/", true), ("/", "/foo", false), ("/fo", "/foo", false),
-        ("/foo", "/", true), ("/FOO", "/foo", false),
-    ])
+    @Test(
+        "path-match",
+        arguments: [
+            ("/", "/", true), ("/foo", "/foo", true), ("/foo/bar", "/foo", true), ("/foobar", "/foo", false),
+            ("/foo/", "/foo/", true), ("/foo/bar", "/foo/", true), ("/", "/foo", false), ("/fo", "/foo", false),
+            ("/foo", "/", true), ("/FOO", "/foo", false),
+        ]
+    )
     func pathMatch(_ path: String, _ cookiePath: String, _ expected: Bool) {
         #expect(CookieRules.pathMatches(path, cookiePath) == expected)
     }
 
-    @Test("default-path", arguments: [
-        ("", "/"), ("/", "/"), ("/foo", "/"), ("/foo/bar", "/foo"), ("/foo/bar/", "/foo/bar"), ("foo", "/"), ("/a/b/c.html", "/a/b"),
-    ])
+    @Test(
+        "default-path",
+        arguments: [
+            ("", "/"), ("/", "/"), ("/foo", "/"), ("/foo/bar", "/foo"), ("/foo/bar/", "/foo/bar"), ("foo", "/"),
+            ("/a/b/c.html", "/a/b"),
+        ]
+    )
     func defaultPath(_ path: String, _ expected: String) {
         #expect(CookieRules.defaultPath(path) == expected)
     }
 
-    @Test("secure origins: https, wss and loopback http", arguments: [
-        ("https://example.com/", true), ("wss://example.com/", true), ("http://example.com/", false),
-        ("http://localhost:8080/", true), ("http://LocalHost/", true), ("http://app.localhost/", true), ("http://127.0.0.1/", true),
-        ("http://127.1.2.3:9/", true), ("http://[::1]:80/", true), ("http://10.0.0.1/", false), ("http://localhost.example.com/", false),
-    ])
+    @Test(
+        "secure origins: https, wss and loopback http",
+        arguments: [
+            ("https://example.com/", true), ("wss://example.com/", true), ("http://example.com/", false),
+            ("http://localhost:8080/", true), ("http://LocalHost/", true), ("http://app.localhost/", true),
+            ("http://127.0.0.1/", true),
+            ("http://127.1.2.3:9/", true), ("http://[::1]:80/", true), ("http://10.0.0.1/", false),
+            ("http://localhost.example.com/", false),
+        ]
+    )
     func secureOrigin(_ u: String, _ expected: Bool) {
         #expect(CookieRules.isSecureOrigin(url(u)) == expected)
     }
@@ -182,14 +252,19 @@ struct CookieTests {
     @Test("a Domain the host does not domain-match is refused")
     func domainMismatch() {
         #expect(make("a=1; Domain=other.com", "http://www.example.com/") == .failure(.domainMismatch("other.com")))
-        #expect(make("a=1; Domain=www.example.com", "http://example.com/") == .failure(.domainMismatch("www.example.com")))
+        #expect(
+            make("a=1; Domain=www.example.com", "http://example.com/") == .failure(.domainMismatch("www.example.com"))
+        )
         #expect(make("a=1; Domain=2.3.4", "http://1.2.3.4/") == .failure(.domainMismatch("2.3.4")))
         #expect(make("a=1", "file:///tmp/x") == .failure(.noHost))
     }
 
-    @Test("a host with an empty label stores nothing; one trailing dot is the same host", arguments: [
-        "http://.example.com/", "http://a..example.com/", "http://example.com../",
-    ])
+    @Test(
+        "a host with an empty label stores nothing; one trailing dot is the same host",
+        arguments: [
+            "http://.example.com/", "http://a..example.com/", "http://example.com../",
+        ]
+    )
     func hostWithEmptyLabel(_ u: String) throws {
         // Canonicalizing ".example.com" would store a cookie for example.com.
         #expect(make("a=1", u) == .failure(.noHost))
@@ -197,14 +272,17 @@ struct CookieTests {
         #expect(try make("a=1", "http://www.example.com./").get().domain == "www.example.com")
     }
 
-    @Test("cookies for public suffixes are refused", arguments: [
-        ("a=1; Domain=com", "http://example.com/", "com"),
-        ("a=1; Domain=.COM", "http://www.example.com/", "com"),
-        ("a=1; Domain=co.uk", "http://shop.co.uk/", "co.uk"),
-        ("a=1; Domain=com.au", "http://x.com.au/", "com.au"),
-        ("a=1; Domain=github.io", "http://alice.github.io/", "github.io"),
-        ("a=1; Domain=local", "http://printer.local/", "local"),
-    ])
+    @Test(
+        "cookies for public suffixes are refused",
+        arguments: [
+            ("a=1; Domain=com", "http://example.com/", "com"),
+            ("a=1; Domain=.COM", "http://www.example.com/", "com"),
+            ("a=1; Domain=co.uk", "http://shop.co.uk/", "co.uk"),
+            ("a=1; Domain=com.au", "http://x.com.au/", "com.au"),
+            ("a=1; Domain=github.io", "http://alice.github.io/", "github.io"),
+            ("a=1; Domain=local", "http://printer.local/", "local"),
+        ]
+    )
     func publicSuffix(_ header: String, _ from: String, _ suffix: String) {
         #expect(make(header, from) == .failure(.publicSuffix(suffix)))
     }
@@ -219,20 +297,25 @@ struct CookieTests {
         #expect(!PublicSuffixes.isPublicSuffix("127.0.0.1"))
     }
 
-    @Test("RFC 6265 §5.3 step 5: a Domain that is a public suffix is refused, by every kind of rule", arguments: [
-        ("a=1; Domain=nom.es", "http://a.nom.es/", "nom.es"),                    // multi-label, under es
-        ("a=1; Domain=.NOM.ES", "http://b.a.nom.es/", "nom.es"),
-        ("a=1; Domain=foo.ck", "http://a.foo.ck/", "foo.ck"),                    // *.ck
-        ("a=1; Domain=x.kawasaki.jp", "http://a.x.kawasaki.jp/", "x.kawasaki.jp"), // *.kawasaki.jp
-        ("a=1; Domain=kawasaki.jp", "http://www.city.kawasaki.jp/", "kawasaki.jp"), // ... and its parent
-        ("a=1; Domain=ck", "http://www.ck/", "ck"),                              // !www.ck: its parent
-        ("a=1; Domain=blogspot.com", "http://alice.blogspot.com/", "blogspot.com"), // PRIVATE
-        ("a=1; Domain=us-east-1.compute.amazonaws.com", "http://ec2-1-2-3-4.us-east-1.compute.amazonaws.com/",
-         "us-east-1.compute.amazonaws.com"),                                     // PRIVATE wildcard
-        ("a=1; Domain=zzzunlisted", "http://www.example.zzzunlisted/", "zzzunlisted"), // implicit "*"
-        ("a=1; Domain=公司.cn", "http://食狮.公司.cn/", "公司.cn"),                 // IDN, Unicode
-        ("a=1; Domain=xn--55qx5d.cn", "http://xn--85x722f.xn--55qx5d.cn/", "xn--55qx5d.cn"), // IDN, A-labels
-    ])
+    @Test(
+        "RFC 6265 §5.3 step 5: a Domain that is a public suffix is refused, by every kind of rule",
+        arguments: [
+            ("a=1; Domain=nom.es", "http://a.nom.es/", "nom.es"),  // multi-label, under es
+            ("a=1; Domain=.NOM.ES", "http://b.a.nom.es/", "nom.es"),
+            ("a=1; Domain=foo.ck", "http://a.foo.ck/", "foo.ck"),  // *.ck
+            ("a=1; Domain=x.kawasaki.jp", "http://a.x.kawasaki.jp/", "x.kawasaki.jp"),  // *.kawasaki.jp
+            ("a=1; Domain=kawasaki.jp", "http://www.city.kawasaki.jp/", "kawasaki.jp"),  // ... and its parent
+            ("a=1; Domain=ck", "http://www.ck/", "ck"),  // !www.ck: its parent
+            ("a=1; Domain=blogspot.com", "http://alice.blogspot.com/", "blogspot.com"),  // PRIVATE
+            (
+                "a=1; Domain=us-east-1.compute.amazonaws.com", "http://ec2-1-2-3-4.us-east-1.compute.amazonaws.com/",
+                "us-east-1.compute.amazonaws.com"
+            ),  // PRIVATE wildcard
+            ("a=1; Domain=zzzunlisted", "http://www.example.zzzunlisted/", "zzzunlisted"),  // implicit "*"
+            ("a=1; Domain=公司.cn", "http://食狮.公司.cn/", "公司.cn"),  // IDN, Unicode
+            ("a=1; Domain=xn--55qx5d.cn", "http://xn--85x722f.xn--55qx5d.cn/", "xn--55qx5d.cn"),  // IDN, A-labels
+        ]
+    )
     func publicSuffixEveryRuleKind(_ header: String, _ from: String, _ suffix: String) {
         #expect(make(header, from) == .failure(.publicSuffix(suffix)))
     }
@@ -240,10 +323,16 @@ struct CookieTests {
     @Test("RFC 6265 §5.3 step 5: a site under nom.es cannot set a cookie for every site under it")
     func publicSuffixNomEs() throws {
         let jar = CookieJar()
-        #expect(jar.setCookie(fromSetCookie: "id=evil; Domain=nom.es", for: url("http://a.nom.es/"), now: now)
-            == .failure(.publicSuffix("nom.es")))
+        #expect(
+            jar.setCookie(fromSetCookie: "id=evil; Domain=nom.es", for: url("http://a.nom.es/"), now: now)
+                == .failure(.publicSuffix("nom.es"))
+        )
         // Its own registrable domain is fine, and reaches only its own subdomains.
-        let own = try jar.setCookie(fromSetCookie: "id=own; Domain=a.nom.es", for: url("http://www.a.nom.es/"), now: now).get()
+        let own = try jar.setCookie(
+            fromSetCookie: "id=own; Domain=a.nom.es",
+            for: url("http://www.a.nom.es/"),
+            now: now
+        ).get()
         #expect(own.domain == "a.nom.es" && !own.isHostOnly)
         #expect(jar.cookieHeaderValue(for: url("http://b.nom.es/"), now: now) == nil)
         #expect(jar.cookieHeaderValue(for: url("http://x.a.nom.es/"), now: now) == "id=own")
@@ -264,24 +353,47 @@ struct CookieTests {
     func secure() throws {
         #expect(make("s=1; Secure", "http://example.com/") == .failure(.secureFromInsecureOrigin))
         let jar = CookieJar()
-        #expect((try? jar.setCookie(fromSetCookie: "s=1; Secure", for: url("https://example.com/"), now: now).get()) != nil)
+        #expect(
+            (try? jar.setCookie(fromSetCookie: "s=1; Secure", for: url("https://example.com/"), now: now).get()) != nil
+        )
         jar.setCookie(fromSetCookie: "p=2", for: url("https://example.com/"), now: now)
         #expect(jar.cookieHeaderValue(for: url("https://example.com/"), now: now) == "s=1; p=2")
         #expect(jar.cookieHeaderValue(for: url("http://example.com/"), now: now) == "p=2")
         // Loopback http counts as secure, as in browsers and curl.
-        #expect((try? jar.setCookie(fromSetCookie: "l=3; Secure", for: url("http://localhost:8080/"), now: now).get()) != nil)
+        #expect(
+            (try? jar.setCookie(fromSetCookie: "l=3; Secure", for: url("http://localhost:8080/"), now: now).get())
+                != nil
+        )
         #expect(jar.cookieHeaderValue(for: url("http://localhost:9/"), now: now) == "l=3")
     }
 
     @Test("an insecure origin cannot overwrite or shadow a Secure cookie (RFC 6265bis)")
     func noInsecureOverwrite() throws {
         let jar = CookieJar()
-        jar.setCookie(fromSetCookie: "id=secret; Secure; Domain=example.com; Path=/", for: url("https://www.example.com/"), now: now)
-        #expect(jar.setCookie(fromSetCookie: "id=evil", for: url("http://www.example.com/"), now: now) == .failure(.wouldOverwriteSecure))
-        #expect(jar.setCookie(fromSetCookie: "id=evil; Path=/deeper", for: url("http://example.com/"), now: now) == .failure(.wouldOverwriteSecure))
+        jar.setCookie(
+            fromSetCookie: "id=secret; Secure; Domain=example.com; Path=/",
+            for: url("https://www.example.com/"),
+            now: now
+        )
+        #expect(
+            jar.setCookie(fromSetCookie: "id=evil", for: url("http://www.example.com/"), now: now)
+                == .failure(.wouldOverwriteSecure)
+        )
+        #expect(
+            jar.setCookie(fromSetCookie: "id=evil; Path=/deeper", for: url("http://example.com/"), now: now)
+                == .failure(.wouldOverwriteSecure)
+        )
         // Another name is fine; so is overwriting from https.
-        #expect((try? jar.setCookie(fromSetCookie: "other=1", for: url("http://www.example.com/"), now: now).get()) != nil)
-        #expect((try? jar.setCookie(fromSetCookie: "id=new; Secure; Domain=example.com; Path=/", for: url("https://example.com/"), now: now).get()) != nil)
+        #expect(
+            (try? jar.setCookie(fromSetCookie: "other=1", for: url("http://www.example.com/"), now: now).get()) != nil
+        )
+        #expect(
+            (try? jar.setCookie(
+                fromSetCookie: "id=new; Secure; Domain=example.com; Path=/",
+                for: url("https://example.com/"),
+                now: now
+            ).get()) != nil
+        )
         #expect(jar.cookieHeaderValue(for: url("https://example.com/"), now: now) == "id=new")
     }
 
@@ -289,7 +401,10 @@ struct CookieTests {
     func prefixes() {
         #expect(make("__Secure-a=1", "https://example.com/") == .failure(.namePrefix("__Secure-")))
         #expect((try? make("__Secure-a=1; Secure", "https://example.com/").get()) != nil)
-        #expect(make("__Host-a=1; Secure; Path=/; Domain=example.com", "https://example.com/") == .failure(.namePrefix("__Host-")))
+        #expect(
+            make("__Host-a=1; Secure; Path=/; Domain=example.com", "https://example.com/")
+                == .failure(.namePrefix("__Host-"))
+        )
         #expect(make("__Host-a=1; Secure; Path=/x", "https://example.com/x") == .failure(.namePrefix("__Host-")))
         #expect((try? make("__Host-a=1; Secure; Path=/", "https://example.com/").get()) != nil)
     }
@@ -319,7 +434,9 @@ struct CookieTests {
         // Same name, other path: a different cookie.
         jar.setCookie(fromSetCookie: "x=3; Path=/a", for: u, now: now.addingTimeInterval(7))
         #expect(jar.count == 5)
-        #expect(jar.cookieHeaderValue(for: url("http://example.com/other"), now: now.addingTimeInterval(8)) == "x=2; z=1")
+        #expect(
+            jar.cookieHeaderValue(for: url("http://example.com/other"), now: now.addingTimeInterval(8)) == "x=2; z=1"
+        )
     }
 
     @Test("expiry by Max-Age and Expires; Max-Age wins; 0 or the past deletes; 400-day cap")
@@ -329,9 +446,9 @@ struct CookieTests {
         jar.setCookie(fromSetCookie: "m=1; Max-Age=10", for: u, now: now)
         #expect(jar.cookieHeaderValue(for: u, now: now.addingTimeInterval(9)) == "m=1")
         #expect(jar.cookieHeaderValue(for: u, now: now.addingTimeInterval(10)) == nil)
-        #expect(jar.count == 0)   // the expired cookie met on the way was removed
+        #expect(jar.count == 0)  // the expired cookie met on the way was removed
 
-        let future = "Wed, 01 Jan 2025 00:00:00 GMT"   // after `now` (Nov 2023)
+        let future = "Wed, 01 Jan 2025 00:00:00 GMT"  // after `now` (Nov 2023)
         let a = try make("a=1; Max-Age=60; Expires=\(future)", "http://example.com/").get()
         let b = try make("a=1; Expires=\(future); Max-Age=60", "http://example.com/").get()
         #expect(a.expires == now.addingTimeInterval(60) && b.expires == now.addingTimeInterval(60))
@@ -381,10 +498,10 @@ struct CookieTests {
         jar.setCookie(fromSetCookie: "short=1; Max-Age=1", for: url("http://h9.example/"), now: now)
         #expect(jar.count == 5)
         let later = now.addingTimeInterval(2)
-        _ = jar.cookieHeaderValue(for: url("http://h0.example/"), now: later)   // h0 is now recently used
+        _ = jar.cookieHeaderValue(for: url("http://h0.example/"), now: later)  // h0 is now recently used
         jar.setCookie(fromSetCookie: "c=5", for: url("http://h5.example/"), now: later)
         #expect(jar.count == 5)
-        #expect(!jar.allCookies.contains { $0.name == "short" })   // the expired one went first
+        #expect(!jar.allCookies.contains { $0.name == "short" })  // the expired one went first
         jar.setCookie(fromSetCookie: "c=6", for: url("http://h6.example/"), now: later)
         let domains = Set(jar.allCookies.map(\.domain))
         #expect(jar.count == 5)
@@ -415,7 +532,11 @@ struct CookieTests {
         h.add(name: "set-cookie", value: "b=2; Expires=Wed, 09 Jun 2021 10:18:14 GMT, c=3")
         h.add(name: "Set-Cookie", value: "bad")
         let jar = CookieJar()
-        jar.setCookies(fromResponseHeaders: h, for: url("http://example.com/"), now: Date(timeIntervalSince1970: 1_600_000_000))
+        jar.setCookies(
+            fromResponseHeaders: h,
+            for: url("http://example.com/"),
+            now: Date(timeIntervalSince1970: 1_600_000_000)
+        )
         #expect(jar.allCookies.map(\.name) == ["a", "b"])
     }
 
@@ -460,24 +581,29 @@ struct CookieTests {
         #expect(sid.domain == "example.com" && !sid.isHostOnly && sid.isHTTPOnly && !sid.isSecure)
         #expect(sid.expires == Date(timeIntervalSince1970: 1_800_000_000))
         let session = cookies[1]
-        #expect(session.domain == "www.example.com" && session.isHostOnly && session.isSecure && session.isSessionCookie)
+        #expect(
+            session.domain == "www.example.com" && session.isHostOnly && session.isSecure && session.isSessionCookie
+        )
         #expect(session.path == "/docs" && session.value == "x y")
         #expect(cookies[2].value == "" && cookies[3].value == "")
     }
 
-    @Test("malformed lines are skipped", arguments: [
-        "example.com\tFALSE\t/\tFALSE\tsoon\tn\tv",          // expiry not a number
-        "example.com\tFALSE\t/\tFALSE\t0",                   // too few fields
-        "example.com\tFALSE\t/\tFALSE\t0\tn\tv\textra",      // too many
-        "\tFALSE\t/\tFALSE\t0\tn\tv",                        // no domain
-        ".com\tTRUE\t/\tFALSE\t0\tn\tv",                     // public suffix
-        "example.com\tFALSE\t/\tFALSE\t0\tn\tv\u{01}",       // control character
-        "# example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // a comment
-        "ex ample.com\tFALSE\t/\tFALSE\t0\tn\tv",            // not a host name
-        "..example.com\tFALSE\t/\tFALSE\t0\tn\tv",           // would not read back the same
-        "example.com..\tFALSE\t/\tFALSE\t0\tn\tv",           // trailing dots (found by FuzzCookieParser)
-        ".example..com\tTRUE\t/\tFALSE\t0\tn\tv",            // an empty label
-    ])
+    @Test(
+        "malformed lines are skipped",
+        arguments: [
+            "example.com\tFALSE\t/\tFALSE\tsoon\tn\tv",  // expiry not a number
+            "example.com\tFALSE\t/\tFALSE\t0",  // too few fields
+            "example.com\tFALSE\t/\tFALSE\t0\tn\tv\textra",  // too many
+            "\tFALSE\t/\tFALSE\t0\tn\tv",  // no domain
+            ".com\tTRUE\t/\tFALSE\t0\tn\tv",  // public suffix
+            "example.com\tFALSE\t/\tFALSE\t0\tn\tv\u{01}",  // control character
+            "# example.com\tFALSE\t/\tFALSE\t0\tn\tv",  // a comment
+            "ex ample.com\tFALSE\t/\tFALSE\t0\tn\tv",  // not a host name
+            "..example.com\tFALSE\t/\tFALSE\t0\tn\tv",  // would not read back the same
+            "example.com..\tFALSE\t/\tFALSE\t0\tn\tv",  // trailing dots (found by FuzzCookieParser)
+            ".example..com\tTRUE\t/\tFALSE\t0\tn\tv",  // an empty label
+        ]
+    )
     func malformedLines(_ line: String) {
         #expect(NetscapeCookieFile.parse(line + "\n", now: now).isEmpty)
     }
@@ -487,7 +613,10 @@ struct CookieTests {
         // As Characters "\r\n" is one grapheme, not "\n": the lines are split on bytes.
         let crlf = Self.curlFile.replacingOccurrences(of: "\n", with: "\r\n")
         let strip = { (c: Cookie) in "\(c.name)=\(c.value) \(c.domain)\(c.path) \(c.isHostOnly) \(c.isHTTPOnly)" }
-        #expect(NetscapeCookieFile.parse(crlf, now: now).map(strip) == NetscapeCookieFile.parse(Self.curlFile, now: now).map(strip))
+        #expect(
+            NetscapeCookieFile.parse(crlf, now: now).map(strip)
+                == NetscapeCookieFile.parse(Self.curlFile, now: now).map(strip)
+        )
         #expect(NetscapeCookieFile.parse(crlf, now: now).count == 4)
     }
 
@@ -495,15 +624,40 @@ struct CookieTests {
     func combiningMarks() {
         // ".\u{1DF7}" is one Character, but the dot is still the domain's leading dot.
         #expect(CookieRules.canonicalDomain(".\u{1DF7}x.example.com") == "\u{1DF7}x.example.com")
-        let cookie = Cookie(name: "n", value: "v", domain: "\u{1DF7}x.example.com", path: "/", expires: nil,
-                            isSecure: false, isHTTPOnly: true, isHostOnly: false, creationTime: now)
+        let cookie = Cookie(
+            name: "n",
+            value: "v",
+            domain: "\u{1DF7}x.example.com",
+            path: "/",
+            expires: nil,
+            isSecure: false,
+            isHTTPOnly: true,
+            isHostOnly: false,
+            creationTime: now
+        )
         let text = NetscapeCookieFile.render([cookie])
         let back = NetscapeCookieFile.parse(text, now: now)
-        #expect(back.map(\.domain) == ["\u{1DF7}x.example.com"] && back.first?.isHostOnly == false && back.first?.isHTTPOnly == true)
+        #expect(
+            back.map(\.domain) == ["\u{1DF7}x.example.com"] && back.first?.isHostOnly == false
+                && back.first?.isHTTPOnly == true
+        )
         // The same for a host-only HttpOnly cookie, whose domain follows "#HttpOnly_" directly.
-        let hostOnly = Cookie(name: "n", value: "v", domain: "\u{301}x.example.com", path: "/", expires: nil,
-                              isSecure: false, isHTTPOnly: true, isHostOnly: true, creationTime: now)
-        #expect(NetscapeCookieFile.parse(NetscapeCookieFile.render([hostOnly]), now: now).map(\.domain) == ["\u{301}x.example.com"])
+        let hostOnly = Cookie(
+            name: "n",
+            value: "v",
+            domain: "\u{301}x.example.com",
+            path: "/",
+            expires: nil,
+            isSecure: false,
+            isHTTPOnly: true,
+            isHostOnly: true,
+            creationTime: now
+        )
+        #expect(
+            NetscapeCookieFile.parse(NetscapeCookieFile.render([hostOnly]), now: now).map(\.domain) == [
+                "\u{301}x.example.com"
+            ]
+        )
         // Matching is by bytes too: "/\u{301}" starts with "/".
         #expect(CookieRules.pathMatches("/\u{301}a", "/"))
         #expect(CookieRules.domainMatches("a.\u{301}b.example.com", "\u{301}b.example.com"))
@@ -518,8 +672,16 @@ struct CookieTests {
     @Test("writing and reading back gives the same cookies, in creation order")
     func netscapeRoundTrip() throws {
         let jar = CookieJar()
-        jar.setCookie(fromSetCookie: "sid=abc; Domain=example.com; HttpOnly; Max-Age=3600", for: url("https://www.example.com/"), now: now)
-        jar.setCookie(fromSetCookie: "pref=dark mode; Secure; Path=/settings", for: url("https://www.example.com/"), now: now)
+        jar.setCookie(
+            fromSetCookie: "sid=abc; Domain=example.com; HttpOnly; Max-Age=3600",
+            for: url("https://www.example.com/"),
+            now: now
+        )
+        jar.setCookie(
+            fromSetCookie: "pref=dark mode; Secure; Path=/settings",
+            for: url("https://www.example.com/"),
+            now: now
+        )
         jar.setCookie(fromSetCookie: "empty=", for: url("http://example.org/"), now: now)
         jar.setCookie(fromSetCookie: "lb=1", for: url("http://[::1]:8080/"), now: now)
         let text = jar.netscapeFileContents(now: now)
@@ -532,13 +694,20 @@ struct CookieTests {
 
         let back = CookieJar()
         back.load(netscapeText: text, now: now)
-        let strip = { (c: Cookie) in [c.name, c.value, c.domain, c.path, "\(c.expires?.timeIntervalSince1970 ?? 0)", "\(c.isSecure)", "\(c.isHTTPOnly)", "\(c.isHostOnly)"] }
+        let strip = { (c: Cookie) in
+            [
+                c.name, c.value, c.domain, c.path, "\(c.expires?.timeIntervalSince1970 ?? 0)", "\(c.isSecure)",
+                "\(c.isHTTPOnly)", "\(c.isHostOnly)",
+            ]
+        }
         #expect(back.allCookies.map(strip) == jar.allCookies.map(strip))
     }
 
     @Test("save writes atomically with mode 0600 and loads back; a missing file is an error")
     func saveAndLoadFile() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-cookies-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hawser-cookies-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        )
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("jar.txt").path
@@ -548,14 +717,16 @@ struct CookieTests {
         jar.setCookie(fromSetCookie: "a=1; Max-Age=100", for: url("http://example.com/"), now: now)
         jar.setCookie(fromSetCookie: "b=2", for: url("http://example.com/"), now: now)
         try jar.save(toNetscapeFile: path, now: now)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["jar.txt"])   // no temporary left
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["jar.txt"])  // no temporary left
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o600)
 
         let loaded = try CookieJar(contentsOfNetscapeFile: path, now: now)
         #expect(loaded.cookieHeaderValue(for: url("http://example.com/"), now: now) == "a=1; b=2")
 
-        #expect(throws: HawserError.self) { try CookieJar(contentsOfNetscapeFile: dir.appendingPathComponent("missing").path) }
+        #expect(throws: HawserError.self) {
+            try CookieJar(contentsOfNetscapeFile: dir.appendingPathComponent("missing").path)
+        }
         do {
             try jar.save(toNetscapeFile: dir.appendingPathComponent("no/such/dir/jar").path)
             Issue.record("saving into a missing directory succeeded")
@@ -592,17 +763,25 @@ extension NetworkTests {
         func curlInterop() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-curl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hawser-curl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            )
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
             let out = dir.appendingPathComponent("out").path
 
             // 1. curl receives two cookies and writes its file; the jar reads it.
             let curlJar = dir.appendingPathComponent("curl.txt").path
-            #expect(try runCurl(["-s", "-c", curlJar, "\(server.baseURL)/cookies/set?a=1&b=two"], stdoutPath: out) == 0)
+            #expect(
+                try runCurl(["-s", "-c", curlJar, "\(server.baseURL)/cookies/set?a=1&b=two"], stdoutPath: out) == 0
+            )
             let jar = try CookieJar(contentsOfNetscapeFile: curlJar)
             #expect(jar.cookieHeaderValue(for: URL(string: "\(server.baseURL)/cookies")!) == "a=1; b=two")
-            #expect(jar.allCookies.allSatisfy { $0.domain == "127.0.0.1" && $0.isHostOnly && $0.isSessionCookie && $0.path == "/" })
+            #expect(
+                jar.allCookies.allSatisfy {
+                    $0.domain == "127.0.0.1" && $0.isHostOnly && $0.isSessionCookie && $0.path == "/"
+                }
+            )
 
             // 2. The jar writes a file with a domain cookie, a host-only one, a persistent one,
             //    an HttpOnly one, a Secure one and one for another path; curl sends what applies.
@@ -619,7 +798,12 @@ extension NetworkTests {
             try mine.save(toNetscapeFile: myFile)
             let resolve = "\(host):\(server.port):127.0.0.1"
             let curlOut = dir.appendingPathComponent("curl-out.txt").path
-            #expect(try runCurl(["-s", "--resolve", resolve, "-b", myFile, "-c", curlOut, "\(origin)/cookies"], stdoutPath: out) == 0)
+            #expect(
+                try runCurl(
+                    ["-s", "--resolve", resolve, "-b", myFile, "-c", curlOut, "\(origin)/cookies"],
+                    stdoutPath: out
+                ) == 0
+            )
             let sent = try String(contentsOfFile: out, encoding: .utf8)
             // curl orders by path length, then (for equal paths) its own internal order: compare as sets.
             #expect(Set(sent.components(separatedBy: "; ")) == ["dom=1", "host=2", "ho=3"])
@@ -627,7 +811,9 @@ extension NetworkTests {
 
             // 3. curl read our file and wrote it back (-c): the same cookies come back.
             let again = try CookieJar(contentsOfNetscapeFile: curlOut)
-            let key = { (c: Cookie) in "\(c.name)=\(c.value) \(c.domain) \(c.path) \(Int64(c.expires?.timeIntervalSince1970 ?? 0)) \(c.isSecure) \(c.isHTTPOnly) \(c.isHostOnly)" }
+            let key = { (c: Cookie) in
+                "\(c.name)=\(c.value) \(c.domain) \(c.path) \(Int64(c.expires?.timeIntervalSince1970 ?? 0)) \(c.isSecure) \(c.isHTTPOnly) \(c.isHostOnly)"
+            }
             #expect(Set(again.allCookies.map(key)) == Set(mine.allCookies.map(key)))
         }
     }

@@ -38,13 +38,17 @@ extension NetworkTests {
             }
         }
 
-        @Test("every coding, chunked or not, decodes to the original bytes", arguments: [
-            ("gzip", false), ("gzip", true), ("x-gzip", false), ("deflate", false), ("deflate", true), ("deflate, gzip", true),
-        ])
+        @Test(
+            "every coding, chunked or not, decodes to the original bytes",
+            arguments: [
+                ("gzip", false), ("gzip", true), ("x-gzip", false), ("deflate", false), ("deflate", true),
+                ("deflate, gzip", true),
+            ]
+        )
         func codings(encoding: String, chunked: Bool) async throws {
             let encoded: [UInt8]
             switch encoding {
-            case "deflate": encoded = chunked ? rawDeflate(Self.text) : zlibDeflate(Self.text)   // servers send either
+            case "deflate": encoded = chunked ? rawDeflate(Self.text) : zlibDeflate(Self.text)  // servers send either
             case "deflate, gzip": encoded = gzip(zlibDeflate(Self.text))
             default: encoded = gzip(Self.text)
             }
@@ -54,15 +58,24 @@ extension NetworkTests {
                 let rec = await FaultTests.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/")))
                 #expect(rec.completions == 1)
                 #expect(rec.body == Self.text)
-                #expect(rec.metrics.map { $0.bytesReceived < Int64(Self.text.count) } == true, "metrics count the (smaller) wire bytes")
+                #expect(
+                    rec.metrics.map { $0.bytesReceived < Int64(Self.text.count) } == true,
+                    "metrics count the (smaller) wire bytes"
+                )
             }
         }
 
         @Test("a decompression bomb fails with cannotDecodeContent, not memory")
         func bomb() async throws {
             let zeros = [UInt8](repeating: 0, count: 64 * 1024 * 1024)
-            let encoded = gzip(zeros)   // ~64 KiB on the wire
-            try await FaultTests.withSession({ $0.decodingLimits = DecodingLimits(maxDecodedBytes: 1 << 30, maxExpansionRatio: 100, ratioCheckFloor: 1 << 20) }) { session in
+            let encoded = gzip(zeros)  // ~64 KiB on the wire
+            try await FaultTests.withSession({
+                $0.decodingLimits = DecodingLimits(
+                    maxDecodedBytes: 1 << 30,
+                    maxExpansionRatio: 100,
+                    ratioCheckFloor: 1 << 20
+                )
+            }) { session in
                 let server = try ScriptedServer([Self.respond("gzip", encoded)])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/")))
@@ -76,7 +89,9 @@ extension NetworkTests {
         @Test("corrupt and truncated coded bodies fail clearly", arguments: ["corrupt", "truncated"])
         func corrupt(kind: String) async throws {
             let good = gzip(Self.text)
-            let body = kind == "corrupt" ? Array(good.prefix(20)) + [UInt8](repeating: 0xFF, count: 200) : Array(good.prefix(good.count / 2))
+            let body =
+                kind == "corrupt"
+                ? Array(good.prefix(20)) + [UInt8](repeating: 0xFF, count: 200) : Array(good.prefix(good.count / 2))
             try await FaultTests.withSession { session in
                 let server = try ScriptedServer([Self.respond(kind == "corrupt" ? "deflate" : "gzip", body)])
                 defer { server.stop() }

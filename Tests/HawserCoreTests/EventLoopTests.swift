@@ -22,7 +22,7 @@ extension NetworkTests {
             defer { loop.shutdown() }
             let seen = Mutex<[Int]>([])
             for i in 0..<1000 { loop.execute { seen.withLock { $0.append(i) } } }
-            try loop.submitAndWait { }
+            try loop.submitAndWait {}
             #expect(seen.withLock { $0 } == Array(0..<1000))
         }
 
@@ -34,7 +34,10 @@ extension NetworkTests {
             let done = AsyncStreamBox()
             for (i, ms) in [30, 10, 20].enumerated() {
                 loop.schedule(in: UInt64(ms) * 1_000_000) {
-                    let n = seen.withLock { s -> Int in s.append(i); return s.count }
+                    let n = seen.withLock { s -> Int in
+                        s.append(i)
+                        return s.count
+                    }
                     if n == 3 { done.signal() }
                 }
             }
@@ -75,12 +78,14 @@ extension NetworkTests {
         func shutdownClosesDescriptors() async throws {
             try await expectNoFDLeak("by an EventLoop") {
                 let loop = try EventLoop()
-                try loop.submitAndWait { }
+                try loop.submitAndWait {}
                 loop.shutdown()
             }
         }
 
-        @Test("work submitted from other threads while the loop shuts down runs at most once, and all of it submitted before shutdown runs")
+        @Test(
+            "work submitted from other threads while the loop shuts down runs at most once, and all of it submitted before shutdown runs"
+        )
         func submittersRacingShutdown() async throws {
             try await expectNoFDLeak("by an EventLoop shut down under submissions") {
                 for _ in 0..<20 {
@@ -96,11 +101,13 @@ extension NetworkTests {
                                 let before = !shutdownStarted.load(ordering: .acquiring)
                                 loop.execute { runs.withLock { $0[id, default: 0] += 1 } }
                                 // Submitted entirely before shutdown() began: the loop must run it.
-                                if before, !shutdownStarted.load(ordering: .acquiring) { _ = mustRun.withLock { $0.insert(id) } }
+                                if before, !shutdownStarted.load(ordering: .acquiring) {
+                                    _ = mustRun.withLock { $0.insert(id) }
+                                }
                             }
                         }
                     }
-                    try loop.submitAndWait { }
+                    try loop.submitAndWait {}
                     shutdownStarted.store(true, ordering: .releasing)
                     loop.shutdown()
                     group.wait()
@@ -122,7 +129,7 @@ extension NetworkTests {
             defer { server.stop() }
             let d = RecordingDelegate()
             session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
-            try loop.submitAndWait { }
+            try loop.submitAndWait {}
             loop.shutdown()
             let r = d.record.withLock { $0 }
             #expect(r.completions == 1)
@@ -132,7 +139,8 @@ extension NetworkTests {
         @Test("the resolver answers numeric addresses inline and localhost through getaddrinfo")
         func resolver() async throws {
             let literal = Mutex<[SocketAddress]>([])
-            Resolver.shared.resolve(host: "127.0.0.1", port: 8080) { r in literal.withLock { $0 = (try? r.get()) ?? [] } }
+            Resolver.shared.resolve(host: "127.0.0.1", port: 8080) { r in literal.withLock { $0 = (try? r.get()) ?? [] }
+            }
             #expect(literal.withLock { $0 }.map(\.description) == ["127.0.0.1:8080"])
             let done = AsyncStreamBox()
             let named = Mutex<[SocketAddress]>([])

@@ -14,9 +14,12 @@ extension NetworkTests {
 
         @Test("a 101 the request did not ask for is a protocol error that names the 101, on every API")
         func unrequestedSwitchingProtocols() async throws {
-            let switching = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\u{81}\u{2}hi"
-            let server = try ScriptedServer([[.readRequest(), .sendText(switching), .waitForClose],
-                                             [.readRequest(), .sendText(switching), .waitForClose]])
+            let switching =
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\u{81}\u{2}hi"
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText(switching), .waitForClose],
+                [.readRequest(), .sendText(switching), .waitForClose],
+            ])
             defer { server.stop() }
             try await FaultTests.withSession { session in
                 let r = await FaultTests.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
@@ -41,7 +44,9 @@ extension NetworkTests {
         @Test("HTTP/1.2 is processed as HTTP/1.1: the response is read and the connection kept alive")
         func higherMinorVersion() async throws {
             let v12 = "HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok"
-            let server = try ScriptedServer([[.readRequest(), .sendText(v12), .readRequest(), .sendText(v12), .waitForClose]])
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText(v12), .readRequest(), .sendText(v12), .waitForClose]
+            ])
             defer { server.stop() }
             try await FaultTests.withSession { session in
                 let first = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
@@ -54,11 +59,20 @@ extension NetworkTests {
             }
         }
 
-        @Test("a status line, a field line or a field count over the limit is limitExceeded, not protocolError", arguments: [
-            ("HTTP/1.1 200 " + String(repeating: "A", count: 300) + "\r\nContent-Length: 0\r\n\r\n", "line"),
-            ("HTTP/1.1 200 OK\r\nX-Long: " + String(repeating: "b", count: 300) + "\r\nContent-Length: 0\r\n\r\n", "line"),
-            ("HTTP/1.1 200 OK\r\n" + String(repeating: "X-A: 1\r\n", count: 20) + "Content-Length: 0\r\n\r\n", "field lines"),
-        ])
+        @Test(
+            "a status line, a field line or a field count over the limit is limitExceeded, not protocolError",
+            arguments: [
+                ("HTTP/1.1 200 " + String(repeating: "A", count: 300) + "\r\nContent-Length: 0\r\n\r\n", "line"),
+                (
+                    "HTTP/1.1 200 OK\r\nX-Long: " + String(repeating: "b", count: 300)
+                        + "\r\nContent-Length: 0\r\n\r\n", "line"
+                ),
+                (
+                    "HTTP/1.1 200 OK\r\n" + String(repeating: "X-A: 1\r\n", count: 20) + "Content-Length: 0\r\n\r\n",
+                    "field lines"
+                ),
+            ]
+        )
         func limitsAreLimitExceeded(_ response: String, _ what: String) async throws {
             let server = try ScriptedServer([[.readRequest(), .sendText(response), .waitForClose]])
             defer { server.stop() }
@@ -75,12 +89,17 @@ extension NetworkTests {
             }
         }
 
-        @Test("a streamed body of known length is sent at its last byte: an early answer leaves the connection reusable")
+        @Test(
+            "a streamed body of known length is sent at its last byte: an early answer leaves the connection reusable"
+        )
         func streamedBodyCompleteAtItsLength() async throws {
             let payload = [UInt8](repeating: 0x62, count: 1000)
-            let server = try ScriptedServer([[
-                .readRequest(body: payload.count), .sendText(Self.ok), .readRequest(), .sendText(Self.ok), .waitForClose,
-            ]])
+            let server = try ScriptedServer([
+                [
+                    .readRequest(body: payload.count), .sendText(Self.ok), .readRequest(), .sendText(Self.ok),
+                    .waitForClose,
+                ]
+            ])
             defer { server.stop() }
             let producerMayReturn = AsyncStreamBox()
             try await FaultTests.withSession { session in

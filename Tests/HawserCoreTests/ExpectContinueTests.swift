@@ -9,7 +9,11 @@ extension NetworkTests {
         static let body = [UInt8](repeating: 0x61, count: 64 * 1024)
 
         static func request(port: Int, expects: Bool? = true) -> HTTPClientRequest {
-            var r = HTTPClientRequest(method: .put, url: url("http://127.0.0.1:\(port)/upload"), body: .bytes(Self.body))
+            var r = HTTPClientRequest(
+                method: .put,
+                url: url("http://127.0.0.1:\(port)/upload"),
+                body: .bytes(Self.body)
+            )
             r.expectsContinue = expects
             return r
         }
@@ -33,9 +37,12 @@ extension NetworkTests {
         @Test("a final status before 100 stops the upload: the body is never sent", arguments: [401, 413])
         func finalStatusFirst(status: Int) async throws {
             try await FaultTests.withSession({ $0.expectContinueTimeout = 60 }) { session in
-                let server = try ScriptedServer([[
-                    .readRequest(), .sendText("HTTP/1.1 \(status) No\r\nContent-Length: 2\r\n\r\nno"), .waitForClose,
-                ]])
+                let server = try ScriptedServer([
+                    [
+                        .readRequest(), .sendText("HTTP/1.1 \(status) No\r\nContent-Length: 2\r\n\r\nno"),
+                        .waitForClose,
+                    ]
+                ])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, Self.request(port: server.port))
                 #expect(rec.completions == 1)
@@ -54,8 +61,14 @@ extension NetworkTests {
         func expectationFailed() async throws {
             try await FaultTests.withSession({ $0.expectContinueTimeout = 60 }) { session in
                 let server = try ScriptedServer([
-                    [.readRequest(), .sendText("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\n\r\n"), .waitForClose],
-                    [.readRequest(body: Self.body.count), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .waitForClose],
+                    [
+                        .readRequest(), .sendText("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\n\r\n"),
+                        .waitForClose,
+                    ],
+                    [
+                        .readRequest(body: Self.body.count),
+                        .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .waitForClose,
+                    ],
                 ])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, Self.request(port: server.port))
@@ -73,10 +86,13 @@ extension NetworkTests {
 
         @Test("a server that ignores the expectation gets the body at exactly expectContinueTimeout")
         func timeout() async throws {
-            let server = try ScriptedServer([[
-                .readRequest(), .readBody(Self.body.count), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
-                .waitForClose,
-            ]])
+            let server = try ScriptedServer([
+                [
+                    .readRequest(), .readBody(Self.body.count),
+                    .sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                    .waitForClose,
+                ]
+            ])
             defer { server.stop() }
             try await FaultTests.withVirtualSession({ $0.expectContinueTimeout = 1 }) { session, _ in
                 let d = RecordingDelegate()
@@ -96,11 +112,20 @@ extension NetworkTests {
         @Test("automatic above the threshold, absent below it or when the request opts out")
         func automatic() async throws {
             try await withServer({ $0.expectContinueThreshold = 1000 }) { server, session in
-                for (size, expects, sent) in [(999, nil as Bool?, false), (1000, nil, true), (5000, false, false), (10, true, true)] {
-                    var r = HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes([UInt8](repeating: 1, count: size)))
+                for (size, expects, sent) in [
+                    (999, nil as Bool?, false), (1000, nil, true), (5000, false, false), (10, true, true),
+                ] {
+                    var r = HTTPClientRequest(
+                        method: .post,
+                        url: url(server.baseURL + "/echo"),
+                        body: .bytes([UInt8](repeating: 1, count: size))
+                    )
                     r.expectsContinue = expects
                     let resp = try await session.response(for: r)
-                    #expect((resp.headers["X-Echo-H-Expect"] == "100-continue") == sent, "size \(size), expects \(String(describing: expects))")
+                    #expect(
+                        (resp.headers["X-Echo-H-Expect"] == "100-continue") == sent,
+                        "size \(size), expects \(String(describing: expects))"
+                    )
                     #expect(resp.body.count == size)
                 }
             }

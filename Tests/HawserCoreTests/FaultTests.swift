@@ -9,28 +9,38 @@ extension NetworkTests {
     /// delegate was completed exactly once; the suite checks for leaked descriptors.
     @Suite("Faults, timeouts and cancellation", .serialized)
     struct FaultTests {
-        static func withSession(_ configure: (inout SessionConfiguration) -> Void = { _ in },
-                                _ body: (Session) async throws -> Void) async throws {
+        static func withSession(
+            _ configure: (inout SessionConfiguration) -> Void = { _ in },
+            _ body: (Session) async throws -> Void
+        ) async throws {
             try await expectNoFDLeak {
                 var config = SessionConfiguration()
                 configure(&config)
                 let loop = try EventLoop()
                 let session = Session(configuration: config, eventLoop: loop)
-                defer { session.shutdown(); loop.shutdown() }
+                defer {
+                    session.shutdown()
+                    loop.shutdown()
+                }
                 try await body(session)
             }
         }
 
         /// Like `withSession`, on a loop whose time moves only through `advanceTime(by:)`.
-        static func withVirtualSession(_ configure: (inout SessionConfiguration) -> Void = { _ in },
-                                       _ body: (Session, ManualClock) async throws -> Void) async throws {
+        static func withVirtualSession(
+            _ configure: (inout SessionConfiguration) -> Void = { _ in },
+            _ body: (Session, ManualClock) async throws -> Void
+        ) async throws {
             try await expectNoFDLeak {
                 var config = SessionConfiguration()
                 configure(&config)
                 let clock = ManualClock()
                 let loop = try EventLoop(clock: clock)
                 let session = Session(configuration: config, eventLoop: loop)
-                defer { session.shutdown(); loop.shutdown() }
+                defer {
+                    session.shutdown()
+                    loop.shutdown()
+                }
                 try await body(session, clock)
             }
         }
@@ -49,13 +59,16 @@ extension NetworkTests {
             return nil
         }
 
-        @Test("truncation at each stage is connectionLost, never a success", arguments: [
-            "HTTP/1.1 200 OK\r\nContent-Le",                                  // mid-head
-            "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234",             // mid Content-Length body
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",   // mid chunk
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n", // before last chunk
-            "",                                                                // nothing at all
-        ])
+        @Test(
+            "truncation at each stage is connectionLost, never a success",
+            arguments: [
+                "HTTP/1.1 200 OK\r\nContent-Le",  // mid-head
+                "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234",  // mid Content-Length body
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",  // mid chunk
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n",  // before last chunk
+                "",  // nothing at all
+            ]
+        )
         func truncation(_ prefix: String) async throws {
             let server = try ScriptedServer([[.readRequest(), .sendText(prefix), .close]])
             defer { server.stop() }
@@ -68,7 +81,9 @@ extension NetworkTests {
 
         @Test("a reset mid-response is connectionLost")
         func reset() async throws {
-            let server = try ScriptedServer([[.readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"), .reset]])
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"), .reset]
+            ])
             defer { server.stop() }
             try await Self.withSession { session in
                 let r = await Self.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
@@ -77,14 +92,17 @@ extension NetworkTests {
             }
         }
 
-        @Test("smuggling-relevant framing is a protocolError that names the rule", arguments: [
-            ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "Transfer-Encoding"),
-            ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef", "Content-Length"),
-            ("HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nabcde", "colon"),
-            ("HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nabcde", "Content-Length"),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n", "chunk"),
-            ("SMTP ready\r\n\r\n", "status"),
-        ])
+        @Test(
+            "smuggling-relevant framing is a protocolError that names the rule",
+            arguments: [
+                ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "Transfer-Encoding"),
+                ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef", "Content-Length"),
+                ("HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nabcde", "colon"),
+                ("HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nabcde", "Content-Length"),
+                ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n", "chunk"),
+                ("SMTP ready\r\n\r\n", "status"),
+            ]
+        )
         func smuggling(_ response: String, _ mentions: String) async throws {
             let server = try ScriptedServer([[.readRequest(), .sendText(response), .waitForClose]])
             defer { server.stop() }
@@ -119,13 +137,19 @@ extension NetworkTests {
 
         @Test("bytes that keep coming keep the idle timer alive, but the resource timer fires at its instant")
         func resourceTimeout() async throws {
-            let first = ScriptedServer.Gate(), second = ScriptedServer.Gate()
-            let server = try ScriptedServer([[
-                .readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\na"),
-                .gate(first), .sendText("b"), .gate(second), .sendText("c"), .hang,
-            ]])
+            let first = ScriptedServer.Gate()
+            let second = ScriptedServer.Gate()
+            let server = try ScriptedServer([
+                [
+                    .readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\na"),
+                    .gate(first), .sendText("b"), .gate(second), .sendText("c"), .hang,
+                ]
+            ])
             defer { server.stop() }
-            try await Self.withVirtualSession({ $0.timeoutIntervalForRequest = 5; $0.timeoutIntervalForResource = 12 }) { session, clock in
+            try await Self.withVirtualSession({
+                $0.timeoutIntervalForRequest = 5
+                $0.timeoutIntervalForResource = 12
+            }) { session, clock in
                 let t0 = clock.now
                 let d = RecordingDelegate()
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/")), delegate: d)
@@ -184,9 +208,15 @@ extension NetworkTests {
             try await Self.withSession({ $0.maximumConnectionsPerHost = 1 }) { session in
                 // Occupy the only connection so the next task queues.
                 let blocker = RecordingDelegate()
-                let blockTask = session.execute(HTTPClientRequest(url: url(server.baseURL + "/fault/no-answer")), delegate: blocker)
+                let blockTask = session.execute(
+                    HTTPClientRequest(url: url(server.baseURL + "/fault/no-answer")),
+                    delegate: blocker
+                )
                 let queued = RecordingDelegate()
-                let queuedTask = session.execute(HTTPClientRequest(url: url(server.baseURL + "/hello")), delegate: queued)
+                let queuedTask = session.execute(
+                    HTTPClientRequest(url: url(server.baseURL + "/hello")),
+                    delegate: queued
+                )
                 #expect(session.poolStatistics().waitingTasks >= 1)
                 queuedTask.cancel()
                 let q = await queued.wait()
@@ -227,7 +257,9 @@ extension NetworkTests {
             let server = try TestServer()
             defer { server.shutdown() }
             try await Self.withSession { session in
-                let t = Task { try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/fault/no-answer"))) }
+                let t = Task {
+                    try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/fault/no-answer")))
+                }
                 // Wait until the request is actually running on a connection.
                 while session.poolStatistics().runningTasks == 0 { await Task.yield() }
                 t.cancel()
@@ -245,8 +277,10 @@ extension NetworkTests {
             let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
             // Connection 1 answers once, then closes when the second request arrives (the race);
             // connection 2 answers normally.
-            let server = try ScriptedServer([[.readRequest(), .sendText(ok), .readRequest(), .close],
-                                             [.readRequest(), .sendText(ok), .waitForClose]])
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText(ok), .readRequest(), .close],
+                [.readRequest(), .sendText(ok), .waitForClose],
+            ])
             defer { server.stop() }
             try await Self.withSession { session in
                 let first = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
@@ -265,7 +299,10 @@ extension NetworkTests {
             defer { server.stop() }
             try await Self.withSession { session in
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
-                let r = await Self.run(session, HTTPClientRequest(method: .post, url: url(server.baseURL + "/b"), body: .bytes([1, 2, 3])))
+                let r = await Self.run(
+                    session,
+                    HTTPClientRequest(method: .post, url: url(server.baseURL + "/b"), body: .bytes([1, 2, 3]))
+                )
                 #expect(r.completions == 1)
                 #expect(Self.error(r)?.code == .connectionLost)
             }
@@ -274,8 +311,10 @@ extension NetworkTests {
         @Test("an idle pooled connection closed by the server is dropped, not reused")
         func idleConnectionClosedByServer() async throws {
             let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-            let server = try ScriptedServer([[.readRequest(), .sendText(ok), .close],
-                                             [.readRequest(), .sendText(ok), .waitForClose]])
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText(ok), .close],
+                [.readRequest(), .sendText(ok), .waitForClose],
+            ])
             defer { server.stop() }
             try await Self.withSession { session in
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/a")))
@@ -318,7 +357,7 @@ extension NetworkTests {
                 let task = session.execute(HTTPClientRequest(url: url(server.baseURL + "/bytes/8000000")), delegate: d)
                 while !paused.load(ordering: .relaxed) { await Task.yield() }
                 // While paused, the loop delivers at most what was already buffered in one read.
-                try session.eventLoop.submitAndWait { }
+                try session.eventLoop.submitAndWait {}
                 let during = d.record.withLock { $0.body.count }
                 #expect(during - sizeAtPause.load(ordering: .relaxed) <= 64 * 1024)
                 #expect(d.record.withLock { $0.completions } == 0)
@@ -336,10 +375,13 @@ extension NetworkTests {
             try await Self.withSession { session in
                 let d = RecordingDelegate()
                 let body = [UInt8](repeating: 7, count: 64 * 1024 * 1024)
-                let task = session.execute(HTTPClientRequest(method: .put, url: url(server.baseURL + "/"), body: .bytes(body)), delegate: d)
+                let task = session.execute(
+                    HTTPClientRequest(method: .put, url: url(server.baseURL + "/"), body: .bytes(body)),
+                    delegate: d
+                )
                 // Wait until the loop has written some of it and is blocked on a full socket.
                 while d.record.withLock({ $0.sentProgress.isEmpty }) && session.poolStatistics().runningTasks > 0 {
-                    try session.eventLoop.submitAndWait { }
+                    try session.eventLoop.submitAndWait {}
                     await Task.yield()
                 }
                 task.cancel()
@@ -358,7 +400,8 @@ extension NetworkTests {
                 // (or, if the resolver is quicker, later): either way one completion.
                 for _ in 0..<10 {
                     let d = RecordingDelegate()
-                    session.execute(HTTPClientRequest(url: url("http://localhost:\(server.port)/hello")), delegate: d).cancel()
+                    session.execute(HTTPClientRequest(url: url("http://localhost:\(server.port)/hello")), delegate: d)
+                        .cancel()
                     let r = await d.wait()
                     #expect(r.completions == 1)
                     #expect(Self.error(r)?.code == .cancelled || r.head?.status == 200)
@@ -366,11 +409,15 @@ extension NetworkTests {
                 // A connection made for a name carries DNS timings in its first task's metrics.
                 let fresh = Session(eventLoop: session.eventLoop)
                 defer { fresh.shutdown() }
-                let ok = try await fresh.response(for: HTTPClientRequest(url: url("http://localhost:\(server.port)/hello")))
+                let ok = try await fresh.response(
+                    for: HTTPClientRequest(url: url("http://localhost:\(server.port)/hello"))
+                )
                 #expect(ok.status == 200)
                 #expect(ok.metrics.domainLookupStart != nil && ok.metrics.domainLookupEnd != nil)
                 #expect(ok.metrics.domainLookupEnd! >= ok.metrics.domainLookupStart!)
-                #expect(ok.metrics.remoteAddress?.ipAddress == "127.0.0.1" || ok.metrics.remoteAddress?.ipAddress == "::1")
+                #expect(
+                    ok.metrics.remoteAddress?.ipAddress == "127.0.0.1" || ok.metrics.remoteAddress?.ipAddress == "::1"
+                )
             }
         }
     }

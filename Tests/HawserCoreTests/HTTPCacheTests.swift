@@ -52,16 +52,24 @@ struct CacheControlTests {
         .init(value: "max-age") { $0.maxAge == 0 },
         .init(value: "max-age=60, max-age=60") { $0.maxAge == 60 },
         .init(value: "max-age=60, max-age=120") { $0.maxAge == 0 },
-        .init(value: #"no-cache="Set-Cookie, X-Foo", max-age=5"#) { $0.noCache && $0.noCacheFieldNames == ["set-cookie", "x-foo"] && $0.maxAge == 5 },
+        .init(value: #"no-cache="Set-Cookie, X-Foo", max-age=5"#) {
+            $0.noCache && $0.noCacheFieldNames == ["set-cookie", "x-foo"] && $0.maxAge == 5
+        },
         .init(value: "MAX-AGE=5, Public, Must-Revalidate") { $0.maxAge == 5 && $0.isPublic && $0.mustRevalidate },
-        .init(value: "foo=bar, baz, max-age=1") { $0.value(of: "foo") == "bar" && $0.contains("baz") && $0.maxAge == 1 && $0.directives.count == 3 },
+        .init(value: "foo=bar, baz, max-age=1") {
+            $0.value(of: "foo") == "bar" && $0.contains("baz") && $0.maxAge == 1 && $0.directives.count == 3
+        },
         .init(value: "max-stale") { $0.maxStale == CacheControl.maximumDeltaSeconds },
         .init(value: "max-stale=10, min-fresh=5") { $0.maxStale == 10 && $0.minFresh == 5 },
         .init(value: "max-age=10 junk, no-store") { $0.maxAge == 10 && $0.noStore && $0.directives.count == 2 },
         .init(value: #""quoted", =x, no-store"#) { $0.noStore && $0.directives.count == 1 },
-        .init(value: #"private="a,b", max-age=5"#) { $0.isPrivate && $0.value(of: "private") == "a,b" && $0.maxAge == 5 },
+        .init(value: #"private="a,b", max-age=5"#) {
+            $0.isPrivate && $0.value(of: "private") == "a,b" && $0.maxAge == 5
+        },
         .init(value: #"no-cache="abc, max-age=5"#) { $0.noCache && $0.maxAge == nil },
-        .init(value: #"x="a\"b", s-maxage=7, immutable"#) { $0.value(of: "x") == #"a"b"# && $0.sharedMaxAge == 7 && $0.immutable },
+        .init(value: #"x="a\"b", s-maxage=7, immutable"#) {
+            $0.value(of: "x") == #"a"b"# && $0.sharedMaxAge == 7 && $0.immutable
+        },
         .init(value: "") { $0.directives.isEmpty },
         .init(value: " ,, , ") { $0.directives.isEmpty },
         .init(value: "only-if-cached, no-transform, must-understand, proxy-revalidate, stale-if-error=3") {
@@ -77,7 +85,9 @@ struct CacheControlTests {
 
     @Test("directives are collected across Cache-Control fields")
     func acrossFields() {
-        let cc = CacheControl(HTTPHeaders([(name: "Cache-Control", value: "public"), (name: "cache-control", value: "max-age=9")]))
+        let cc = CacheControl(
+            HTTPHeaders([(name: "Cache-Control", value: "public"), (name: "cache-control", value: "max-age=9")])
+        )
         #expect(cc.isPublic && cc.maxAge == 9)
         #expect(CacheControl(parsing: cc.description) == cc)
     }
@@ -90,9 +100,11 @@ struct CacheControlTests {
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == expected)
         #expect(HTTPDate.parse("Tue, 29 Feb 2000 00:00:00 GMT") == Date(timeIntervalSince1970: 951_782_400))
         #expect(HTTPDate.parse("Thu, 01-Jan-30 00:00:00 GMT") == Date(timeIntervalSince1970: 1_893_456_000))
-        for bad in ["0", "", "Sun, 32 Nov 1994 08:49:37 GMT", "Wed, 29 Feb 1995 00:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 PST",
-                    "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
-                    "Sun, 06 Nov 1994 08:49:37 GMT GMT", "-1", String(repeating: "9", count: 100)] {
+        for bad in [
+            "0", "", "Sun, 32 Nov 1994 08:49:37 GMT", "Wed, 29 Feb 1995 00:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 PST",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT GMT", "-1", String(repeating: "9", count: 100),
+        ] {
             #expect(HTTPDate.parse(bad) == nil, "\(bad)")
         }
         #expect(HTTPDate.format(expected) == "Sun, 06 Nov 1994 08:49:37 GMT")
@@ -108,22 +120,37 @@ struct HTTPCacheTests {
     @Test("max-age, Expires − Date and the heuristic give the lifetime; s-maxage is for shared caches")
     func lifetime() {
         func lifetime(_ status: Int, _ fields: [(String, String)]) -> (Double, Bool) {
-            let f = ResponseFreshness(headers: head(status, fields).headers, status: status, requestTime: t0, responseTime: t0, now: t0)
+            let f = ResponseFreshness(
+                headers: head(status, fields).headers,
+                status: status,
+                requestTime: t0,
+                responseTime: t0,
+                now: t0
+            )
             return (f.lifetime, f.isHeuristic)
         }
         func lifetime(_ fields: [(String, String)]) -> (Double, Bool) { lifetime(200, fields) }
         let date = ("Date", HTTPDate.format(t0))
         #expect(lifetime([date, ("Cache-Control", "max-age=100")]) == (100, false))
-        #expect(lifetime([date, ("Cache-Control", "max-age=100"), ("Expires", HTTPDate.format(at(5)))]) == (100, false))
+        #expect(
+            lifetime([date, ("Cache-Control", "max-age=100"), ("Expires", HTTPDate.format(at(5)))]) == (100, false)
+        )
         #expect(lifetime([date, ("Expires", HTTPDate.format(at(3600)))]) == (3600, false))
         #expect(lifetime([date, ("Expires", HTTPDate.format(at(-60)))]) == (0, false))
         #expect(lifetime([date, ("Expires", "0")]) == (0, false))
         #expect(lifetime([("Expires", HTTPDate.format(at(30)))]) == (30, false), "no Date: the response time stands in")
         #expect(lifetime([date, ("Last-Modified", HTTPDate.format(at(-1000)))]) == (100, true))
-        #expect(lifetime([date, ("Last-Modified", HTTPDate.format(at(-30 * 86_400)))]) == (86_400, true), "capped at a day")
+        #expect(
+            lifetime([date, ("Last-Modified", HTTPDate.format(at(-30 * 86_400)))]) == (86_400, true),
+            "capped at a day"
+        )
         #expect(lifetime(404, [date, ("Last-Modified", HTTPDate.format(at(-1000)))]) == (100, true))
         #expect(lifetime(500, [date, ("Last-Modified", HTTPDate.format(at(-1000)))]) == (0, false))
-        #expect(lifetime(500, [date, ("Cache-Control", "public"), ("Last-Modified", HTTPDate.format(at(-1000)))]) == (100, true))
+        #expect(
+            lifetime(500, [date, ("Cache-Control", "public"), ("Last-Modified", HTTPDate.format(at(-1000)))]) == (
+                100, true
+            )
+        )
         #expect(lifetime([date]) == (0, true))
         #expect(lifetime([date, ("Cache-Control", "s-maxage=100")]) == (0, true))
     }
@@ -133,26 +160,54 @@ struct HTTPCacheTests {
         // Sent at t0, received 2 s later, Date = receipt: age 2 on arrival, +50 resident.
         var f = ResponseFreshness(
             headers: head(200, [("Date", HTTPDate.format(at(2))), ("Cache-Control", "max-age=100")]).headers,
-            status: 200, requestTime: t0, responseTime: at(2), now: at(52))
+            status: 200,
+            requestTime: t0,
+            responseTime: at(2),
+            now: at(52)
+        )
         #expect(f.correctedInitialAge == 2 && f.currentAge == 52 && f.isFresh)
         f = ResponseFreshness(
             headers: head(200, [("Date", HTTPDate.format(at(2))), ("Cache-Control", "max-age=100")]).headers,
-            status: 200, requestTime: t0, responseTime: at(2), now: at(102))
+            status: 200,
+            requestTime: t0,
+            responseTime: at(2),
+            now: at(102)
+        )
         #expect(f.currentAge == 102 && !f.isFresh)
         // Age field 30 + delay 1 beats the apparent age 10.
         f = ResponseFreshness(
             headers: head(200, [("Date", HTTPDate.format(at(-10))), ("Age", "30")]).headers,
-            status: 200, requestTime: at(-1), responseTime: t0, now: t0)
+            status: 200,
+            requestTime: at(-1),
+            responseTime: t0,
+            now: t0
+        )
         #expect(f.correctedInitialAge == 31)
         // Apparent age 100 beats Age 5 + delay 0.
         f = ResponseFreshness(
             headers: head(200, [("Date", HTTPDate.format(at(-100))), ("Age", "5")]).headers,
-            status: 200, requestTime: t0, responseTime: t0, now: at(10))
+            status: 200,
+            requestTime: t0,
+            responseTime: t0,
+            now: at(10)
+        )
         #expect(f.correctedInitialAge == 100 && f.currentAge == 110)
         // A huge Age is clamped; a bad one is ignored; a clock running backwards adds nothing.
-        f = ResponseFreshness(headers: head(200, [("Age", "999999999999999999999")]).headers, status: 200, requestTime: t0, responseTime: t0, now: at(-50))
+        f = ResponseFreshness(
+            headers: head(200, [("Age", "999999999999999999999")]).headers,
+            status: 200,
+            requestTime: t0,
+            responseTime: t0,
+            now: at(-50)
+        )
         #expect(f.currentAge == 2_147_483_648)
-        f = ResponseFreshness(headers: head(200, [("Age", "-3"), ("Date", "garbage")]).headers, status: 200, requestTime: t0, responseTime: t0, now: at(-50))
+        f = ResponseFreshness(
+            headers: head(200, [("Age", "-3"), ("Date", "garbage")]).headers,
+            status: 200,
+            requestTime: t0,
+            responseTime: t0,
+            now: at(-50)
+        )
         #expect(f.currentAge == 0)
     }
 
@@ -173,7 +228,8 @@ struct HTTPCacheTests {
         ("GET", [], 203, [], true), ("GET", [], 204, [], true), ("GET", [], 300, [], true), ("GET", [], 301, [], true),
         ("GET", [], 308, [], true), ("GET", [], 404, [], true), ("GET", [], 405, [], true), ("GET", [], 410, [], true),
         ("GET", [], 414, [], true), ("GET", [], 501, [], true),
-        ("GET", [], 302, [], false), ("GET", [], 307, [], false), ("GET", [], 500, [], false), ("GET", [], 403, [], false),
+        ("GET", [], 302, [], false), ("GET", [], 307, [], false), ("GET", [], 500, [], false),
+        ("GET", [], 403, [], false),
         ("GET", [], 302, [("Cache-Control", "max-age=60")], true),
         ("GET", [], 500, [("Expires", "Thu, 01 Jan 2099 00:00:00 GMT")], true),
         ("GET", [], 503, [("Cache-Control", "public")], true),
@@ -189,8 +245,10 @@ struct HTTPCacheTests {
         for (method, requestFields, status, responseFields, expected) in Self.storability {
             var request = get("http://example.org/", requestFields)
             request.method = HTTPMethod(rawValue: method)
-            #expect(HTTPCache.isStorable(head(status, responseFields), for: request) == expected,
-                    "\(method) \(requestFields) → \(status) \(responseFields)")
+            #expect(
+                HTTPCache.isStorable(head(status, responseFields), for: request) == expected,
+                "\(method) \(requestFields) → \(status) \(responseFields)"
+            )
         }
     }
 
@@ -198,9 +256,16 @@ struct HTTPCacheTests {
     func storedFields() throws {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let request = get("http://example.org/x")
-        let response = head(200, [("Cache-Control", "max-age=60"), ("Connection", "close, X-Hop"), ("X-Hop", "1"),
-                                  ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"), ("X-Kept", "yes")])
-        var cached = try #require(HTTPCache.cacheableResponse(response, body: [1, 2, 3], for: request, requestTime: t0, responseTime: t0))
+        let response = head(
+            200,
+            [
+                ("Cache-Control", "max-age=60"), ("Connection", "close, X-Hop"), ("X-Hop", "1"),
+                ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"), ("X-Kept", "yes"),
+            ]
+        )
+        var cached = try #require(
+            HTTPCache.cacheableResponse(response, body: [1, 2, 3], for: request, requestTime: t0, responseTime: t0)
+        )
         #expect(cached.head.headers.map(\.name) == ["Cache-Control", "X-Kept"])
         cached.storagePolicy = .notAllowed
         #expect(!cache.store(cached, for: request))
@@ -210,7 +275,15 @@ struct HTTPCacheTests {
         #expect(cache.store(cached, for: request))
         let hit = try #require(cache.lookup(request, now: at(1)).response)
         #expect(hit.body == [1, 2, 3] && hit.userInfo == ["k": "v"] && hit.head.headers["X-Kept"] == "yes")
-        #expect(!cache.store(head(200, [("Cache-Control", "no-store")]), body: [], for: request, requestTime: t0, responseTime: t0))
+        #expect(
+            !cache.store(
+                head(200, [("Cache-Control", "no-store")]),
+                body: [],
+                for: request,
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
         #expect(cache.lookup(request, now: at(1)).isFresh, "refusing a new response leaves the old one")
     }
 
@@ -221,9 +294,21 @@ struct HTTPCacheTests {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let request = get("http://example.org/page#frag")
         #expect(cache.lookup(request, now: t0).isMiss)
-        #expect(cache.store(head(200, [("Date", HTTPDate.format(t0)), ("Cache-Control", "max-age=100"), ("ETag", #""v1""#),
-                                      ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Age", "3")]),
-                            body: body(10), for: request, requestTime: t0, responseTime: t0))
+        #expect(
+            cache.store(
+                head(
+                    200,
+                    [
+                        ("Date", HTTPDate.format(t0)), ("Cache-Control", "max-age=100"), ("ETag", #""v1""#),
+                        ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Age", "3"),
+                    ]
+                ),
+                body: body(10),
+                for: request,
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
         let fresh = cache.lookup(get("http://example.org/page"), now: at(40))
         #expect(fresh.isFresh, "the fragment is not part of the key")
         #expect(fresh.response?.head.headers.values(for: "Age") == ["43"])
@@ -232,7 +317,10 @@ struct HTTPCacheTests {
         let conditional = try #require(stale.conditional)
         #expect(conditional["If-None-Match"] == #""v1""#)
         #expect(conditional["If-Modified-Since"] == "Sun, 06 Nov 1994 08:49:37 GMT")
-        #expect(cache.lookup(get("HTTP://EXAMPLE.org:80/page"), now: at(40)).isFresh, "scheme and host case, default port")
+        #expect(
+            cache.lookup(get("HTTP://EXAMPLE.org:80/page"), now: at(40)).isFresh,
+            "scheme and host case, default port"
+        )
         #expect(cache.lookup(get("http://example.org:8080/page"), now: at(40)).isMiss)
         #expect(cache.lookup(get("http://example.org/other"), now: at(1)).isMiss)
         var post = request
@@ -245,8 +333,13 @@ struct HTTPCacheTests {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         func stored(_ path: String, _ cc: String) -> String {
             let url = "http://example.org/" + path
-            cache.store(head(200, [("Date", HTTPDate.format(t0)), ("Cache-Control", cc), ("ETag", #""e""#)]), body: [],
-                        for: get(url), requestTime: t0, responseTime: t0)
+            cache.store(
+                head(200, [("Date", HTTPDate.format(t0)), ("Cache-Control", cc), ("ETag", #""e""#)]),
+                body: [],
+                for: get(url),
+                requestTime: t0,
+                responseTime: t0
+            )
             return url
         }
         let plain = stored("plain", "max-age=100")
@@ -256,8 +349,10 @@ struct HTTPCacheTests {
         #expect(!cache.lookup(get(noCache), now: at(1)).isFresh)
         #expect(!cache.lookup(get(plain, [("Cache-Control", "no-cache")]), now: at(1)).isFresh)
         #expect(!cache.lookup(get(plain, [("Pragma", "no-cache")]), now: at(1)).isFresh)
-        #expect(cache.lookup(get(plain, [("Pragma", "no-cache"), ("Cache-Control", "max-age=90")]), now: at(1)).isFresh,
-                "Pragma is ignored when Cache-Control is present")
+        #expect(
+            cache.lookup(get(plain, [("Pragma", "no-cache"), ("Cache-Control", "max-age=90")]), now: at(1)).isFresh,
+            "Pragma is ignored when Cache-Control is present"
+        )
         #expect(!cache.lookup(get(plain, [("Cache-Control", "max-age=30")]), now: at(50)).isFresh)
         #expect(cache.lookup(get(plain, [("Cache-Control", "max-age=60")]), now: at(50)).isFresh)
         #expect(!cache.lookup(get(plain, [("Cache-Control", "min-fresh=60")]), now: at(50)).isFresh)
@@ -272,7 +367,13 @@ struct HTTPCacheTests {
     func policies() {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let request = get("http://example.org/p")
-        cache.store(head(200, [("Cache-Control", "max-age=10")]), body: [7], for: request, requestTime: t0, responseTime: t0)
+        cache.store(
+            head(200, [("Cache-Control", "max-age=10")]),
+            body: [7],
+            for: request,
+            requestTime: t0,
+            responseTime: t0
+        )
         #expect(cache.lookup(request, policy: .reloadIgnoringLocalCacheData, now: t0).isMiss)
         #expect(!cache.lookup(request, now: at(100)).isFresh)
         #expect(cache.lookup(request, policy: .returnCacheDataElseLoad, now: at(100)).isFresh)
@@ -291,16 +392,51 @@ struct HTTPCacheTests {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let url = "http://example.org/v"
         let response = head(200, [("Cache-Control", "max-age=100"), ("Vary", "Accept-Encoding, accept-language")])
-        #expect(cache.store(response, body: [1], for: get(url, [("Accept-Encoding", "gzip,  br"), ("Accept-Language", "en")]), requestTime: t0, responseTime: t0))
-        #expect(cache.lookup(get(url, [("accept-encoding", "gzip, br"), ("Accept-Language", "en")]), now: at(1)).response?.body == [1])
-        #expect(cache.lookup(get(url, [("Accept-Encoding", "gzip"), ("Accept-Encoding", "br"), ("Accept-Language", "en")]), now: at(1)).isFresh,
-                "several field lines combine")
+        #expect(
+            cache.store(
+                response,
+                body: [1],
+                for: get(url, [("Accept-Encoding", "gzip,  br"), ("Accept-Language", "en")]),
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
+        #expect(
+            cache.lookup(get(url, [("accept-encoding", "gzip, br"), ("Accept-Language", "en")]), now: at(1)).response?
+                .body == [1]
+        )
+        #expect(
+            cache.lookup(
+                get(url, [("Accept-Encoding", "gzip"), ("Accept-Encoding", "br"), ("Accept-Language", "en")]),
+                now: at(1)
+            ).isFresh,
+            "several field lines combine"
+        )
         #expect(cache.lookup(get(url, [("Accept-Encoding", "br"), ("Accept-Language", "en")]), now: at(1)).isMiss)
         #expect(cache.lookup(get(url, [("Accept-Language", "en")]), now: at(1)).isMiss, "absent only matches absent")
-        #expect(cache.store(response, body: [2], for: get(url, [("Accept-Language", "en")]), requestTime: t0, responseTime: t0))
+        #expect(
+            cache.store(
+                response,
+                body: [2],
+                for: get(url, [("Accept-Language", "en")]),
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
         #expect(cache.lookup(get(url, [("Accept-Language", "en")]), now: at(1)).response?.body == [2])
-        #expect(cache.lookup(get(url, [("Accept-Encoding", "gzip, br"), ("Accept-Language", "en")]), now: at(1)).response?.body == [1])
-        #expect(!cache.store(head(200, [("Cache-Control", "max-age=100"), ("Vary", "*")]), body: [3], for: get(url), requestTime: t0, responseTime: t0))
+        #expect(
+            cache.lookup(get(url, [("Accept-Encoding", "gzip, br"), ("Accept-Language", "en")]), now: at(1)).response?
+                .body == [1]
+        )
+        #expect(
+            !cache.store(
+                head(200, [("Cache-Control", "max-age=100"), ("Vary", "*")]),
+                body: [3],
+                for: get(url),
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
     }
 
     // MARK: - 304 (§4.3.4)
@@ -309,16 +445,43 @@ struct HTTPCacheTests {
     func notModified() throws {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let request = get("http://example.org/r")
-        cache.store(head(200, [("Date", HTTPDate.format(t0)), ("Cache-Control", "max-age=10"), ("ETag", #"W/"v1""#),
-                               ("Content-Length", "4"), ("X-Old", "a")]),
-                    body: body(4), for: request, requestTime: t0, responseTime: t0)
+        cache.store(
+            head(
+                200,
+                [
+                    ("Date", HTTPDate.format(t0)), ("Cache-Control", "max-age=10"), ("ETag", #"W/"v1""#),
+                    ("Content-Length", "4"), ("X-Old", "a"),
+                ]
+            ),
+            body: body(4),
+            for: request,
+            requestTime: t0,
+            responseTime: t0
+        )
         #expect(!cache.lookup(request, now: at(20)).isFresh)
-        #expect(cache.updateAfterNotModified(head(304, [("ETag", #""v2""#)]), for: request, requestTime: at(20), responseTime: at(20)) == nil,
-                "a 304 for another ETag selects nothing")
-        let updated = try #require(cache.updateAfterNotModified(
-            head(304, [("Date", HTTPDate.format(at(21))), ("ETag", #""v1""#), ("Cache-Control", "max-age=100"),
-                       ("Content-Length", "0"), ("Connection", "close"), ("X-New", "b")]),
-            for: request, requestTime: at(20), responseTime: at(21)))
+        #expect(
+            cache.updateAfterNotModified(
+                head(304, [("ETag", #""v2""#)]),
+                for: request,
+                requestTime: at(20),
+                responseTime: at(20)
+            ) == nil,
+            "a 304 for another ETag selects nothing"
+        )
+        let updated = try #require(
+            cache.updateAfterNotModified(
+                head(
+                    304,
+                    [
+                        ("Date", HTTPDate.format(at(21))), ("ETag", #""v1""#), ("Cache-Control", "max-age=100"),
+                        ("Content-Length", "0"), ("Connection", "close"), ("X-New", "b"),
+                    ]
+                ),
+                for: request,
+                requestTime: at(20),
+                responseTime: at(21)
+            )
+        )
         #expect(updated.body == body(4))
         #expect(updated.head.status == 200)
         #expect(updated.head.headers["Cache-Control"] == "max-age=100")
@@ -333,11 +496,30 @@ struct HTTPCacheTests {
 
         // Without validators in the 304, the only stored response is the one.
         let lone = get("http://example.org/lone")
-        cache.store(head(200, [("Cache-Control", "max-age=0"), ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")]),
-                    body: [9], for: lone, requestTime: t0, responseTime: t0)
-        #expect(cache.updateAfterNotModified(head(304, [("Cache-Control", "max-age=50")]), for: lone, requestTime: at(5), responseTime: at(5))?.body == [9])
+        cache.store(
+            head(200, [("Cache-Control", "max-age=0"), ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+            body: [9],
+            for: lone,
+            requestTime: t0,
+            responseTime: t0
+        )
+        #expect(
+            cache.updateAfterNotModified(
+                head(304, [("Cache-Control", "max-age=50")]),
+                for: lone,
+                requestTime: at(5),
+                responseTime: at(5)
+            )?.body == [9]
+        )
         #expect(cache.lookup(lone, now: at(30)).isFresh)
-        #expect(cache.updateAfterNotModified(head(304, []), for: get("http://example.org/absent"), requestTime: t0, responseTime: t0) == nil)
+        #expect(
+            cache.updateAfterNotModified(
+                head(304, []),
+                for: get("http://example.org/absent"),
+                requestTime: t0,
+                responseTime: t0
+            ) == nil
+        )
     }
 
     // MARK: - Invalidation (§4.4)
@@ -348,7 +530,13 @@ struct HTTPCacheTests {
         let urls = ["http://example.org/a", "http://example.org/b", "http://example.org/c", "http://other.example/c"]
         func fill() {
             for url in urls {
-                cache.store(head(200, [("Cache-Control", "max-age=100")]), body: [], for: get(url), requestTime: t0, responseTime: t0)
+                cache.store(
+                    head(200, [("Cache-Control", "max-age=100")]),
+                    body: [],
+                    for: get(url),
+                    requestTime: t0,
+                    responseTime: t0
+                )
             }
         }
         func present() -> [Bool] { urls.map { cache.cachedResponse(for: get($0)) != nil } }
@@ -361,7 +549,10 @@ struct HTTPCacheTests {
         getRequest.method = .get
         cache.invalidate(after: getRequest, response: head(200, []))
         #expect(present() == [true, true, true, true], "a safe method invalidates nothing")
-        cache.invalidate(after: post, response: head(201, [("Location", "/b"), ("Content-Location", "http://other.example/c")]))
+        cache.invalidate(
+            after: post,
+            response: head(201, [("Location", "/b"), ("Content-Location", "http://other.example/c")])
+        )
         #expect(present() == [false, false, true, true])
         fill()
         var delete = get("http://example.org/c")
@@ -382,7 +573,13 @@ struct HTTPCacheTests {
         let cache = HTTPCache(memoryCapacity: capacity)
         func url(_ i: Int) -> String { "http://example.org/\(i)" }
         func store(_ i: Int, _ size: Int = 5_000) -> Bool {
-            cache.store(head(200, [("Cache-Control", "max-age=100")]), body: body(size), for: get(url(i)), requestTime: t0, responseTime: t0)
+            cache.store(
+                head(200, [("Cache-Control", "max-age=100")]),
+                body: body(size),
+                for: get(url(i)),
+                requestTime: t0,
+                responseTime: t0
+            )
         }
         #expect(!store(-1, capacity / 10), "larger than a tenth of the capacity")
         for i in 0..<10 { #expect(store(i)) }
@@ -396,7 +593,15 @@ struct HTTPCacheTests {
         #expect(cache.lookup(get(url(1)), now: t0).isMiss, "least recently used is evicted")
         #expect(cache.lookup(get(url(29)), now: t0).isFresh)
         let zero = HTTPCache(memoryCapacity: 0)
-        #expect(!zero.store(head(200, [("Cache-Control", "max-age=100")]), body: [1], for: get(url(0)), requestTime: t0, responseTime: t0))
+        #expect(
+            !zero.store(
+                head(200, [("Cache-Control", "max-age=100")]),
+                body: [1],
+                for: get(url(0)),
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
     }
 
     @Test("variants per URL are bounded")
@@ -404,8 +609,13 @@ struct HTTPCacheTests {
         let cache = HTTPCache(memoryCapacity: 1 << 20)
         let url = "http://example.org/many"
         for i in 0...HTTPCache.maximumVariantsPerKey {
-            cache.store(head(200, [("Cache-Control", "max-age=100"), ("Vary", "X-V")]), body: [UInt8(i)],
-                        for: get(url, [("X-V", "\(i)")]), requestTime: t0, responseTime: t0)
+            cache.store(
+                head(200, [("Cache-Control", "max-age=100"), ("Vary", "X-V")]),
+                body: [UInt8(i)],
+                for: get(url, [("X-V", "\(i)")]),
+                requestTime: t0,
+                responseTime: t0
+            )
         }
         #expect(cache.lookup(get(url, [("X-V", "0")]), now: t0).isMiss)
         #expect(cache.lookup(get(url, [("X-V", "1")]), now: t0).isFresh)
@@ -415,7 +625,8 @@ struct HTTPCacheTests {
     // MARK: - Disk
 
     static func temporaryDirectory() -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-cache-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-cache-\(UUID().uuidString)")
+            .path
         return path
     }
 
@@ -429,14 +640,23 @@ struct HTTPCacheTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         do {
             let cache = try HTTPCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: dir)
-            var cached = try #require(HTTPCache.cacheableResponse(
-                head(200, [("Cache-Control", "max-age=100"), ("Vary", "Accept"), ("ETag", #""d""#)]), body: body(1000),
-                for: get("http://example.org/d", [("Accept", "text/html")]), requestTime: t0, responseTime: at(1)))
+            var cached = try #require(
+                HTTPCache.cacheableResponse(
+                    head(200, [("Cache-Control", "max-age=100"), ("Vary", "Accept"), ("ETag", #""d""#)]),
+                    body: body(1000),
+                    for: get("http://example.org/d", [("Accept", "text/html")]),
+                    requestTime: t0,
+                    responseTime: at(1)
+                )
+            )
             cached.userInfo = ["origin": "test"]
             #expect(cache.store(cached, for: get("http://example.org/d", [("Accept", "text/html")])))
             var memoryOnly = cached
             memoryOnly.storagePolicy = .allowedInMemoryOnly
-            #expect(!cache.store(memoryOnly, for: get("http://example.org/m", [("Accept", "text/html")])), "no memory, no disk: not kept")
+            #expect(
+                !cache.store(memoryOnly, for: get("http://example.org/m", [("Accept", "text/html")])),
+                "no memory, no disk: not kept"
+            )
             #expect(Self.entryFiles(dir).count == 1)
             #expect(cache.currentDiskUsage > 1000)
         }
@@ -460,9 +680,25 @@ struct HTTPCacheTests {
         let capacity = 60_000
         let cache = try HTTPCache(memoryCapacity: 0, diskCapacity: capacity, directory: dir)
         func request(_ i: Int) -> HTTPClientRequest { get("http://example.org/\(i)") }
-        #expect(!cache.store(head(200, [("Cache-Control", "max-age=100")]), body: body(capacity / 10), for: request(-1), requestTime: t0, responseTime: t0))
+        #expect(
+            !cache.store(
+                head(200, [("Cache-Control", "max-age=100")]),
+                body: body(capacity / 10),
+                for: request(-1),
+                requestTime: t0,
+                responseTime: t0
+            )
+        )
         for i in 0..<20 {
-            #expect(cache.store(head(200, [("Cache-Control", "max-age=100")]), body: body(5_000), for: request(i), requestTime: t0, responseTime: t0))
+            #expect(
+                cache.store(
+                    head(200, [("Cache-Control", "max-age=100")]),
+                    body: body(5_000),
+                    for: request(i),
+                    requestTime: t0,
+                    responseTime: t0
+                )
+            )
             #expect(cache.currentDiskUsage <= capacity)
             _ = cache.lookup(request(0), now: t0)
         }
@@ -471,7 +707,9 @@ struct HTTPCacheTests {
         #expect(cache.lookup(request(19), now: t0).isFresh)
         let files = Self.entryFiles(dir)
         #expect(files.count >= 2 && files.count <= 11)
-        let total = files.compactMap { try? FileManager.default.attributesOfItem(atPath: dir + "/" + $0)[.size] as? Int }.reduce(0, +)
+        let total = files.compactMap {
+            try? FileManager.default.attributesOfItem(atPath: dir + "/" + $0)[.size] as? Int
+        }.reduce(0, +)
         #expect(total == cache.currentDiskUsage)
     }
 
@@ -483,7 +721,15 @@ struct HTTPCacheTests {
         do {
             let cache = try HTTPCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: dir)
             for url in urls {
-                #expect(cache.store(head(200, [("Cache-Control", "max-age=100")]), body: body(500), for: get(url), requestTime: t0, responseTime: t0))
+                #expect(
+                    cache.store(
+                        head(200, [("Cache-Control", "max-age=100")]),
+                        body: body(500),
+                        for: get(url),
+                        requestTime: t0,
+                        responseTime: t0
+                    )
+                )
             }
         }
         let files = Self.entryFiles(dir)
@@ -503,7 +749,10 @@ struct HTTPCacheTests {
         #expect(!FileManager.default.fileExists(atPath: truncated))
         #expect(!FileManager.default.fileExists(atPath: dir + "/0000.hwc"))
         #expect(!FileManager.default.fileExists(atPath: dir + "/tmp-abc.partial"))
-        #expect(FileManager.default.fileExists(atPath: dir + "/README"), "files that are not the cache's are left alone")
+        #expect(
+            FileManager.default.fileExists(atPath: dir + "/README"),
+            "files that are not the cache's are left alone"
+        )
         let found = urls.filter { !reopened.lookup(get($0), now: t0).isMiss }
         #expect(found.count == 1, "only the intact entry is served: \(found)")
         #expect(!FileManager.default.fileExists(atPath: flipped), "the entry failing its CRC is removed")
@@ -528,7 +777,13 @@ struct HTTPCacheTests {
                 group.addTask {
                     for i in 0..<200 {
                         let request = get("http://example.org/\((worker * 7 + i) % 50)")
-                        cache.store(head(200, [("Cache-Control", "max-age=100")]), body: body(1_000), for: request, requestTime: t0, responseTime: t0)
+                        cache.store(
+                            head(200, [("Cache-Control", "max-age=100")]),
+                            body: body(1_000),
+                            for: request,
+                            requestTime: t0,
+                            responseTime: t0
+                        )
                         _ = cache.lookup(request, now: t0)
                     }
                 }

@@ -16,7 +16,10 @@ extension NetworkTests {
         /// A TLS-speaking proxy presenting `leaf` (for 127.0.0.1 and localhost by default).
         static func proxy(_ leaf: TestPKI.Leaf? = nil, credentials: ProxyCredentials? = nil) throws -> TestProxy {
             let leaf = try leaf ?? Self.pki().valid
-            return try TestProxy(tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath), credentials: credentials)
+            return try TestProxy(
+                tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath),
+                credentials: credentials
+            )
         }
 
         static func server(_ proxy: TestProxy, _ credentials: ProxyCredentials? = nil) -> ProxyServer {
@@ -25,15 +28,21 @@ extension NetworkTests {
 
         /// A session whose proxy and origins are trusted through the test root (the system store's
         /// stand-in), unless `configure` says otherwise.
-        static func session(_ proxy: ProxyConfiguration, _ configure: (inout SessionConfiguration) -> Void = { _ in },
-                            _ body: (Session) async throws -> Void) async throws {
+        static func session(
+            _ proxy: ProxyConfiguration,
+            _ configure: (inout SessionConfiguration) -> Void = { _ in },
+            _ body: (Session) async throws -> Void
+        ) async throws {
             let root = try Self.pki().root
-            try await FaultTests.withSession({ c in
-                c.proxy = proxy
-                c.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([root]))
-                c.proxyTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([root]))
-                configure(&c)
-            }, body)
+            try await FaultTests.withSession(
+                { c in
+                    c.proxy = proxy
+                    c.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([root]))
+                    c.proxyTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([root]))
+                    configure(&c)
+                },
+                body
+            )
         }
 
         static func failure(_ session: Session, _ request: HTTPClientRequest) async -> HawserError? {
@@ -55,7 +64,10 @@ extension NetworkTests {
         }
 
         static func tlsOrigin(_ leaf: TestPKI.Leaf) throws -> TestServer {
-            try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath))
+            try TestServer(
+                host: "127.0.0.1",
+                tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath)
+            )
         }
 
         @Test("http origin through an https proxy: absolute-form over TLS to the proxy, the proxy's chain checked")
@@ -70,7 +82,10 @@ extension NetworkTests {
                 let r = try await session.response(for: post)
                 #expect(r.status == 200)
                 #expect(String(decoding: r.body, as: UTF8.self) == "through TLS")
-                #expect(r.headers["X-Echo-Target"] == "/echo?x=1", "the proxy turned the absolute-form target into origin-form")
+                #expect(
+                    r.headers["X-Echo-Target"] == "/echo?x=1",
+                    "the proxy turned the absolute-form target into origin-form"
+                )
                 #expect(proxy.requestLines == ["POST \(origin.baseURL)/echo?x=1 HTTP/1.1"])
                 #expect(proxy.handshakes.completed == 1)
                 // A large body read through the proxy's TLS stream.
@@ -79,7 +94,9 @@ extension NetworkTests {
             }
         }
 
-        @Test("https origin through an https proxy: CONNECT over TLS, the origin's TLS inside it, kept alive and reused")
+        @Test(
+            "https origin through an https proxy: CONNECT over TLS, the origin's TLS inside it, kept alive and reused"
+        )
         func tlsInsideTLS() async throws {
             let pki = try Self.pki()
             let proxy = try Self.proxy()
@@ -93,7 +110,9 @@ extension NetworkTests {
                 #expect(r.metrics.tlsProtocolVersion == "TLSv1.3", "the origin's TLS, negotiated inside the tunnel")
                 #expect(proxy.requestLines == ["CONNECT localhost:\(origin.port) HTTP/1.1"])
                 // Many records each way across both layers: a large download and a large upload.
-                let big = try await session.response(for: HTTPClientRequest(url: url(base + "/bytes/1000000?chunk=7000")))
+                let big = try await session.response(
+                    for: HTTPClientRequest(url: url(base + "/bytes/1000000?chunk=7000"))
+                )
                 #expect(big.body == (0..<1_000_000).map { UInt8($0 % 251) })
                 #expect(big.metrics.isReusedConnection, "the tunnelled connection went back to the pool and was reused")
                 var put = HTTPClientRequest(method: .put, url: url(base + "/sink"))
@@ -106,7 +125,9 @@ extension NetworkTests {
                 // Side by side: each concurrent request gets its own tunnel within the per-host limit.
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for _ in 0..<4 {
-                        group.addTask { try await session.response(for: HTTPClientRequest(url: url(base + "/delay/50"))).status }
+                        group.addTask {
+                            try await session.response(for: HTTPClientRequest(url: url(base + "/delay/50"))).status
+                        }
                     }
                     for try await status in group { #expect(status == 200) }
                 }
@@ -116,7 +137,9 @@ extension NetworkTests {
             #expect(proxy.openConnections == 0, "closing the session closed every tunnel")
         }
 
-        @Test("the proxy's chain is its own decision: refused by the default (system) store, a wrong CA and a wrong name")
+        @Test(
+            "the proxy's chain is its own decision: refused by the default (system) store, a wrong CA and a wrong name"
+        )
         func proxyTrustRefused() async throws {
             let pki = try Self.pki()
             let origin = try Self.tlsOrigin(pki.valid)
@@ -131,12 +154,20 @@ extension NetworkTests {
                 for target in ["https://localhost:\(origin.port)/hello", plain.baseURL + "/hello"] {
                     let e = try #require(await Self.failure(session, HTTPClientRequest(url: url(target))))
                     #expect(e.code == .serverCertificateUntrusted)
-                    #expect(e.message.contains("the proxy https://127.0.0.1:\(proxy.port)"), "names the proxy: \(e.message)")
+                    #expect(
+                        e.message.contains("the proxy https://127.0.0.1:\(proxy.port)"),
+                        "names the proxy: \(e.message)"
+                    )
                     #expect(e.peerCertificates?.first == pki.valid.certificate, "the proxy's chain, not an origin's")
                 }
             }
-            try await Self.session(config, { $0.proxyTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([pki.untrustedRoot])) }) { session in
-                let e = try #require(await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello"))))
+            try await Self.session(
+                config,
+                { $0.proxyTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([pki.untrustedRoot])) }
+            ) { session in
+                let e = try #require(
+                    await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello")))
+                )
                 #expect(e.code == .serverCertificateUntrusted)
                 #expect(e.message.contains("proxy https://127.0.0.1:\(proxy.port)"))
             }
@@ -153,9 +184,12 @@ extension NetworkTests {
             }
             #expect(misnamed.requestLines.isEmpty)
             // …unless the proxy's evaluator is told not to (curl's --proxy-insecure).
-            try await Self.session(ProxyConfiguration(allProxy: Self.server(misnamed)), {
-                $0.proxyTrustEvaluator = Self.insecure
-            }) { session in
+            try await Self.session(
+                ProxyConfiguration(allProxy: Self.server(misnamed)),
+                {
+                    $0.proxyTrustEvaluator = Self.insecure
+                }
+            ) { session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/hello")))
                 #expect(r.status == 200)
             }
@@ -171,23 +205,38 @@ extension NetworkTests {
             let valid = try Self.tlsOrigin(pki.valid)
             defer { valid.shutdown() }
             try await Self.session(ProxyConfiguration(httpsProxy: Self.server(proxy))) { session in
-                let e = try #require(await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(untrusted.port)/hello"))))
+                let e = try #require(
+                    await Self.failure(
+                        session,
+                        HTTPClientRequest(url: url("https://localhost:\(untrusted.port)/hello"))
+                    )
+                )
                 #expect(e.code == .serverCertificateUntrusted)
                 #expect(e.message.contains("localhost:\(untrusted.port)"))
                 #expect(!e.message.contains("proxy"), "the origin was refused, not the proxy: \(e.message)")
-                #expect(e.peerCertificates?.first == pki.untrusted.certificate, "the origin's chain came through the tunnel")
+                #expect(
+                    e.peerCertificates?.first == pki.untrusted.certificate,
+                    "the origin's chain came through the tunnel"
+                )
                 #expect(untrusted.requestCount(target: "/hello") == 0)
                 // The proxy was trusted: the next tunnel works.
-                let r = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(valid.port)/hello")))
+                let r = try await session.response(
+                    for: HTTPClientRequest(url: url("https://localhost:\(valid.port)/hello"))
+                )
                 #expect(r.status == 200)
             }
             // A proxy trusted and an origin refused by the proxy's evaluator would have passed:
             // the origin's evaluator alone decides about the origin.
-            try await Self.session(ProxyConfiguration(httpsProxy: Self.server(proxy)), {
-                $0.proxyTrustEvaluator = Self.insecure
-                $0.serverTrustEvaluator = nil
-            }) { session in
-                let e = try #require(await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(valid.port)/hello"))))
+            try await Self.session(
+                ProxyConfiguration(httpsProxy: Self.server(proxy)),
+                {
+                    $0.proxyTrustEvaluator = Self.insecure
+                    $0.serverTrustEvaluator = nil
+                }
+            ) { session in
+                let e = try #require(
+                    await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(valid.port)/hello")))
+                )
                 #expect(e.code == .serverCertificateUntrusted)
                 #expect(e.message.contains("localhost:\(valid.port)"))
             }
@@ -205,7 +254,9 @@ extension NetworkTests {
             defer { plain.shutdown() }
             let good = Self.server(proxy, creds)
             try await Self.session(ProxyConfiguration(httpProxy: good, httpsProxy: good)) { session in
-                let s = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello")))
+                let s = try await session.response(
+                    for: HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello"))
+                )
                 #expect(s.status == 200)
                 let p = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/echo")))
                 #expect(p.status == 200)
@@ -214,7 +265,9 @@ extension NetworkTests {
             #expect(proxy.authenticationRefusals == 0)
             let anonymous = Self.server(proxy)
             try await Self.session(ProxyConfiguration(httpProxy: anonymous, httpsProxy: anonymous)) { session in
-                let e = try #require(await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello"))))
+                let e = try #require(
+                    await Self.failure(session, HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello")))
+                )
                 #expect(e.code == .proxyError)
                 #expect(e.message.contains("407"))
                 let r = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/hello")))
@@ -238,12 +291,18 @@ extension NetworkTests {
             #expect(config.invalidSettings.isEmpty)
             #expect(config.httpsProxy == ProxyServer(kind: .https, host: "127.0.0.1", port: proxy.port))
             try await Self.session(config) { session in
-                let s = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello")))
+                let s = try await session.response(
+                    for: HTTPClientRequest(url: url("https://localhost:\(origin.port)/hello"))
+                )
                 #expect(s.status == 200)
                 let p = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/hello")))
                 #expect(p.status == 200)
             }
-            #expect(proxy.requestLines == ["CONNECT localhost:\(origin.port) HTTP/1.1", "GET \(plain.baseURL)/hello HTTP/1.1"])
+            #expect(
+                proxy.requestLines == [
+                    "CONNECT localhost:\(origin.port) HTTP/1.1", "GET \(plain.baseURL)/hello HTTP/1.1",
+                ]
+            )
         }
 
         @Test("a proxy variable that cannot be parsed fails the requests it would serve, naming it; the others go on")
@@ -253,7 +312,8 @@ extension NetworkTests {
             let proxy = try Self.proxy()
             defer { proxy.shutdown() }
             let config = ProxyConfiguration(environment: [
-                "https_proxy": "gopher://ada:hunter2@proxy.example:70", "http_proxy": proxy.url, "no_proxy": "localhost",
+                "https_proxy": "gopher://ada:hunter2@proxy.example:70", "http_proxy": proxy.url,
+                "no_proxy": "localhost",
             ])
             #expect(config.invalidSettings[.https]?.variable == "https_proxy")
             try await Self.session(config) { session in
@@ -268,7 +328,9 @@ extension NetworkTests {
                 let r = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/hello")))
                 #expect(r.status == 200)
                 #expect(proxy.requestLines == ["GET \(plain.baseURL)/hello HTTP/1.1"])
-                let direct = try await session.response(for: HTTPClientRequest(url: url("http://localhost:\(plain.port)/hello")))
+                let direct = try await session.response(
+                    for: HTTPClientRequest(url: url("http://localhost:\(plain.port)/hello"))
+                )
                 #expect(direct.status == 200)
                 #expect(proxy.requestLines.count == 1)
             }
@@ -280,14 +342,23 @@ extension NetworkTests {
             defer { plainProxy.shutdown() }
             let origin = try TestServer(host: "127.0.0.1")
             defer { origin.shutdown() }
-            try await Self.session(ProxyConfiguration(httpProxy: ProxyServer(kind: .https, host: "127.0.0.1", port: plainProxy.port)),
-                                   { $0.connectTimeout = 10 }) { session in
-                let e = try #require(await Self.failure(session, HTTPClientRequest(url: url(origin.baseURL + "/hello"))))
+            try await Self.session(
+                ProxyConfiguration(httpProxy: ProxyServer(kind: .https, host: "127.0.0.1", port: plainProxy.port)),
+                { $0.connectTimeout = 10 }
+            ) { session in
+                let e = try #require(
+                    await Self.failure(session, HTTPClientRequest(url: url(origin.baseURL + "/hello")))
+                )
                 #expect(e.code == .secureConnectionFailed)
-                #expect(e.message.contains("TLS handshake with the proxy https://127.0.0.1:\(plainProxy.port) failed"), "\(e.message)")
+                #expect(
+                    e.message.contains("TLS handshake with the proxy https://127.0.0.1:\(plainProxy.port) failed"),
+                    "\(e.message)"
+                )
             }
             // The same proxy as http:// works (the test proxy itself is sound).
-            try await Self.session(ProxyConfiguration(httpProxy: ProxyServer(kind: .http, host: "127.0.0.1", port: plainProxy.port))) { session in
+            try await Self.session(
+                ProxyConfiguration(httpProxy: ProxyServer(kind: .http, host: "127.0.0.1", port: plainProxy.port))
+            ) { session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(origin.baseURL + "/hello")))
                 #expect(r.status == 200)
             }

@@ -6,8 +6,10 @@ extension NetworkTests {
     /// HTTP completeness against a real, independent server: a local httpbin.
     @Suite("Redirects, codings, cookies, caching against httpbin", .serialized)
     struct HttpbinTests {
-        static func withHttpbin(_ configure: (inout SessionConfiguration) -> Void = { _ in },
-                                _ body: (HttpbinFixture, Session) async throws -> Void) async throws {
+        static func withHttpbin(
+            _ configure: (inout SessionConfiguration) -> Void = { _ in },
+            _ body: (HttpbinFixture, Session) async throws -> Void
+        ) async throws {
             let bin = try HttpbinFixture()
             defer { bin.stop() }
             try await FaultTests.withSession(configure) { session in try await body(bin, session) }
@@ -26,12 +28,20 @@ extension NetworkTests {
                     #expect(r.metrics.redirectCount == Int(path.split(separator: "/").last!)!, "\(path)")
                 }
                 let to307 = bin.baseURL + "/redirect-to?status_code=307&url=%2Fpost"
-                let r = try await session.response(for: HTTPClientRequest(method: .post, url: url(to307), headers: ["Content-Type": "text/plain"],
-                                                                          body: .bytes(Array("kept".utf8))))
+                let r = try await session.response(
+                    for: HTTPClientRequest(
+                        method: .post,
+                        url: url(to307),
+                        headers: ["Content-Type": "text/plain"],
+                        body: .bytes(Array("kept".utf8))
+                    )
+                )
                 #expect(r.status == 200)
                 #expect(try Self.json(r)["data"] as? String == "kept")
                 let to303 = bin.baseURL + "/redirect-to?status_code=303&url=%2Fget"
-                let g = try await session.response(for: HTTPClientRequest(method: .post, url: url(to303), body: .bytes(Array("dropped".utf8))))
+                let g = try await session.response(
+                    for: HTTPClientRequest(method: .post, url: url(to303), body: .bytes(Array("dropped".utf8)))
+                )
                 #expect(g.status == 200, "303 turned the POST into a GET of /get")
             }
         }
@@ -49,10 +59,14 @@ extension NetworkTests {
         @Test("httpbin's /cookies/set stores cookies through its redirect; /cookies/delete removes them")
         func cookies() async throws {
             try await Self.withHttpbin { bin, session in
-                let set = try await session.response(for: HTTPClientRequest(url: url(bin.baseURL + "/cookies/set?flavour=oat&size=big")))
+                let set = try await session.response(
+                    for: HTTPClientRequest(url: url(bin.baseURL + "/cookies/set?flavour=oat&size=big"))
+                )
                 let cookies = try #require(try Self.json(set)["cookies"] as? [String: String])
                 #expect(cookies == ["flavour": "oat", "size": "big"])
-                let del = try await session.response(for: HTTPClientRequest(url: url(bin.baseURL + "/cookies/delete?size")))
+                let del = try await session.response(
+                    for: HTTPClientRequest(url: url(bin.baseURL + "/cookies/delete?size"))
+                )
                 #expect(try Self.json(del)["cookies"] as? [String: String] == ["flavour": "oat"])
             }
         }
@@ -69,7 +83,10 @@ extension NetworkTests {
                 let a = try await session.response(for: HTTPClientRequest(url: url(bin.baseURL + "/cache")))
                 let b = try await session.response(for: HTTPClientRequest(url: url(bin.baseURL + "/cache")))
                 #expect(a.status == 200 && b.status == 200)
-                #expect(b.metrics.cacheUse == .validated || b.metrics.cacheUse == .fresh, "\(String(describing: b.metrics.cacheUse))")
+                #expect(
+                    b.metrics.cacheUse == .validated || b.metrics.cacheUse == .fresh,
+                    "\(String(describing: b.metrics.cacheUse))"
+                )
             }
         }
 
@@ -77,8 +94,12 @@ extension NetworkTests {
         func gzipRequestBody() async throws {
             try await Self.withHttpbin { bin, session in
                 let payload = Array(String(repeating: "compress me ", count: 200).utf8)
-                var r = HTTPClientRequest(method: .post, url: url(bin.baseURL + "/anything"), headers: ["Content-Type": "text/plain"],
-                                          body: .bytes(payload))
+                var r = HTTPClientRequest(
+                    method: .post,
+                    url: url(bin.baseURL + "/anything"),
+                    headers: ["Content-Type": "text/plain"],
+                    body: .bytes(payload)
+                )
                 r.compressesBody = true
                 let resp = try await session.response(for: r)
                 let echo = try Self.json(resp)

@@ -1,7 +1,8 @@
+import Testing
+
 // The pool state machine without sockets: requests and connections are plain objects, time is a
 // number. Every transition of docs/STATE-MACHINES.md's pool table has a test here.
 @testable import HawserCore
-import Testing
 
 @Suite("Pool state machine (pure)")
 struct PoolStateMachineTests {
@@ -41,12 +42,14 @@ struct PoolStateMachineTests {
             defer { self.actions.removeAll() }
             return PoolStateMachineTests.words(self.actions)
         }
-        mutating func submit(_ r: Req, fresh: Bool = false, key: ConnectionKey = PoolStateMachineTests.key) -> [String] {
+        mutating func submit(_ r: Req, fresh: Bool = false, key: ConnectionKey = PoolStateMachineTests.key) -> [String]
+        {
             let o = self.m.origin(for: key)
             self.m.submit(r, origin: o, fresh: fresh, into: &self.actions)
             return self.take()
         }
-        mutating func connected(_ c: Conn, now: UInt64 = 0, key: ConnectionKey = PoolStateMachineTests.key) -> [String] {
+        mutating func connected(_ c: Conn, now: UInt64 = 0, key: ConnectionKey = PoolStateMachineTests.key) -> [String]
+        {
             self.m.connected(c, origin: self.m.origin(for: key), now: now, into: &self.actions)
             return self.take()
         }
@@ -63,7 +66,12 @@ struct PoolStateMachineTests {
             return self.take()
         }
         mutating func connectFailed(_ error: HawserError, retryOthers: Bool = true) -> [String] {
-            self.m.connectFailed(origin: self.m.origin(for: PoolStateMachineTests.key), error: error, retryOthers: retryOthers, into: &self.actions)
+            self.m.connectFailed(
+                origin: self.m.origin(for: PoolStateMachineTests.key),
+                error: error,
+                retryOthers: retryOthers,
+                into: &self.actions
+            )
             return self.take()
         }
     }
@@ -79,7 +87,8 @@ struct PoolStateMachineTests {
     @Test("no idle connection: the request waits and a connection is opened; it runs when connected")
     func submitConnects() {
         var h = Harness()
-        let r = Req("r1"), c = Conn("c1")
+        let r = Req("r1")
+        let c = Conn("c1")
         #expect(h.submit(r) == ["connect 0 a.test"])
         #expect(h.m.waitingCount == 1 && h.m.connectingCount == 1)
         #expect(h.connected(c) == ["execute r1 on c1"])
@@ -89,7 +98,9 @@ struct PoolStateMachineTests {
     @Test("released: parked idle with one timer; the next request takes it; released again: no second timer")
     func keepAliveReuse() {
         var h = Harness()
-        let r1 = Req("r1"), r2 = Req("r2"), c = Conn("c1")
+        let r1 = Req("r1")
+        let r2 = Req("r2")
+        let c = Conn("c1")
         _ = h.submit(r1)
         _ = h.connected(c)
         #expect(h.released(c, now: 10) == ["timer c1 60"])
@@ -106,7 +117,8 @@ struct PoolStateMachineTests {
         #expect(h.submit(rs[1]) == ["connect 0 a.test"])
         #expect(h.submit(rs[2]).isEmpty)
         #expect(h.submit(rs[3]).isEmpty)
-        let c1 = Conn("c1"), c2 = Conn("c2")
+        let c1 = Conn("c1")
+        let c2 = Conn("c2")
         #expect(h.connected(c1) == ["execute r1 on c1"])
         #expect(h.connected(c2) == ["execute r2 on c2"])
         #expect(h.released(c2) == ["execute r3 on c2"])
@@ -118,7 +130,8 @@ struct PoolStateMachineTests {
     @Test("a cancelled waiter leaves the queue; the connection opened for it goes idle")
     func cancelWaiting() {
         var h = Harness()
-        let r = Req("r1"), c = Conn("c1")
+        let r = Req("r1")
+        let c = Conn("c1")
         _ = h.submit(r)
         h.m.cancel(r, origin: 0)
         #expect(h.m.waitingCount == 0)
@@ -142,7 +155,11 @@ struct PoolStateMachineTests {
     @Test("a replay needs a new connection: it goes first, skips idle ones, and a reused connection never serves it")
     func freshReplay() {
         var h = Harness()
-        let r1 = Req("r1"), r2 = Req("r2"), replay = Req("replay"), c1 = Conn("c1"), c2 = Conn("c2")
+        let r1 = Req("r1")
+        let r2 = Req("r2")
+        let replay = Req("replay")
+        let c1 = Conn("c1")
+        let c2 = Conn("c2")
         _ = h.submit(r1)
         _ = h.submit(r2)
         _ = h.connected(c1)
@@ -163,7 +180,9 @@ struct PoolStateMachineTests {
     func reusedClosedForReplay() {
         var h = Harness()
         h.m = Machine(maximumPerOrigin: 1, idleTimeout: 60)
-        let r1 = Req("r1"), replay = Req("replay"), c1 = Conn("c1")
+        let r1 = Req("r1")
+        let replay = Req("replay")
+        let c1 = Conn("c1")
         _ = h.submit(r1)
         _ = h.connected(c1)
         // The replay arrives while c1 is busy: it waits; no room to connect.
@@ -175,7 +194,9 @@ struct PoolStateMachineTests {
     @Test("idle timer: closes after the timeout since the last use, re-arms for the rest, and waits while busy")
     func idleTimer() {
         var h = Harness()
-        let r1 = Req("r1"), r2 = Req("r2"), c = Conn("c1")
+        let r1 = Req("r1")
+        let r2 = Req("r2")
+        let c = Conn("c1")
         _ = h.submit(r1)
         _ = h.connected(c, now: 0)
         #expect(h.released(c, now: 0) == ["timer c1 60"])
@@ -197,7 +218,9 @@ struct PoolStateMachineTests {
     func closedFreesPlace() {
         var h = Harness()
         h.m = Machine(maximumPerOrigin: 1, idleTimeout: 60)
-        let r1 = Req("r1"), r2 = Req("r2"), c = Conn("c1")
+        let r1 = Req("r1")
+        let r2 = Req("r2")
+        let c = Conn("c1")
         _ = h.submit(r1)
         _ = h.connected(c)
         #expect(h.submit(r2).isEmpty)
@@ -208,14 +231,18 @@ struct PoolStateMachineTests {
     @Test("shutdown fails every waiter, closes idle connections, and later submits fail at once")
     func shutdown() {
         var h = Harness()
-        let r1 = Req("r1"), r2 = Req("r2"), r3 = Req("r3"), c1 = Conn("c1"), c2 = Conn("c2")
+        let r1 = Req("r1")
+        let r2 = Req("r2")
+        let r3 = Req("r3")
+        let c1 = Conn("c1")
+        let c2 = Conn("c2")
         _ = h.submit(r1)
         _ = h.connected(c1)
         _ = h.released(c1)
-        _ = h.submit(r2)          // takes c1
-        _ = h.submit(r3)          // waits, connecting
-        _ = h.released(c1)        // r3 takes c1
-        _ = h.submit(Req("r4"))   // waits; a connect is under way already
+        _ = h.submit(r2)  // takes c1
+        _ = h.submit(r3)  // waits, connecting
+        _ = h.released(c1)  // r3 takes c1
+        _ = h.submit(Req("r4"))  // waits; a connect is under way already
         h.m.shutdown(into: &h.actions)
         #expect(h.take() == ["fail r4 sessionShutDown"])
         // The busy connection finishing is closed, not parked; the late connect too.

@@ -17,20 +17,26 @@ struct ProxyConfigurationTests {
         let auth = try ProxyServer(parsing: "http://us%40er:p%3Ass:word@proxy:3128")
         #expect(auth.credentials == ProxyCredentials(user: "us@er", password: "p:ss:word"))
         #expect(auth.port == 3128)
-        #expect(auth.description == "http://proxy:3128")   // never the password
-        #expect(ProxyCredentials(user: "Aladdin", password: "open sesame").basicAuthorization == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        #expect(auth.description == "http://proxy:3128")  // never the password
+        #expect(
+            ProxyCredentials(user: "Aladdin", password: "open sesame").basicAuthorization
+                == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        )
     }
 
-    @Test("bad proxy strings are errors that say what was wrong", arguments: [
-        ("ftp://proxy", "unsupported proxy scheme"),
-        ("socks4://proxy", "SOCKS4"),
-        ("http://proxy:99999", "bad port"),
-        ("http://proxy:12ab", "bad port"),
-        ("http://:8080", "no host"),
-        ("http://[::1", "unterminated"),
-        ("http://u%zz@proxy", "percent-encoding"),
-        ("", "empty"),
-    ])
+    @Test(
+        "bad proxy strings are errors that say what was wrong",
+        arguments: [
+            ("ftp://proxy", "unsupported proxy scheme"),
+            ("socks4://proxy", "SOCKS4"),
+            ("http://proxy:99999", "bad port"),
+            ("http://proxy:12ab", "bad port"),
+            ("http://:8080", "no host"),
+            ("http://[::1", "unterminated"),
+            ("http://u%zz@proxy", "percent-encoding"),
+            ("", "empty"),
+        ]
+    )
     func badStrings(_ input: String, _ expected: String) {
         do {
             _ = try ProxyServer(parsing: input)
@@ -40,7 +46,9 @@ struct ProxyConfigurationTests {
         }
     }
 
-    @Test("environment: http_proxy only in lower case; HTTPS_PROXY and ALL_PROXY in either, lower case first; empty is unset")
+    @Test(
+        "environment: http_proxy only in lower case; HTTPS_PROXY and ALL_PROXY in either, lower case first; empty is unset"
+    )
     func environment() throws {
         let upperOnly = try ProxyConfiguration.fromEnvironment(["HTTP_PROXY": "http://evil:1"])
         #expect(upperOnly.httpProxy == nil)
@@ -55,7 +63,9 @@ struct ProxyConfigurationTests {
         #expect(both.allProxy?.host == "all")
         let upperHTTPS = try ProxyConfiguration.fromEnvironment(["HTTPS_PROXY": "upper:3"])
         #expect(upperHTTPS.httpsProxy?.host == "upper")
-        let emptyLower = try ProxyConfiguration.fromEnvironment(["https_proxy": "", "HTTPS_PROXY": "upper:3", "all_proxy": ""])
+        let emptyLower = try ProxyConfiguration.fromEnvironment([
+            "https_proxy": "", "HTTPS_PROXY": "upper:3", "all_proxy": "",
+        ])
         #expect(emptyLower.httpsProxy?.host == "upper")
         #expect(emptyLower.allProxy == nil)
         let noProxy = try ProxyConfiguration.fromEnvironment(["no_proxy": "a.com", "NO_PROXY": "b.com"])
@@ -74,7 +84,9 @@ struct ProxyConfigurationTests {
         }
     }
 
-    @Test("init(environment:) records a variable it cannot parse, naming it; proxy(for:) throws it only where it applies")
+    @Test(
+        "init(environment:) records a variable it cannot parse, naming it; proxy(for:) throws it only where it applies"
+    )
     func unparsableVariables() throws {
         let config = ProxyConfiguration(environment: [
             "HTTPS_PROXY": "socks4://u:pw@old:1080", "http_proxy": "http://web:3128", "no_proxy": "intranet",
@@ -82,7 +94,10 @@ struct ProxyConfigurationTests {
         #expect(config.httpsProxy == nil && config.httpProxy?.host == "web")
         let error = try #require(config.invalidSettings[.https])
         #expect(error.variable == "HTTPS_PROXY")
-        #expect(error.message == "HTTPS_PROXY: proxy 'socks4://u:***@old:1080': SOCKS4 is not supported (use socks5:// or socks5h://)")
+        #expect(
+            error.message
+                == "HTTPS_PROXY: proxy 'socks4://u:***@old:1080': SOCKS4 is not supported (use socks5:// or socks5h://)"
+        )
         #expect(config.invalidSettings[.http] == nil && config.invalidSettings[.all] == nil)
         #expect(throws: error) { try config.proxy(for: URL(string: "https://example.com/")!) }
         // Not for the URLs it would not serve: http (its own proxy), a bypassed host, other schemes.
@@ -109,9 +124,11 @@ struct ProxyConfigurationTests {
 
     @Test("messages about a proxy string never show its password")
     func passwordsRedacted() {
-        for (input, shown) in [("ftp://user:secret@proxy:1", "ftp://user:***@proxy:1"),
-                               ("http://user:secret@proxy:99999/x", "http://user:***@proxy:99999/x"),
-                               ("user:p@ss:word@proxy:12ab", "user:***@proxy:12ab")] {
+        for (input, shown) in [
+            ("ftp://user:secret@proxy:1", "ftp://user:***@proxy:1"),
+            ("http://user:secret@proxy:99999/x", "http://user:***@proxy:99999/x"),
+            ("user:p@ss:word@proxy:12ab", "user:***@proxy:12ab"),
+        ] {
             do {
                 _ = try ProxyServer(parsing: input)
                 Issue.record("'\(input)' was accepted")
@@ -136,7 +153,7 @@ struct ProxyConfigurationTests {
 
         let tunnel = try ProxyConfiguration.fromEnvironment(["https_proxy": "http://web:3128"])
         #expect(try tunnel.proxy(for: URL(string: "https://example.com/")!)?.mode == .connectTunnel)
-        #expect(try tunnel.proxy(for: URL(string: "http://example.com/")!) == nil)   // no http_proxy, no all_proxy
+        #expect(try tunnel.proxy(for: URL(string: "http://example.com/")!) == nil)  // no http_proxy, no all_proxy
         let v6 = try tunnel.proxy(for: URL(string: "https://[2001:db8::1]:444/")!)
         #expect(v6?.host == "2001:db8::1" && v6?.port == 444)
     }
@@ -146,23 +163,23 @@ struct ProxyConfigurationTests {
         ("example.com", "example.com", true),
         ("www.example.com", "example.com", true),
         ("www.example.com", ".example.com", true),
-        ("example.com", ".example.com", true),            // a leading dot is ignored
+        ("example.com", ".example.com", true),  // a leading dot is ignored
         ("notexample.com", "example.com", false),
         ("example.com.org", "example.com", false),
         ("EXAMPLE.com", "example.COM", true),
-        ("example.com.", "example.com", true),            // trailing dots ignored on both sides
+        ("example.com.", "example.com", true),  // trailing dots ignored on both sides
         ("example.com", "example.com.", true),
         ("a.com", "b.com, a.com", true),
         ("a.com", "b.com,,, a.com ,c.com", true),
-        ("a.com", "b.com a.com", false),                  // blanks end an entry; without a comma the list ends
+        ("a.com", "b.com a.com", false),  // blanks end an entry; without a comma the list ends
         ("anything.test", "*", true),
-        ("anything.test", "*,b.com", false),              // only the whole list "*" is the wildcard
+        ("anything.test", "*,b.com", false),  // only the whole list "*" is the wildcard
         ("anything.test", "", false),
         ("192.168.1.7", "192.168.0.0/16", true),
         ("192.169.1.7", "192.168.0.0/16", false),
         ("10.1.2.3", "10.1.2.3", true),
         ("10.1.2.3", "10.1.2.4", false),
-        ("10.1.2.3", "10.1.2.0/0", false),                // /0 means an exact match in curl
+        ("10.1.2.3", "10.1.2.0/0", false),  // /0 means an exact match in curl
         ("10.1.2.3", "10.1.2.0/33", false),
         ("10.1.2.3", "10.0.0.0/8", true),
         ("10.1.2.3", "10.1.2.3.example", false),
@@ -170,16 +187,16 @@ struct ProxyConfigurationTests {
         ("::1", "::1", true),
         ("[2001:db8::5]", "2001:db8::/32", true),
         ("[2001:db9::5]", "2001:db8::/32", false),
-        ("[2001:db8::5]", "2001:db8::/29", true),         // a prefix that is not a whole number of bytes
+        ("[2001:db8::5]", "2001:db8::/29", true),  // a prefix that is not a whole number of bytes
         ("[2001:db8::5]", "192.168.0.0/16", false),
-        ("localhost", "127.0.0.1", false),                // names never match addresses (no DNS)
+        ("localhost", "127.0.0.1", false),  // names never match addresses (no DNS)
         ("127.0.0.1", "localhost", false),
         // Bytes, not Characters: a comma followed by a combining mark still separates, and
         // names that are only canonically equivalent (é precomposed, e + U+0301) differ.
         ("\u{301}b.com", "a.com,\u{301}b.com", true),
         ("x.\u{301}b.com", "\u{301}b.com", true),
         ("caf\u{E9}.test", "cafe\u{301}.test", false),
-        ("\u{C9}.test", "\u{E9}.test", false),          // only ASCII letters fold case, as in curl
+        ("\u{C9}.test", "\u{E9}.test", false),  // only ASCII letters fold case, as in curl
     ]
 
     @Test("no_proxy table")

@@ -49,14 +49,18 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             close(fd)
             throw FixtureError("bind/listen failed: \(errno)")
         }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         self.port = Int(UInt16(bigEndian: sin.sin_port))
         self.listenFD = fd
         self.stopFD = CHawser_eventfd()
@@ -99,11 +103,16 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
         let job = Job { body(self) }
         let box = Unmanaged.passRetained(job)
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
-            job.body()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid,
+            nil,
+            { arg in
+                let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
+                job.body()
+                return nil
+            },
+            box.toOpaque()
+        )
         if rc == 0 {
             self.state.withLock { $0.threads.append(tid) }
         } else {
@@ -163,7 +172,8 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
     private func serve(_ client: Int32) {
         defer { close(client) }
         guard let hello = self.readExactly(client, 2), hello[0] == 5,
-              let methods = self.readExactly(client, Int(hello[1])) else { return }
+            let methods = self.readExactly(client, Int(hello[1]))
+        else { return }
         var user: String?
         if let creds = self.credentials {
             guard methods.contains(2) else {
@@ -171,11 +181,15 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
                 return
             }
             guard self.writeAll(client, [5, 2]),
-                  let head = self.readExactly(client, 2), head[0] == 1,
-                  let u = self.readExactly(client, Int(head[1])),
-                  let plen = self.readExactly(client, 1),
-                  let p = self.readExactly(client, Int(plen[0])) else { return }
-            let given = ProxyCredentials(user: String(decoding: u, as: UTF8.self), password: String(decoding: p, as: UTF8.self))
+                let head = self.readExactly(client, 2), head[0] == 1,
+                let u = self.readExactly(client, Int(head[1])),
+                let plen = self.readExactly(client, 1),
+                let p = self.readExactly(client, Int(plen[0]))
+            else { return }
+            let given = ProxyCredentials(
+                user: String(decoding: u, as: UTF8.self),
+                password: String(decoding: p, as: UTF8.self)
+            )
             guard given == creds else {
                 self.state.withLock { $0.authFailures += 1 }
                 _ = self.writeAll(client, [1, 1])
@@ -218,7 +232,7 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
             return
         }
         guard let upstream = Self.connect(host: host, port: port) else {
-            _ = self.writeAll(client, [5, 5, 0, 1, 0, 0, 0, 0, 0, 0])   // connection refused
+            _ = self.writeAll(client, [5, 5, 0, 1, 0, 0, 0, 0, 0, 0])  // connection refused
             return
         }
         defer { close(upstream) }
@@ -230,7 +244,8 @@ final class ScriptedSOCKS5Server: @unchecked Sendable {
         var buf = [UInt8](repeating: 0, count: 16384)
         while let ready = self.waitReadable([a, b]) {
             for (i, r) in ready.enumerated() where r {
-                let from = i == 0 ? a : b, to = i == 0 ? b : a
+                let from = i == 0 ? a : b
+                let to = i == 0 ? b : a
                 let n = buf.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
                 if n <= 0 { return }
                 if !self.writeAll(to, Array(buf[0..<n])) { return }
@@ -278,20 +293,34 @@ struct ProxyCurlRun {
 
 /// Runs the real `curl` with `args` (stdout and stderr captured), waiting for it to exit.
 func runProxyCurl(_ args: [String]) throws -> ProxyCurlRun {
-    guard let curl = ["/usr/bin/curl", "/usr/local/bin/curl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+    guard
+        let curl = ["/usr/bin/curl", "/usr/local/bin/curl"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        })
+    else {
         throw FixtureError("curl is not installed (apt-get install -y curl)")
     }
     let dir = FileManager.default.temporaryDirectory
     let out = dir.appendingPathComponent("hawser-curl-\(UUID().uuidString).out").path
     let err = dir.appendingPathComponent("hawser-curl-\(UUID().uuidString).err").path
-    defer { unlink(out); unlink(err) }
+    defer {
+        unlink(out)
+        unlink(err)
+    }
     // --max-time bounds every run; no proxy settings leak in from the environment.
-    let pid = try ChildProcess.spawn(curl, ["--silent", "--show-error", "--max-time", "20", "--noproxy", ""] + args,
-                                     stdout: out, stderr: err, environment: ["PATH=/usr/bin:/bin"])
+    let pid = try ChildProcess.spawn(
+        curl,
+        ["--silent", "--show-error", "--max-time", "20", "--noproxy", ""] + args,
+        stdout: out,
+        stderr: err,
+        environment: ["PATH=/usr/bin:/bin"]
+    )
     let code = ChildProcess.wait(pid).exitCode ?? -1
-    return ProxyCurlRun(exitCode: code,
-                   body: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                   stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    return ProxyCurlRun(
+        exitCode: code,
+        body: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+    )
 }
 
 // MARK: - The fixtures, checked with curl
@@ -326,7 +355,9 @@ extension NetworkTests {
                 let proxy = try TinyproxyFixture(credentials: creds)
                 defer { proxy.stop() }
                 let bare = "http://127.0.0.1:\(proxy.port)"
-                let refused = try runProxyCurl(["-o", "/dev/null", "-w", "%{http_code}", "-x", bare, "\(server.baseURL)/hello"])
+                let refused = try runProxyCurl([
+                    "-o", "/dev/null", "-w", "%{http_code}", "-x", bare, "\(server.baseURL)/hello",
+                ])
                 #expect(refused.body == "407", "\(refused)")
                 let refusedTunnel = try runProxyCurl(["-p", "-x", bare, "\(server.baseURL)/hello"])
                 // CURLE_RECV_ERROR: 407 to CONNECT.
@@ -345,32 +376,42 @@ extension NetworkTests {
                 defer { proxy.stop() }
                 let local = try runProxyCurl(["-x", "socks5://127.0.0.1:\(proxy.port)", "\(server.baseURL)/hello"])
                 #expect(local.exitCode == 0 && local.body == "Hello, World!", "\(local.stderr) \(proxy.log)")
-                let remote = try runProxyCurl(["--socks5-hostname", "127.0.0.1:\(proxy.port)", "http://localhost:\(server.port)/hello"])
+                let remote = try runProxyCurl([
+                    "--socks5-hostname", "127.0.0.1:\(proxy.port)", "http://localhost:\(server.port)/hello",
+                ])
                 #expect(remote.exitCode == 0 && remote.body == "Hello, World!", "\(remote.stderr) \(proxy.log)")
             }
         }
 
-        @Test("the scripted SOCKS5 server: username/password, remote DNS recorded, wrong password and forced reply codes refused")
+        @Test(
+            "the scripted SOCKS5 server: username/password, remote DNS recorded, wrong password and forced reply codes refused"
+        )
         func scripted() async throws {
             try await Self.withServer { server in
                 let socks = try ScriptedSOCKS5Server(credentials: ProxyCredentials(user: "alice", password: "s3cret"))
                 defer { socks.stop() }
-                let ok = try runProxyCurl(["--socks5-hostname", "127.0.0.1:\(socks.port)", "--proxy-user", "alice:s3cret",
-                                      "http://localhost:\(server.port)/hello"])
+                let ok = try runProxyCurl([
+                    "--socks5-hostname", "127.0.0.1:\(socks.port)", "--proxy-user", "alice:s3cret",
+                    "http://localhost:\(server.port)/hello",
+                ])
                 #expect(ok.exitCode == 0 && ok.body == "Hello, World!", "\(ok.stderr)")
                 #expect(socks.requests == [.init(addressType: 3, host: "localhost", port: server.port, user: "alice")])
-                let wrong = try runProxyCurl(["--socks5-hostname", "127.0.0.1:\(socks.port)", "--proxy-user", "alice:nope",
-                                         "http://localhost:\(server.port)/hello"])
-                #expect(wrong.exitCode == 97, "\(wrong)")   // CURLE_PROXY
+                let wrong = try runProxyCurl([
+                    "--socks5-hostname", "127.0.0.1:\(socks.port)", "--proxy-user", "alice:nope",
+                    "http://localhost:\(server.port)/hello",
+                ])
+                #expect(wrong.exitCode == 97, "\(wrong)")  // CURLE_PROXY
                 #expect(socks.authenticationFailures == 1)
-                let none = try runProxyCurl(["--socks5", "127.0.0.1:\(socks.port)", "http://127.0.0.1:\(server.port)/hello"])
+                let none = try runProxyCurl([
+                    "--socks5", "127.0.0.1:\(socks.port)", "http://127.0.0.1:\(server.port)/hello",
+                ])
                 #expect(none.exitCode == 97, "no credentials offered: \(none)")
 
                 let refusing = try ScriptedSOCKS5Server(forcedReply: 0x02)
                 defer { refusing.stop() }
                 let denied = try runProxyCurl(["--socks5", "127.0.0.1:\(refusing.port)", "\(server.baseURL)/hello"])
                 #expect(denied.exitCode == 97, "\(denied)")
-                #expect(refusing.requests.first?.addressType == 1)   // socks5:// resolves locally: an IPv4 address
+                #expect(refusing.requests.first?.addressType == 1)  // socks5:// resolves locally: an IPv4 address
             }
         }
     }

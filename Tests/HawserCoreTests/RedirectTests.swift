@@ -1,8 +1,9 @@
 import Foundation
-@testable import HawserCore
 import HawserTestServer
 import Synchronization
 import Testing
+
+@testable import HawserCore
 
 @Suite("Redirect rules (pure)")
 struct RedirectRuleTests {
@@ -12,9 +13,16 @@ struct RedirectRuleTests {
         return HTTPResponseHead(status: status, reasonPhrase: "", headers: h)
     }
 
-    static func next(_ method: HTTPMethod, _ status: Int, from: String = "http://a.test/x/y", to: String? = "/z",
-                     body: RequestBody? = .bytes([1, 2, 3]), headers: HTTPHeaders = ["Content-Type": "text/plain", "Authorization": "Basic eA==", "Cookie": "a=b"],
-                     so: Int = 0, configure: (inout RedirectConfiguration) -> Void = { _ in }) -> Result<HTTPClientRequest, HawserError>? {
+    static func next(
+        _ method: HTTPMethod,
+        _ status: Int,
+        from: String = "http://a.test/x/y",
+        to: String? = "/z",
+        body: RequestBody? = .bytes([1, 2, 3]),
+        headers: HTTPHeaders = ["Content-Type": "text/plain", "Authorization": "Basic eA==", "Cookie": "a=b"],
+        so: Int = 0,
+        configure: (inout RedirectConfiguration) -> Void = { _ in }
+    ) -> Result<HTTPClientRequest, HawserError>? {
         var r = HTTPClientRequest(method: method, url: URL(string: from)!, headers: headers, body: body)
         r.timeoutInterval = 5
         var c = RedirectConfiguration()
@@ -22,13 +30,16 @@ struct RedirectRuleTests {
         return Redirect.nextRequest(after: r, response: response(status, to), redirectsSoFar: so, configuration: c)
     }
 
-    @Test("method and body per status", arguments: [
-        // (method, status, expected method, body kept)
-        (HTTPMethod.post, 301, HTTPMethod.get, false), (.post, 302, .get, false), (.post, 303, .get, false),
-        (.post, 307, .post, true), (.post, 308, .post, true),
-        (.put, 301, .put, true), (.put, 302, .put, true), (.put, 303, .get, false), (.put, 307, .put, true),
-        (.delete, 303, .get, false), (.head, 303, .head, false), (.get, 303, .get, false), (.get, 301, .get, true),
-    ])
+    @Test(
+        "method and body per status",
+        arguments: [
+            // (method, status, expected method, body kept)
+            (HTTPMethod.post, 301, HTTPMethod.get, false), (.post, 302, .get, false), (.post, 303, .get, false),
+            (.post, 307, .post, true), (.post, 308, .post, true),
+            (.put, 301, .put, true), (.put, 302, .put, true), (.put, 303, .get, false), (.put, 307, .put, true),
+            (.delete, 303, .get, false), (.head, 303, .head, false), (.get, 303, .get, false), (.get, 301, .get, true),
+        ]
+    )
     func methodRewrite(method: HTTPMethod, status: Int, expected: HTTPMethod, keepsBody: Bool) throws {
         let next = try #require(Self.next(method, status)).get()
         #expect(next.method == expected)
@@ -48,11 +59,16 @@ struct RedirectRuleTests {
         #expect(Self.next(.get, 302) { $0.followsRedirects = false } == nil)
     }
 
-    @Test("a new origin drops Authorization, Cookie and Proxy-Authorization", arguments: [
-        "http://b.test/z", "https://a.test/z", "http://a.test:8080/z",
-    ])
+    @Test(
+        "a new origin drops Authorization, Cookie and Proxy-Authorization",
+        arguments: [
+            "http://b.test/z", "https://a.test/z", "http://a.test:8080/z",
+        ]
+    )
     func crossOrigin(target: String) throws {
-        let headers: HTTPHeaders = ["Authorization": "Basic eA==", "Cookie": "a=b", "Proxy-Authorization": "Basic eQ==", "X-Keep": "1"]
+        let headers: HTTPHeaders = [
+            "Authorization": "Basic eA==", "Cookie": "a=b", "Proxy-Authorization": "Basic eQ==", "X-Keep": "1",
+        ]
         let next = try #require(Self.next(.get, 302, to: target, headers: headers)).get()
         #expect(!next.headers.contains(name: "Authorization"))
         #expect(!next.headers.contains(name: "Cookie"))
@@ -63,17 +79,35 @@ struct RedirectRuleTests {
 
     @Test("relative Locations resolve per RFC 3986; the fragment is inherited")
     func resolution() throws {
-        #expect(try #require(Self.next(.get, 302, from: "http://a.test/x/y?q", to: "z")).get().url.absoluteString == "http://a.test/x/z")
-        #expect(try #require(Self.next(.get, 302, from: "http://a.test/x/y", to: "../w?k=v")).get().url.absoluteString == "http://a.test/w?k=v")
-        #expect(try #require(Self.next(.get, 302, from: "http://a.test/x", to: "//b.test/p")).get().url.absoluteString == "http://b.test/p")
-        #expect(try #require(Self.next(.get, 302, from: "http://a.test/x#frag", to: "/p")).get().url.absoluteString == "http://a.test/p#frag")
-        #expect(try #require(Self.next(.get, 302, from: "http://a.test/x#frag", to: "/p#own")).get().url.absoluteString == "http://a.test/p#own")
+        #expect(
+            try #require(Self.next(.get, 302, from: "http://a.test/x/y?q", to: "z")).get().url.absoluteString
+                == "http://a.test/x/z"
+        )
+        #expect(
+            try #require(Self.next(.get, 302, from: "http://a.test/x/y", to: "../w?k=v")).get().url.absoluteString
+                == "http://a.test/w?k=v"
+        )
+        #expect(
+            try #require(Self.next(.get, 302, from: "http://a.test/x", to: "//b.test/p")).get().url.absoluteString
+                == "http://b.test/p"
+        )
+        #expect(
+            try #require(Self.next(.get, 302, from: "http://a.test/x#frag", to: "/p")).get().url.absoluteString
+                == "http://a.test/p#frag"
+        )
+        #expect(
+            try #require(Self.next(.get, 302, from: "http://a.test/x#frag", to: "/p#own")).get().url.absoluteString
+                == "http://a.test/p#own"
+        )
     }
 
     @Test("too many redirects is an error naming the limit")
     func tooMany() throws {
         let r = try #require(Self.next(.get, 302, so: 16))
-        guard case .failure(let e) = r else { Issue.record("expected failure"); return }
+        guard case .failure(let e) = r else {
+            Issue.record("expected failure")
+            return
+        }
         #expect(e.code == .tooManyRedirects)
         #expect(e.message.contains("16"))
         #expect(try #require(Self.next(.get, 302, so: 3) { $0.maximumRedirects = 3 }).isFailure)
@@ -83,12 +117,24 @@ struct RedirectRuleTests {
     @Test("https → http is refused unless allowed; other schemes are refused")
     func downgradeAndSchemes() throws {
         let down = try #require(Self.next(.get, 302, from: "https://a.test/", to: "http://a.test/"))
-        guard case .failure(let e) = down else { Issue.record("downgrade followed"); return }
+        guard case .failure(let e) = down else {
+            Issue.record("downgrade followed")
+            return
+        }
         #expect(e.code == .redirectRefused)
-        #expect(try !#require(Self.next(.get, 302, from: "https://a.test/", to: "http://a.test/") { $0.allowsInsecureDowngrade = true }).isFailure)
+        #expect(
+            try !#require(
+                Self.next(.get, 302, from: "https://a.test/", to: "http://a.test/") {
+                    $0.allowsInsecureDowngrade = true
+                }
+            ).isFailure
+        )
         for target in ["ftp://a.test/f", "file:///etc/passwd", "javascript:alert(1)", "data:text/plain,hi"] {
             let r = try #require(Self.next(.get, 302, to: target))
-            guard case .failure(let e) = r else { Issue.record("\(target) followed"); continue }
+            guard case .failure(let e) = r else {
+                Issue.record("\(target) followed")
+                continue
+            }
             #expect(e.code == .redirectRefused)
             // The Location is a valid URL: the refusal says why it is not followed.
             #expect(e.message.contains("only http and https"), "\(e.message)")
@@ -115,7 +161,10 @@ extension NetworkTests {
         func chain() async throws {
             try await withServer { server, session in
                 let delegate = RecordingDelegate()
-                let task = session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/5")), delegate: delegate)
+                let task = session.execute(
+                    HTTPClientRequest(url: url(server.baseURL + "/redirect/5")),
+                    delegate: delegate
+                )
                 let rec = await delegate.wait()
                 #expect(rec.completions == 1)
                 #expect(rec.head?.status == 200)
@@ -140,11 +189,16 @@ extension NetworkTests {
             }
         }
 
-        @Test("POST + 303 becomes GET without a body; POST + 307 keeps both", arguments: [(303, "GET", 0), (307, "POST", 5), (308, "POST", 5)])
+        @Test(
+            "POST + 303 becomes GET without a body; POST + 307 keeps both",
+            arguments: [(303, "GET", 0), (307, "POST", 5), (308, "POST", 5)]
+        )
         func methodsOnTheWire(status: Int, method: String, bodyLength: Int) async throws {
             try await withServer { server, session in
                 let target = server.baseURL + "/redirect-to?status=\(status)&url=" + Self.encoded("/echo")
-                let r = try await session.response(for: HTTPClientRequest(method: .post, url: url(target), body: .bytes(Array("hello".utf8))))
+                let r = try await session.response(
+                    for: HTTPClientRequest(method: .post, url: url(target), body: .bytes(Array("hello".utf8)))
+                )
                 #expect(r.status == 200)
                 #expect(r.headers["X-Echo-Method"] == method)
                 #expect(r.headers["X-Echo-Body-Length"] == String(bodyLength))
@@ -172,9 +226,15 @@ extension NetworkTests {
         func hook() async throws {
             final class Hooked: RecordingDelegate, @unchecked Sendable {
                 let rewrite: (@Sendable (HTTPClientRequest) -> HTTPClientRequest?)
-                init(_ rewrite: @escaping @Sendable (HTTPClientRequest) -> HTTPClientRequest?) { self.rewrite = rewrite }
-                override func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-                                   completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+                init(_ rewrite: @escaping @Sendable (HTTPClientRequest) -> HTTPClientRequest?) {
+                    self.rewrite = rewrite
+                }
+                override func task(
+                    _ task: RequestTask,
+                    willPerformRedirection response: HTTPResponseHead,
+                    newRequest: HTTPClientRequest,
+                    completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+                ) {
                     let answer = self.rewrite(newRequest)
                     // Answer from another thread, later: the task must wait for it.
                     Thread.detachNewThread { completion(answer) }
@@ -207,9 +267,16 @@ extension NetworkTests {
             final class Moving: RecordingDelegate, @unchecked Sendable {
                 let target: URL
                 let extra: HTTPHeaders
-                init(_ target: URL, extra: HTTPHeaders = [:]) { self.target = target; self.extra = extra }
-                override func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-                                   completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+                init(_ target: URL, extra: HTTPHeaders = [:]) {
+                    self.target = target
+                    self.extra = extra
+                }
+                override func task(
+                    _ task: RequestTask,
+                    willPerformRedirection response: HTTPResponseHead,
+                    newRequest: HTTPClientRequest,
+                    completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+                ) {
                     var r = newRequest
                     r.url = self.target
                     for (name, value) in self.extra { r.headers.replaceOrAdd(name: name, value: value) }
@@ -223,7 +290,10 @@ extension NetworkTests {
                 // moves it to another origin: the carried credentials are dropped there.
                 let headers: HTTPHeaders = ["Authorization": "Bearer secret", "Cookie": "session=1", "X-Other": "kept"]
                 let moved = Moving(URL(string: other.baseURL + "/echo")!)
-                session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers), delegate: moved)
+                session.execute(
+                    HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers),
+                    delegate: moved
+                )
                 let rec = await moved.wait()
                 #expect(rec.head?.status == 200)
                 #expect(rec.head?.headers["X-Echo-H-Host"] == "127.0.0.1:\(other.port)")
@@ -233,7 +303,10 @@ extension NetworkTests {
 
                 // A credential the hook sets itself is its choice, and goes.
                 let own = Moving(URL(string: other.baseURL + "/echo")!, extra: ["Authorization": "Bearer for-other"])
-                session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers), delegate: own)
+                session.execute(
+                    HTTPClientRequest(url: url(server.baseURL + "/redirect/1"), headers: headers),
+                    delegate: own
+                )
                 let rec2 = await own.wait()
                 #expect(rec2.head?.headers["X-Echo-H-Authorization"] == "Bearer for-other")
                 #expect(rec2.head?.headers["X-Echo-H-Cookie"] == nil)
@@ -257,7 +330,10 @@ extension NetworkTests {
             final class Streams: RecordingDelegate, @unchecked Sendable {
                 let give: Bool
                 init(give: Bool) { self.give = give }
-                override func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+                override func task(
+                    _ task: RequestTask,
+                    needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void
+                ) {
                     completion(self.give ? .stream(length: 3) { try await $0.write([7, 8, 9]) } : nil)
                 }
             }
@@ -274,7 +350,10 @@ extension NetworkTests {
                 session.execute(HTTPClientRequest(method: .put, url: url(target), body: body), delegate: no)
                 let rec2 = await no.wait()
                 #expect(rec2.completions == 1)
-                guard case .failure(let e)? = rec2.result else { Issue.record("expected a failure"); return }
+                guard case .failure(let e)? = rec2.result else {
+                    Issue.record("expected a failure")
+                    return
+                }
                 #expect(e.code == .invalidRequest)
                 #expect(e.message.contains("needNewBodyStream"))
             }
@@ -283,10 +362,14 @@ extension NetworkTests {
         @Test("cancelling while a redirect decision is pending completes once with cancelled")
         func cancelDuringDecision() async throws {
             final class Never: RecordingDelegate, @unchecked Sendable {
-                override func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-                                   completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+                override func task(
+                    _ task: RequestTask,
+                    willPerformRedirection response: HTTPResponseHead,
+                    newRequest: HTTPClientRequest,
+                    completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+                ) {
                     task.cancel()
-                    completion(newRequest)   // too late: the task is already cancelled
+                    completion(newRequest)  // too late: the task is already cancelled
                 }
             }
             try await withServer { server, session in
@@ -294,7 +377,10 @@ extension NetworkTests {
                 session.execute(HTTPClientRequest(url: url(server.baseURL + "/redirect/2")), delegate: d)
                 let rec = await d.wait()
                 #expect(rec.completions == 1)
-                guard case .failure(let e)? = rec.result else { Issue.record("expected cancellation"); return }
+                guard case .failure(let e)? = rec.result else {
+                    Issue.record("expected cancellation")
+                    return
+                }
                 #expect(e.code == .cancelled)
                 #expect(session.poolStatistics().runningTasks == 0)
             }

@@ -2,8 +2,9 @@
 // exchange's sending and receiving, event by event. Every transition of docs/STATE-MACHINES.md's
 // request tables has a test here.
 import Foundation
-@testable import HawserCore
 import Testing
+
+@testable import HawserCore
 
 @Suite("Request state machine (pure)")
 struct RequestStateMachineTests {
@@ -119,7 +120,10 @@ struct RequestStateMachineTests {
         var m = Self.running(plan: .bytes, expects: true)
         #expect(Self.word(m.finalHead(.retryWithoutExpectation(Self.next))) == "dropHeldBody")
         #expect(!m.deliversBody)
-        guard case .restart(let again, let counts) = m.responseEnded() else { Issue.record("no restart"); return }
+        guard case .restart(let again, let counts) = m.responseEnded() else {
+            Issue.record("no restart")
+            return
+        }
         #expect(again.url == Self.next.url)
         #expect(!counts)
         #expect(m.lifecycle == .initialized)
@@ -152,7 +156,9 @@ struct RequestStateMachineTests {
         #expect(Self.word(bad.decided(.fail(HawserError(.redirectRefused, "no")))) == "fail(redirectRefused,close)")
 
         var rules = Self.running()
-        #expect(Self.word(rules.finalHead(.failure(HawserError(.tooManyRedirects, "17")))) == "fail(tooManyRedirects,close)")
+        #expect(
+            Self.word(rules.finalHead(.failure(HawserError(.tooManyRedirects, "17")))) == "fail(tooManyRedirects,close)"
+        )
     }
 
     @Test("a 307 with a streamed body: a new stream before the end, or after it, or none")
@@ -203,7 +209,10 @@ struct RequestStateMachineTests {
         #expect(m.lifecycle == .waitingForConnection && m.needsFreshConnection && m.retriedThisExchange)
         #expect(Self.word(m.connectionAssigned()) == "writeRequest")
         #expect(!m.needsFreshConnection)
-        #expect(Self.word(m.connectionFailed(lost, retryable: true, replayable: true)) == "fail(connectionLost)", "once per exchange")
+        #expect(
+            Self.word(m.connectionFailed(lost, retryable: true, replayable: true)) == "fail(connectionLost)",
+            "once per exchange"
+        )
 
         // The next exchange (a redirect) has a replay of its own.
         var chain = Self.running()
@@ -220,7 +229,9 @@ struct RequestStateMachineTests {
         // Not retryable (the connection machine says so), not replayable (a stream), or the
         // response had begun: the task fails.
         var notRetryable = Self.running()
-        #expect(Self.word(notRetryable.connectionFailed(lost, retryable: false, replayable: true)) == "fail(connectionLost)")
+        #expect(
+            Self.word(notRetryable.connectionFailed(lost, retryable: false, replayable: true)) == "fail(connectionLost)"
+        )
         var stream = Self.running(plan: .stream)
         #expect(Self.word(stream.connectionFailed(lost, retryable: true, replayable: false)) == "fail(connectionLost)")
         var begun = Self.running()

@@ -6,10 +6,14 @@ struct SOCKS5Tests {
     static let creds = ProxyCredentials(user: "alice", password: "s3cret")
 
     /// Feeds `reply` split at `split` (both halves, in order) and returns every step.
-    static func feed(_ hs: inout SOCKS5Handshake, _ reply: [UInt8], split: Int) throws(SOCKS5Error) -> [SOCKS5Handshake.Step] {
+    static func feed(
+        _ hs: inout SOCKS5Handshake,
+        _ reply: [UInt8],
+        split: Int
+    ) throws(SOCKS5Error) -> [SOCKS5Handshake.Step] {
         var steps: [SOCKS5Handshake.Step] = []
         steps.append(try hs.receive(Array(reply[..<split])))
-        if case .connected = steps.last! { return steps }   // the rest would be the tunnel's
+        if case .connected = steps.last! { return steps }  // the rest would be the tunnel's
         if split < reply.count { steps.append(try hs.receive(Array(reply[split...]))) }
         return steps
     }
@@ -30,30 +34,42 @@ struct SOCKS5Tests {
                 #expect(method.last == .send(connect))
                 #expect(method.dropLast().allSatisfy { $0 == .needMore })
                 let done = try Self.feed(&hs, reply, split: split2)
-                #expect(done.last == .connected(bound: .ipv4([10, 0, 0, 1], port: 4321), leftover: []), "split \(split2)")
+                #expect(
+                    done.last == .connected(bound: .ipv4([10, 0, 0, 1], port: 4321), leftover: []),
+                    "split \(split2)"
+                )
                 #expect(done.dropLast().allSatisfy { $0 == .needMore })
                 #expect(hs.isConnected)
             }
         }
     }
 
-    @Test("username/password: greeting offers both methods, sub-negotiation bytes, then CONNECT by IPv4 and IPv6 address")
+    @Test(
+        "username/password: greeting offers both methods, sub-negotiation bytes, then CONNECT by IPv4 and IPv6 address"
+    )
     func userPassword() throws {
-        for dest in [SocketAddress(ipAddress: "192.0.2.7", port: 0)!, SocketAddress(ipAddress: "2001:db8::9", port: 0)!] {
+        for dest in [
+            SocketAddress(ipAddress: "192.0.2.7", port: 0)!, SocketAddress(ipAddress: "2001:db8::9", port: 0)!,
+        ] {
             let reply = Self.connectReply(atyp: 0x04, address: Array(repeating: 0xAB, count: 16), port: 80)
-            for split in 0...reply.count {   // up to the reply's end; the extra 2 bytes ride along
+            for split in 0...reply.count {  // up to the reply's end; the extra 2 bytes ride along
                 var hs = try SOCKS5Handshake(destination: .address(dest), port: 8080, credentials: Self.creds)
                 #expect(hs.start() == [0x05, 0x02, 0x00, 0x02])
                 let auth: [UInt8] = [0x01, 5] + Array("alice".utf8) + [6] + Array("s3cret".utf8)
                 #expect(try hs.receive([0x05, 0x02]) == .send(auth))
                 #expect(try hs.receive([0x01]) == .needMore)
                 let step = try hs.receive([0x00])
-                let addressBytes: [UInt8] = dest.family == 2 ? [0x01, 192, 0, 2, 7] : [0x04, 0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 10) + [0, 9]
+                let addressBytes: [UInt8] =
+                    dest.family == 2
+                    ? [0x01, 192, 0, 2, 7] : [0x04, 0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 10) + [0, 9]
                 #expect(step == .send([0x05, 0x01, 0x00] + addressBytes + [0x1F, 0x90]))
                 let done = try Self.feed(&hs, reply + [0x48, 0x49], split: split)
                 // Bytes after the reply in the same read are the tunnel's first bytes.
                 let leftover: [UInt8] = split == reply.count ? [] : [0x48, 0x49]
-                #expect(done.last == .connected(bound: .ipv6(Array(repeating: 0xAB, count: 16), port: 80), leftover: leftover))
+                #expect(
+                    done.last
+                        == .connected(bound: .ipv6(Array(repeating: 0xAB, count: 16), port: 80), leftover: leftover)
+                )
             }
         }
     }
@@ -81,11 +97,15 @@ struct SOCKS5Tests {
             #expect(error.kind == .noAcceptableAuthenticationMethod)
             #expect(error.description.contains("requires authentication"))
         }
-        #expect(throws: SOCKS5Error.self) { try hs.receive([]) }   // the error sticks
+        #expect(throws: SOCKS5Error.self) { try hs.receive([]) }  // the error sticks
         var withCreds = try SOCKS5Handshake(destination: .hostname("h"), port: 1, credentials: Self.creds)
         _ = withCreds.start()
-        #expect(throws: SOCKS5Error(.noAcceptableAuthenticationMethod,
-                                    "the proxy accepts none of the offered methods (no authentication, username/password)")) {
+        #expect(
+            throws: SOCKS5Error(
+                .noAcceptableAuthenticationMethod,
+                "the proxy accepts none of the offered methods (no authentication, username/password)"
+            )
+        ) {
             try withCreds.receive([0x05, 0xFF])
         }
     }
@@ -116,7 +136,7 @@ struct SOCKS5Tests {
         _ = hs.start()
         _ = try hs.receive([0x05, 0x00])
         do {
-            _ = try hs.receive([0x05, code])   // the code alone is enough to fail
+            _ = try hs.receive([0x05, code])  // the code alone is enough to fail
             Issue.record("accepted")
         } catch {
             #expect(error.kind == .connectFailed(replyCode: code))
@@ -135,14 +155,14 @@ struct SOCKS5Tests {
         var a = try fresh()
         #expect(throws: SOCKS5Error.self) { try a.receive([0x04, 0x00]) }
         var b = try fresh()
-        #expect(throws: SOCKS5Error.self) { try b.receive([0x05, 0x02]) }   // user/pass not offered
+        #expect(throws: SOCKS5Error.self) { try b.receive([0x05, 0x02]) }  // user/pass not offered
         var c = try fresh()
-        #expect(throws: SOCKS5Error.self) { try c.receive([0x05, 0x01]) }   // GSSAPI not offered
+        #expect(throws: SOCKS5Error.self) { try c.receive([0x05, 0x01]) }  // GSSAPI not offered
         var d = try fresh()
         _ = try d.receive([0x05, 0x00])
         #expect(throws: SOCKS5Error.self) { try d.receive([0x05, 0x00, 0x00, 0x07, 1, 2]) }
         var e = try fresh()
-        #expect(throws: SOCKS5Error.self) { try e.receive([0x05, 0x00, 0x05, 0x00]) }   // reply before the request
+        #expect(throws: SOCKS5Error.self) { try e.receive([0x05, 0x00, 0x05, 0x00]) }  // reply before the request
         var f = try fresh(Self.creds)
         _ = try f.receive([0x05, 0x02])
         #expect(throws: SOCKS5Error.self) { try f.receive([0x03, 0x00]) }
@@ -159,13 +179,25 @@ struct SOCKS5Tests {
         #expect(throws: SOCKS5Error.self) { try SOCKS5Handshake(destination: .hostname("h"), port: 0) }
         #expect(throws: SOCKS5Error.self) { try SOCKS5Handshake(destination: .hostname("h"), port: 65536) }
         #expect(throws: SOCKS5Error.self) {
-            try SOCKS5Handshake(destination: .hostname("h"), port: 1, credentials: ProxyCredentials(user: long, password: ""))
+            try SOCKS5Handshake(
+                destination: .hostname("h"),
+                port: 1,
+                credentials: ProxyCredentials(user: long, password: "")
+            )
         }
         #expect(throws: SOCKS5Error.self) {
-            try SOCKS5Handshake(destination: .hostname("h"), port: 1, credentials: ProxyCredentials(user: "u", password: long))
+            try SOCKS5Handshake(
+                destination: .hostname("h"),
+                port: 1,
+                credentials: ProxyCredentials(user: "u", password: long)
+            )
         }
         #expect(throws: SOCKS5Error.self) {
-            try SOCKS5Handshake(destination: .hostname("h"), port: 1, credentials: ProxyCredentials(user: "", password: "p"))
+            try SOCKS5Handshake(
+                destination: .hostname("h"),
+                port: 1,
+                credentials: ProxyCredentials(user: "", password: "p")
+            )
         }
         #expect((try? SOCKS5Handshake(destination: .hostname(String(repeating: "x", count: 255)), port: 1)) != nil)
     }
@@ -176,17 +208,28 @@ struct HTTPConnectTunnelTests {
     @Test("the CONNECT head: authority-form target, Host, Basic Proxy-Authorization, bracketed IPv6")
     func requestHead() throws {
         let plain = try HTTPConnectTunnel.requestHead(host: "example.com", port: 443)
-        #expect(String(decoding: plain, as: UTF8.self) == "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-        let authed = try HTTPConnectTunnel.requestHead(host: "::1", port: 8443,
-                                                       credentials: ProxyCredentials(user: "Aladdin", password: "open sesame"))
-        #expect(String(decoding: authed, as: UTF8.self) ==
-            "CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\nProxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n")
+        #expect(
+            String(decoding: plain, as: UTF8.self)
+                == "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
+        )
+        let authed = try HTTPConnectTunnel.requestHead(
+            host: "::1",
+            port: 8443,
+            credentials: ProxyCredentials(user: "Aladdin", password: "open sesame")
+        )
+        #expect(
+            String(decoding: authed, as: UTF8.self)
+                == "CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\nProxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n"
+        )
         #expect(throws: HTTPConnectError.self) { try HTTPConnectTunnel.requestHead(host: "evil\r\nX: y", port: 443) }
         #expect(throws: HTTPConnectError.self) { try HTTPConnectTunnel.requestHead(host: "a b", port: 443) }
         #expect(throws: HTTPConnectError.self) { try HTTPConnectTunnel.requestHead(host: "h", port: 0) }
     }
 
-    static func read(_ response: String, split: Int) throws(HTTPConnectError) -> [HTTPConnectTunnel.ResponseReader.Outcome] {
+    static func read(
+        _ response: String,
+        split: Int
+    ) throws(HTTPConnectError) -> [HTTPConnectTunnel.ResponseReader.Outcome] {
         let bytes = Array(response.utf8)
         var reader = HTTPConnectTunnel.ResponseReader(host: "example.com", port: 443)
         var out: [HTTPConnectTunnel.ResponseReader.Outcome] = []
@@ -198,7 +241,8 @@ struct HTTPConnectTunnelTests {
 
     @Test("200 to CONNECT opens the tunnel at every split; bytes after the head are the tunnel's; 1xx is skipped")
     func established() throws {
-        let response = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Connection established\r\nProxy-Agent: t\r\n\r\n\u{16}\u{03}\u{01}"
+        let response =
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Connection established\r\nProxy-Agent: t\r\n\r\n\u{16}\u{03}\u{01}"
         let headEnd = response.utf8.count - 3
         for split in 0...response.utf8.count {
             let outcomes = try Self.read(response, split: split)
@@ -215,8 +259,9 @@ struct HTTPConnectTunnelTests {
 
     @Test("407 keeps the Proxy-Authenticate challenges; 403 is 'proxy refused CONNECT'; garbage is malformed")
     func refusals() {
-        let challenge = "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n" +
-            "Proxy-Authenticate: Negotiate\r\nContent-Length: 5\r\n\r\ndenied"
+        let challenge =
+            "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n"
+            + "Proxy-Authenticate: Negotiate\r\nContent-Length: 5\r\n\r\ndenied"
         do {
             _ = try Self.read(challenge, split: 10)
             Issue.record("accepted")

@@ -34,7 +34,10 @@ extension NetworkTests {
             }
         }
 
-        @Test("a large Content-Length body arrives byte for byte", arguments: [0, 1, 65_535, 65_536, 4 * 1024 * 1024 + 7])
+        @Test(
+            "a large Content-Length body arrives byte for byte",
+            arguments: [0, 1, 65_535, 65_536, 4 * 1024 * 1024 + 7]
+        )
         func largeBody(size: Int) async throws {
             try await withServer { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/\(size)")))
@@ -46,7 +49,9 @@ extension NetworkTests {
         @Test("a chunked body is de-chunked", arguments: [1, 100, 4096])
         func chunkedBody(chunk: Int) async throws {
             try await withServer { server, session in
-                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/100000?chunk=\(chunk)")))
+                let r = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/bytes/100000?chunk=\(chunk)"))
+                )
                 #expect(r.headers["Transfer-Encoding"] == "chunked")
                 #expect(r.body == (0..<100_000).map { UInt8($0 % 251) })
             }
@@ -56,8 +61,14 @@ extension NetworkTests {
         func postBody() async throws {
             try await withServer { server, session in
                 let body = (0..<200_000).map { UInt8($0 % 7) }
-                let r = try await session.response(for: HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"),
-                                                                          headers: ["X-Custom": "yes"], body: .bytes(body)))
+                let r = try await session.response(
+                    for: HTTPClientRequest(
+                        method: .post,
+                        url: url(server.baseURL + "/echo"),
+                        headers: ["X-Custom": "yes"],
+                        body: .bytes(body)
+                    )
+                )
                 #expect(r.headers["X-Echo-Method"] == "POST")
                 #expect(r.headers["X-Echo-H-Content-Length"] == "200000")
                 #expect(r.headers["X-Echo-H-X-Custom"] == "yes")
@@ -69,15 +80,25 @@ extension NetworkTests {
         func compressedBodyGoesOutCoded() async throws {
             try await withServer { server, session in
                 let payload = Array(String(repeating: "compress me ", count: 500).utf8)
-                var request = HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), headers: ["Content-Length": "1"],
-                                                body: .bytes(payload))
+                var request = HTTPClientRequest(
+                    method: .post,
+                    url: url(server.baseURL + "/echo"),
+                    headers: ["Content-Length": "1"],
+                    body: .bytes(payload)
+                )
                 request.compressesBody = true
                 let r = try await session.response(for: request)
                 #expect(r.headers["X-Echo-H-Content-Encoding"] == "gzip")
                 let announced = try #require(Int(r.headers["X-Echo-H-Content-Length"] ?? ""))
                 #expect(announced < payload.count / 4, "the head announces the coded length, not the caller's field")
-                #expect(r.headers["X-Echo-Body-Length"] == String(announced), "the server read exactly the announced bytes")
-                #expect(try decodeAll("gzip", [r.body[...]]).bytes == payload, "what went out is the payload, gzip-coded")
+                #expect(
+                    r.headers["X-Echo-Body-Length"] == String(announced),
+                    "the server read exactly the announced bytes"
+                )
+                #expect(
+                    try decodeAll("gzip", [r.body[...]]).bytes == payload,
+                    "what went out is the payload, gzip-coded"
+                )
                 // The same connection carries the next request: nothing was left over on it.
                 let next = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 #expect(next.status == 200 && next.metrics.isReusedConnection)
@@ -87,14 +108,26 @@ extension NetworkTests {
         @Test("a streamed body without a length goes out chunked; with a length, as Content-Length")
         func streamedBodies() async throws {
             try await withServer { server, session in
-                let parts: [[UInt8]] = [Array("alpha-".utf8), Array(repeating: 0x41, count: 100_000), Array("-omega".utf8)]
+                let parts: [[UInt8]] = [
+                    Array("alpha-".utf8), Array(repeating: 0x41, count: 100_000), Array("-omega".utf8),
+                ]
                 let whole = parts.flatMap { $0 }
-                let chunked = try await session.response(for: HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"),
-                    body: .stream(length: nil) { w in for p in parts { try await w.write(p) } }))
+                let chunked = try await session.response(
+                    for: HTTPClientRequest(
+                        method: .put,
+                        url: url(server.baseURL + "/echo"),
+                        body: .stream(length: nil) { w in for p in parts { try await w.write(p) } }
+                    )
+                )
                 #expect(chunked.headers["X-Echo-H-Transfer-Encoding"] == "chunked")
                 #expect(chunked.body == whole)
-                let sized = try await session.response(for: HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"),
-                    body: .stream(length: Int64(whole.count)) { w in for p in parts { try await w.write(p) } }))
+                let sized = try await session.response(
+                    for: HTTPClientRequest(
+                        method: .put,
+                        url: url(server.baseURL + "/echo"),
+                        body: .stream(length: Int64(whole.count)) { w in for p in parts { try await w.write(p) } }
+                    )
+                )
                 #expect(sized.headers["X-Echo-H-Content-Length"] == String(whole.count))
                 #expect(sized.body == whole)
             }
@@ -104,8 +137,13 @@ extension NetworkTests {
         func streamedBodyTooShort() async throws {
             try await withServer { server, session in
                 await #expect(throws: HawserError.self) {
-                    _ = try await session.response(for: HTTPClientRequest(method: .put, url: url(server.baseURL + "/echo"),
-                        body: .stream(length: 10) { w in try await w.write([1, 2, 3]) }))
+                    _ = try await session.response(
+                        for: HTTPClientRequest(
+                            method: .put,
+                            url: url(server.baseURL + "/echo"),
+                            body: .stream(length: 10) { w in try await w.write([1, 2, 3]) }
+                        )
+                    )
                 }
             }
         }
@@ -113,12 +151,16 @@ extension NetworkTests {
         @Test("HEAD, 204 and 304 have no body even when headers announce one")
         func bodylessResponses() async throws {
             try await withServer { server, session in
-                let head = try await session.response(for: HTTPClientRequest(method: .head, url: url(server.baseURL + "/bytes/1000")))
+                let head = try await session.response(
+                    for: HTTPClientRequest(method: .head, url: url(server.baseURL + "/bytes/1000"))
+                )
                 #expect(head.status == 200)
                 #expect(head.headers["Content-Length"] == "1000")
                 #expect(head.body.isEmpty)
                 for code in [204, 304] {
-                    let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/status/\(code)")))
+                    let r = try await session.response(
+                        for: HTTPClientRequest(url: url(server.baseURL + "/status/\(code)"))
+                    )
                     #expect(r.status == code)
                     #expect(r.body.isEmpty)
                 }
@@ -143,7 +185,9 @@ extension NetworkTests {
         @Test("a close-delimited body ends with the connection, and the next request opens a new one")
         func closeDelimited() async throws {
             try await withServer { server, session in
-                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/close-delimited/5000")))
+                let r = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/close-delimited/5000"))
+                )
                 #expect(r.body == (0..<5000).map { UInt8($0 % 251) })
                 let again = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 #expect(again.metrics.isReusedConnection == false)
@@ -156,7 +200,10 @@ extension NetworkTests {
             try await withServer({ $0.maximumConnectionsPerHost = 4 }) { server, session in
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { g in
                     for i in 0..<200 {
-                        g.addTask { try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/\(i)"))).body.count }
+                        g.addTask {
+                            try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/\(i)")))
+                                .body.count
+                        }
                     }
                     var sizes: [Int] = []
                     for try await s in g { sizes.append(s) }
@@ -177,7 +224,10 @@ extension NetworkTests {
                 _ = await d.wait()
                 #expect(d.error?.code == .unsupportedURL && d.error?.urlErrorCode == -1002, "NSURLErrorUnsupportedURL")
                 let bad = RecordingDelegate()
-                session.execute(HTTPClientRequest(url: url("http://127.0.0.1:1/x"), headers: ["X-Bad": "a\r\nInjected: 1"]), delegate: bad)
+                session.execute(
+                    HTTPClientRequest(url: url("http://127.0.0.1:1/x"), headers: ["X-Bad": "a\r\nInjected: 1"]),
+                    delegate: bad
+                )
                 _ = await bad.wait()
                 #expect(bad.error?.code == .invalidRequest)
                 #expect(bad.record.withLock { $0.completions } == 1)
@@ -203,7 +253,9 @@ extension NetworkTests {
         @Test("IPv6 loopback works")
         func ipv6() async throws {
             try await withServer(host: "::1") { server, session in
-                let r = try await session.response(for: HTTPClientRequest(url: url("http://[::1]:\(server.port)/hello")))
+                let r = try await session.response(
+                    for: HTTPClientRequest(url: url("http://[::1]:\(server.port)/hello"))
+                )
                 #expect(r.status == 200)
                 #expect(r.metrics.remoteAddress?.family == AF_INET6)
             }
@@ -214,7 +266,10 @@ extension NetworkTests {
             try await withServer { server, session in
                 let body = [UInt8](repeating: 3, count: 3 * 1024 * 1024)
                 let d = RecordingDelegate()
-                session.execute(HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes(body)), delegate: d)
+                session.execute(
+                    HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"), body: .bytes(body)),
+                    delegate: d
+                )
                 let r = await d.wait()
                 #expect(r.completions == 1 && r.body.count == body.count)
                 #expect(!r.sentProgress.isEmpty)

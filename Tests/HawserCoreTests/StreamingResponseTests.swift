@@ -11,7 +11,6 @@ import Testing
 import Glibc
 #endif
 
-
 /// The test server's pattern: byte i is i % 251 (offset `from`).
 private let patternTemplate: [UInt8] = (0..<(1 << 20) + 251).map { UInt8($0 % 251) }
 
@@ -73,12 +72,16 @@ extension NetworkTests {
             return stats
         }
 
-        @Test("the body arrives in order as chunks, sized and chunked, plain and TLS; the connection is reused after",
-              arguments: [false, true])
+        @Test(
+            "the body arrives in order as chunks, sized and chunked, plain and TLS; the connection is reused after",
+            arguments: [false, true]
+        )
         func streamsInOrder(tls: Bool) async throws {
             try await withServer(tls: tls) { server, session in
                 let base = Self.base(server)
-                for path in ["/bytes/1000000", "/bytes/1000000?chunk=3000", "/stream/3000000", "/stream/3000000?chunked=1"] {
+                for path in [
+                    "/bytes/1000000", "/bytes/1000000?chunk=3000", "/stream/3000000", "/stream/3000000?chunked=1",
+                ] {
                     let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(base + path)))
                     #expect(r.status == 200)
                     var received = 0
@@ -105,7 +108,9 @@ extension NetworkTests {
                 let size = 1 << 30
                 #expect(resetPeakRSS(), "the kernel lets us reset VmHWM (clear_refs 5)")
                 let before = peakRSSKiB()
-                let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(size)")))
+                let r = try await session.streamingResponse(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(size)"))
+                )
                 var received = 0
                 var inOrder = true
                 var holds = 0
@@ -119,7 +124,9 @@ extension NetworkTests {
                     if received >= nextHold {
                         nextHold += 64 << 20
                         var spins = 0
-                        while server.streamedBytes < min(size, received + ResponseBodyStream.highWatermark) && spins < 5000 {
+                        while server.streamedBytes < min(size, received + ResponseBodyStream.highWatermark)
+                            && spins < 5000
+                        {
                             try await Task.sleep(nanoseconds: 1_000_000)
                             spins += 1
                         }
@@ -139,7 +146,9 @@ extension NetworkTests {
         func stoppedConsumerHoldsServer() async throws {
             try await withServer { server, session in
                 let size = 256 << 20
-                let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(size)")))
+                let r = try await session.streamingResponse(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(size)"))
+                )
                 var iterator = r.body.makeAsyncIterator()
                 var received = 0
                 while received < (1 << 20), let chunk = try await iterator.next() { received += chunk.count }
@@ -156,18 +165,25 @@ extension NetworkTests {
                     spins += 1
                 }
                 #expect(stable >= 50, "the server stopped sending")
-                #expect(last < received + (64 << 20), "held back: \(last >> 20) MiB sent while \(received >> 20) MiB were read")
+                #expect(
+                    last < received + (64 << 20),
+                    "held back: \(last >> 20) MiB sent while \(received >> 20) MiB were read"
+                )
                 // Reading again resumes the transfer to its end.
                 while let chunk = try await iterator.next() { received += chunk.count }
                 #expect(received == size)
             }
         }
 
-        @Test("dropping the body mid-stream cancels the request and closes its connection; the next request gets a fresh one")
+        @Test(
+            "dropping the body mid-stream cancels the request and closes its connection; the next request gets a fresh one"
+        )
         func droppedBodyClosesConnection() async throws {
             try await withServer { server, session in
                 do {
-                    let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(64 << 20)")))
+                    let r = try await session.streamingResponse(
+                        for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(64 << 20)"))
+                    )
                     var received = 0
                     for try await chunk in r.body {
                         received += chunk.count
@@ -193,7 +209,9 @@ extension NetworkTests {
                 let consumer = Task { () -> (Int, HawserError?) in
                     var received = 0
                     do throws(HawserError) {
-                        let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(256 << 20)")))
+                        let r = try await session.streamingResponse(
+                            for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(256 << 20)"))
+                        )
                         for try await chunk in r.body {
                             received += chunk.count
                             if received >= 1 << 20 { gotSome.signal() }
@@ -219,7 +237,9 @@ extension NetworkTests {
         @Test("a transfer that breaks mid-body delivers what arrived, then throws its error from the iteration")
         func errorMidStream() async throws {
             try await withServer { server, session in
-                let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/fault/close-mid-body")))
+                let r = try await session.streamingResponse(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/fault/close-mid-body"))
+                )
                 #expect(r.status == 200)
                 var received = 0
                 var thrown: HawserError?
@@ -266,10 +286,14 @@ extension NetworkTests {
         @Test("collect(upTo:) gathers a body, and cancels past its limit with limitExceeded")
         func collect() async throws {
             try await withServer { server, session in
-                let ok = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/300000?chunk=1000")))
+                let ok = try await session.streamingResponse(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/bytes/300000?chunk=1000"))
+                )
                 let all = try await ok.body.collect(upTo: 300_000)
                 #expect(all.count == 300_000 && isPattern(all, at: 0))
-                let big = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(32 << 20)")))
+                let big = try await session.streamingResponse(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/stream/\(32 << 20)"))
+                )
                 do throws(HawserError) {
                     _ = try await big.body.collect(upTo: 1 << 20)
                     Issue.record("collect past its limit must throw")
@@ -291,11 +315,16 @@ extension NetworkTests {
             }
         }
 
-        @Test("request bodies from an AsyncSequence: known length (Content-Length) and unknown (chunked)", arguments: [false, true])
+        @Test(
+            "request bodies from an AsyncSequence: known length (Content-Length) and unknown (chunked)",
+            arguments: [false, true]
+        )
         func requestBodyFromSequence(knownLength: Bool) async throws {
             try await withServer { server, session in
                 let whole = (0..<3_000_000).map { UInt8($0 % 251) }
-                let chunks = stride(from: 0, to: whole.count, by: 70_000).map { Array(whole[$0..<min($0 + 70_000, whole.count)]) }
+                let chunks = stride(from: 0, to: whole.count, by: 70_000).map {
+                    Array(whole[$0..<min($0 + 70_000, whole.count)])
+                }
                 var request = HTTPClientRequest(method: .put, url: url(server.baseURL + "/sink"))
                 request.body = .stream(Chunks(chunks: chunks), length: knownLength ? Int64(whole.count) : nil)
                 request.expectsContinue = false
@@ -307,11 +336,16 @@ extension NetworkTests {
                 echo.body = .stream(Chunks(chunks: [[1, 2], [3]]), length: knownLength ? 3 : nil)
                 let e = try await session.response(for: echo)
                 #expect(e.body == [1, 2, 3])
-                #expect(e.headers[knownLength ? "X-Echo-H-Content-Length" : "X-Echo-H-Transfer-Encoding"] == (knownLength ? "3" : "chunked"))
+                #expect(
+                    e.headers[knownLength ? "X-Echo-H-Content-Length" : "X-Echo-H-Transfer-Encoding"]
+                        == (knownLength ? "3" : "chunked")
+                )
             }
         }
 
-        @Test("a request body sequence that throws, or is shorter than its length, fails the request with a typed error")
+        @Test(
+            "a request body sequence that throws, or is shorter than its length, fails the request with a typed error"
+        )
         func requestBodyFailures() async throws {
             try await withServer { server, session in
                 var failing = HTTPClientRequest(method: .put, url: url(server.baseURL + "/sink"))

@@ -12,31 +12,48 @@ extension NetworkTests {
         static func pki() throws -> TestPKI { try TestPKI.shared() }
 
         /// A configuration that trusts the test root (the test's stand-in for the system store).
-        static func trustingTestRoot(_ configure: (inout SessionConfiguration) -> Void = { _ in }) throws -> SessionConfiguration {
+        static func trustingTestRoot(
+            _ configure: (inout SessionConfiguration) -> Void = { _ in }
+        ) throws -> SessionConfiguration {
             var c = SessionConfiguration()
             c.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([try Self.pki().root]))
             configure(&c)
             return c
         }
 
-        static func withTLSServer(_ leaf: TestPKI.Leaf, intermediate: Bool = true, minimum: TLSVersion = .tls1_2,
-                                  maximum: TLSVersion? = nil, clientCA: String? = nil,
-                                  _ body: (TestServer) async throws -> Void) async throws {
+        static func withTLSServer(
+            _ leaf: TestPKI.Leaf,
+            intermediate: Bool = true,
+            minimum: TLSVersion = .tls1_2,
+            maximum: TLSVersion? = nil,
+            clientCA: String? = nil,
+            _ body: (TestServer) async throws -> Void
+        ) async throws {
             try await expectNoFDLeak {
-                let tls = TestServer.TLS(certificateChainPath: intermediate ? leaf.chainPath : leaf.certificatePath,
-                                         privateKeyPath: leaf.keyPath, minimumVersion: minimum, maximumVersion: maximum,
-                                         clientCAPath: clientCA)
+                let tls = TestServer.TLS(
+                    certificateChainPath: intermediate ? leaf.chainPath : leaf.certificatePath,
+                    privateKeyPath: leaf.keyPath,
+                    minimumVersion: minimum,
+                    maximumVersion: maximum,
+                    clientCAPath: clientCA
+                )
                 let server = try TestServer(host: "127.0.0.1", tls: tls)
                 defer { server.shutdown() }
                 try await body(server)
             }
         }
 
-        static func withSession(_ configuration: SessionConfiguration, delegate: (any SessionDelegate)? = nil,
-                                _ body: (Session) async throws -> Void) async throws {
+        static func withSession(
+            _ configuration: SessionConfiguration,
+            delegate: (any SessionDelegate)? = nil,
+            _ body: (Session) async throws -> Void
+        ) async throws {
             let loop = try EventLoop()
             let session = Session(configuration: configuration, eventLoop: loop, delegate: delegate)
-            defer { session.shutdown(); loop.shutdown() }
+            defer {
+                session.shutdown()
+                loop.shutdown()
+            }
             try await body(session)
         }
 
@@ -56,11 +73,16 @@ extension NetworkTests {
                     let base = "https://localhost:\(server.port)"
                     let r = try await session.response(for: HTTPClientRequest(url: url(base + "/bytes/200000")))
                     #expect(r.status == 200)
-                    #expect(r.body.count == 200_000 && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                    #expect(
+                        r.body.count == 200_000
+                            && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) }
+                    )
                     #expect(r.metrics.secureConnectionStart != nil && r.metrics.secureConnectionEnd != nil)
                     #expect(r.metrics.tlsProtocolVersion == "TLSv1.3")
                     #expect(r.metrics.isResumedTLSSession == false)
-                    let again = try await session.response(for: HTTPClientRequest(url: url(base + "/echo"), headers: ["X-A": "1"]))
+                    let again = try await session.response(
+                        for: HTTPClientRequest(url: url(base + "/echo"), headers: ["X-A": "1"])
+                    )
                     #expect(again.metrics.isReusedConnection)
                     #expect(again.headers["X-Echo-H-Host"] == "localhost:\(server.port)")
                     #expect(server.acceptedConnections == 1)
@@ -84,17 +106,27 @@ extension NetworkTests {
                             task.pauseReading()
                             Task { task.resumeReading() }
                         }
-                        session.execute(HTTPClientRequest(url: url("https://localhost:\(server.port)/bytes/\(size)?chunk=\(chunk)")), delegate: d)
+                        session.execute(
+                            HTTPClientRequest(
+                                url: url("https://localhost:\(server.port)/bytes/\(size)?chunk=\(chunk)")
+                            ),
+                            delegate: d
+                        )
                         let r = await d.wait()
                         #expect(r.completions == 1)
                         #expect(d.error == nil, "\(String(describing: d.error))")
-                        #expect(r.body.count == size && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                        #expect(
+                            r.body.count == size
+                                && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) }
+                        )
                     }
                 }
             }
         }
 
-        @Test("records OpenSSL read ahead while reading was paused are delivered on resume, with nothing more coming from the socket")
+        @Test(
+            "records OpenSSL read ahead while reading was paused are delivered on resume, with nothing more coming from the socket"
+        )
         func pausedReadAheadRecordsAreNotStranded() async throws {
             let pki = try Self.pki()
             try await Self.withTLSServer(pki.valid) { server in
@@ -107,16 +139,24 @@ extension NetworkTests {
                     let d = RecordingDelegate()
                     let paused = Mutex(0)
                     d.onBody = { task, _ in
-                        let first = paused.withLock { n -> Bool in n += 1; return n == 1 }
+                        let first = paused.withLock { n -> Bool in
+                            n += 1
+                            return n == 1
+                        }
                         guard first else { return }
                         task.pauseReading()
                         Task { task.resumeReading() }
                     }
-                    session.execute(HTTPClientRequest(url: url("https://localhost:\(server.port)/bytes/4000?chunk=100&records=1")), delegate: d)
+                    session.execute(
+                        HTTPClientRequest(url: url("https://localhost:\(server.port)/bytes/4000?chunk=100&records=1")),
+                        delegate: d
+                    )
                     let r = await d.wait()
                     #expect(r.completions == 1)
                     #expect(d.error == nil, "\(String(describing: d.error))")
-                    #expect(r.body.count == 4000 && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+                    #expect(
+                        r.body.count == 4000 && r.body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) }
+                    )
                     #expect(paused.withLock { $0 } >= 2, "the body came in more than one delivery (one per record)")
                 }
             }
@@ -142,7 +182,10 @@ extension NetworkTests {
                     // which the server may or may not accept again.)
                     let resumed = await withTaskGroup(of: Bool.self) { group in
                         for _ in 0..<2 {
-                            group.addTask { (try? await session.response(for: HTTPClientRequest(url: url(base + "/close"))))?.metrics.isResumedTLSSession == true }
+                            group.addTask {
+                                (try? await session.response(for: HTTPClientRequest(url: url(base + "/close"))))?
+                                    .metrics.isResumedTLSSession == true
+                            }
                         }
                         var n = 0
                         for await r in group where r { n += 1 }
@@ -167,8 +210,12 @@ extension NetworkTests {
         @Test("every scenario × policy over real TLS: accept or refuse, with the reason")
         func matrix() async throws {
             let p = try Self.pki()
-            func policy(_ mode: SecurityPolicy.PinningMode, _ pinned: Set<Certificate> = [], allowInvalid: Bool = false,
-                        validatesDomainName: Bool = true) -> SecurityPolicy {
+            func policy(
+                _ mode: SecurityPolicy.PinningMode,
+                _ pinned: Set<Certificate> = [],
+                allowInvalid: Bool = false,
+                validatesDomainName: Bool = true
+            ) -> SecurityPolicy {
                 var s = SecurityPolicy(pinningMode: mode, pinnedCertificates: pinned)
                 s.allowInvalidCertificates = allowInvalid
                 s.validatesDomainName = validatesDomainName
@@ -176,8 +223,10 @@ extension NetworkTests {
                 return s
             }
             var spki = SecurityPolicy(pinningMode: .publicKey)
-            spki.pinnedPublicKeyHashes = [try PublicKeyPin("sha256/" + String(repeating: "A", count: 43) + "="),  // backup, matches nothing
-                                          try PublicKeyPin(p.intermediate.publicKeySHA256Pin)]
+            spki.pinnedPublicKeyHashes = [
+                try PublicKeyPin("sha256/" + String(repeating: "A", count: 43) + "="),  // backup, matches nothing
+                try PublicKeyPin(p.intermediate.publicKeySHA256Pin),
+            ]
             spki.anchors = .custom([p.root])
             var commonName = policy(.none)
             commonName.allowsCommonNameFallback = true
@@ -193,7 +242,8 @@ extension NetworkTests {
                 ("certificate pin not in chain", policy(.certificate, [p.untrustedRoot])),
                 ("SPKI hash pins with a backup", spki),
             ]
-            var accepted = 0, refused = 0
+            var accepted = 0
+            var refused = 0
             for leaf in p.serverLeaves {
                 for withIntermediate in [true, false] {
                     try await Self.withTLSServer(leaf, intermediate: withIntermediate) { server in
@@ -204,7 +254,10 @@ extension NetworkTests {
                             try await Self.withSession(c) { session in
                                 let expected: TrustFailure.Reason?
                                 do throws(TrustFailure) {
-                                    try evaluator.evaluate(ServerTrust(host: "localhost", certificates: presented), forHost: "localhost")
+                                    try evaluator.evaluate(
+                                        ServerTrust(host: "localhost", certificates: presented),
+                                        forHost: "localhost"
+                                    )
                                     expected = nil
                                 } catch {
                                     expected = error.reason
@@ -212,14 +265,20 @@ extension NetworkTests {
                                 let label = "\(leaf.name)\(withIntermediate ? "" : " (leaf only)") / \(name)"
                                 switch await Self.get(session, "https://localhost:\(server.port)/hello") {
                                 case .success(let r):
-                                    #expect(expected == nil, "\(label): accepted, the policy says \(String(describing: expected))")
+                                    #expect(
+                                        expected == nil,
+                                        "\(label): accepted, the policy says \(String(describing: expected))"
+                                    )
                                     #expect(r.status == 200)
                                     accepted += 1
                                 case .failure(let e):
                                     #expect(e.code == .serverCertificateUntrusted, "\(label): \(e)")
                                     #expect(e.urlErrorCode == -1202)
                                     #expect((e.underlying as? TrustFailure)?.reason == expected, "\(label): \(e)")
-                                    #expect(e.peerCertificates == presented, "\(label): the error carries the chain as presented")
+                                    #expect(
+                                        e.peerCertificates == presented,
+                                        "\(label): the error carries the chain as presented"
+                                    )
                                     refused += 1
                                 }
                             }
@@ -227,7 +286,10 @@ extension NetworkTests {
                     }
                 }
             }
-            #expect(accepted > 10 && refused > 100, "the matrix exercises both verdicts (\(accepted) accepted, \(refused) refused)")
+            #expect(
+                accepted > 10 && refused > 100,
+                "the matrix exercises both verdicts (\(accepted) accepted, \(refused) refused)"
+            )
         }
 
         @Test("the system store does not trust the test root: the default refuses with untrustedRoot")
@@ -237,8 +299,10 @@ extension NetworkTests {
                     // Twice: a refused chain's session is never kept, so the second connection
                     // cannot resume its way past the evaluation.
                     for _ in 0..<2 {
-                        guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello") else {
-                            Issue.record("a certificate from the test root was trusted by the system store"); return
+                        guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello")
+                        else {
+                            Issue.record("a certificate from the test root was trusted by the system store")
+                            return
                         }
                         #expect(e.code == .serverCertificateUntrusted)
                         #expect((e.underlying as? TrustFailure)?.reason == .untrustedRoot)
@@ -254,17 +318,23 @@ extension NetworkTests {
                 let disposition: ChallengeDisposition
                 let seen = Mutex<[AuthenticationChallenge]>([])
                 init(_ d: ChallengeDisposition) { self.disposition = d }
-                override func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
-                                   completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+                override func task(
+                    _ task: RequestTask,
+                    didReceive challenge: AuthenticationChallenge,
+                    completion: @escaping @Sendable (ChallengeDisposition) -> Void
+                ) {
                     self.seen.withLock { $0.append(challenge) }
                     let d = self.disposition
-                    Thread.detachNewThread { completion(d) }   // later, from another thread
+                    Thread.detachNewThread { completion(d) }  // later, from another thread
                 }
             }
             final class SessionLevel: SessionDelegate, @unchecked Sendable {
                 let count = Mutex(0)
-                func session(_ session: Session, didReceive challenge: AuthenticationChallenge,
-                             completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+                func session(
+                    _ session: Session,
+                    didReceive challenge: AuthenticationChallenge,
+                    completion: @escaping @Sendable (ChallengeDisposition) -> Void
+                ) {
                     self.count.withLock { $0 += 1 }
                     completion(.useServerTrust)
                 }
@@ -285,7 +355,12 @@ extension NetworkTests {
                 try await Self.withSession(SessionConfiguration()) { session in
                     let refuse = Answering(.refuseServerTrust(TrustFailure(.pinMismatch, "not our pin")))
                     session.execute(HTTPClientRequest(url: u), delegate: refuse)
-                    let e = try #require(await refuse.wait().result.flatMap { r -> HawserError? in if case .failure(let e) = r { return e }; return nil })
+                    let e = try #require(
+                        await refuse.wait().result.flatMap { r -> HawserError? in
+                            if case .failure(let e) = r { return e }
+                            return nil
+                        }
+                    )
                     #expect(e.code == .serverCertificateUntrusted && e.urlErrorCode == -1202)
                     #expect((e.underlying as? TrustFailure)?.reason == .pinMismatch)
 
@@ -293,7 +368,10 @@ extension NetworkTests {
                     session.execute(HTTPClientRequest(url: u), delegate: cancel)
                     let rec = await cancel.wait()
                     #expect(rec.completions == 1)
-                    guard case .failure(let c)? = rec.result else { Issue.record("cancel succeeded"); return }
+                    guard case .failure(let c)? = rec.result else {
+                        Issue.record("cancel succeeded")
+                        return
+                    }
                     #expect(c.code == .cancelled)
                 }
                 let sessionLevel = SessionLevel()
@@ -310,8 +388,10 @@ extension NetworkTests {
         func oldProtocol() async throws {
             try await Self.withTLSServer(try Self.pki().valid, minimum: .tls1_0, maximum: .tls1_0) { server in
                 try await Self.withSession(try Self.trustingTestRoot()) { session in
-                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello") else {
-                        Issue.record("TLS 1.0 was accepted"); return
+                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello")
+                    else {
+                        Issue.record("TLS 1.0 was accepted")
+                        return
                     }
                     #expect(e.code == .secureConnectionFailed)
                     #expect(e.urlErrorCode == -1200)
@@ -324,22 +404,37 @@ extension NetworkTests {
             let p = try Self.pki()
             try await Self.withTLSServer(p.valid, clientCA: p.rootPath) { server in
                 try await Self.withSession(try Self.trustingTestRoot()) { session in
-                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello") else {
-                        Issue.record("the server accepted a client without a certificate"); return
+                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello")
+                    else {
+                        Issue.record("the server accepted a client without a certificate")
+                        return
                     }
                     #expect(e.code == .clientCertificateRequired, "\(e)")
                 }
-                let identity = TLSClientIdentity.pem(certificateChainPath: p.client.certificatePath, privateKeyPath: p.client.keyPath)
+                let identity = TLSClientIdentity.pem(
+                    certificateChainPath: p.client.certificatePath,
+                    privateKeyPath: p.client.keyPath
+                )
                 try await Self.withSession(try Self.trustingTestRoot { $0.tls.clientIdentity = identity }) { session in
-                    let r = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(server.port)/hello")))
+                    let r = try await session.response(
+                        for: HTTPClientRequest(url: url("https://localhost:\(server.port)/hello"))
+                    )
                     #expect(r.status == 200)
                 }
             }
             // A bad identity is a clear error on the task, not a crash.
-            try await Self.withSession(try Self.trustingTestRoot {
-                $0.tls.clientIdentity = .pem(certificateChainPath: "/nonexistent.pem", privateKeyPath: "/nonexistent.key")
-            }) { session in
-                guard case .failure(let e) = await Self.get(session, "https://localhost:1/hello") else { Issue.record("no error"); return }
+            try await Self.withSession(
+                try Self.trustingTestRoot {
+                    $0.tls.clientIdentity = .pem(
+                        certificateChainPath: "/nonexistent.pem",
+                        privateKeyPath: "/nonexistent.key"
+                    )
+                }
+            ) { session in
+                guard case .failure(let e) = await Self.get(session, "https://localhost:1/hello") else {
+                    Issue.record("no error")
+                    return
+                }
                 #expect(e.code == .clientCertificateRequired)
                 #expect(e.message.contains("/nonexistent.pem"))
             }
@@ -349,19 +444,29 @@ extension NetworkTests {
         func truncation() async throws {
             try await Self.withTLSServer(try Self.pki().valid) { server in
                 try await Self.withSession(try Self.trustingTestRoot()) { session in
-                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/fault/truncate") else {
-                        Issue.record("a truncated TLS body was accepted"); return
+                    guard
+                        case .failure(let e) = await Self.get(
+                            session,
+                            "https://localhost:\(server.port)/fault/truncate"
+                        )
+                    else {
+                        Issue.record("a truncated TLS body was accepted")
+                        return
                     }
                     #expect(e.code == .connectionLost)
                     #expect(e.message.contains("truncated"))
                     // With close_notify, the same framing ends cleanly.
-                    let r = try await session.response(for: HTTPClientRequest(url: url("https://localhost:\(server.port)/close-delimited/5000")))
+                    let r = try await session.response(
+                        for: HTTPClientRequest(url: url("https://localhost:\(server.port)/close-delimited/5000"))
+                    )
                     #expect(r.body.count == 5000)
                 }
             }
         }
 
-        @Test("a handshake that never completes hits the connect timeout; garbage instead of a ServerHello is a clear error")
+        @Test(
+            "a handshake that never completes hits the connect timeout; garbage instead of a ServerHello is a clear error"
+        )
         func brokenPeers() async throws {
             try await FaultTests.withVirtualSession({ $0.connectTimeout = 30 }) { session, _ in
                 let silent = try ScriptedServer([[.stall]])
@@ -377,9 +482,14 @@ extension NetworkTests {
                 #expect(FaultTests.error(rec)?.code == .connectTimeout)
             }
             try await FaultTests.withSession { session in
-                let garbage = try ScriptedServer([[.sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"), .waitForClose]])
+                let garbage = try ScriptedServer([
+                    [.sendText("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"), .waitForClose]
+                ])
                 defer { garbage.stop() }
-                let rec = await FaultTests.run(session, HTTPClientRequest(url: url("https://127.0.0.1:\(garbage.port)/")))
+                let rec = await FaultTests.run(
+                    session,
+                    HTTPClientRequest(url: url("https://127.0.0.1:\(garbage.port)/"))
+                )
                 #expect(rec.completions == 1)
                 let e = try #require(FaultTests.error(rec))
                 #expect(e.code == .secureConnectionFailed)

@@ -1,8 +1,9 @@
-@testable import HawserCore
-@testable import HawserPosix
 import HawserTestServer
 import Synchronization
 import Testing
+
+@testable import HawserCore
+@testable import HawserPosix
 
 extension NetworkTests {
     @Suite("Timers under load and the loop as task executor", .serialized)
@@ -28,7 +29,10 @@ extension NetworkTests {
                 defer { server.shutdown() }
                 let loop = try EventLoop()
                 let session = Session(eventLoop: loop)
-                defer { session.shutdown(); loop.shutdown() }
+                defer {
+                    session.shutdown()
+                    loop.shutdown()
+                }
                 for _ in 0..<2_000 {
                     _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 }
@@ -47,7 +51,10 @@ extension NetworkTests {
                 config.idleConnectionTimeout = 60
                 let loop = try EventLoop(clock: ManualClock())
                 let session = Session(configuration: config, eventLoop: loop)
-                defer { session.shutdown(); loop.shutdown() }
+                defer {
+                    session.shutdown()
+                    loop.shutdown()
+                }
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 // 30 s later a second use of the same connection: its one timer (armed at the first
                 // release) then finds it idle for only 30 s and re-arms for the rest.
@@ -71,7 +78,10 @@ extension NetworkTests {
                 defer { server.shutdown() }
                 let loop = try EventLoop()
                 let session = Session(eventLoop: loop)
-                defer { session.shutdown(); loop.shutdown() }
+                defer {
+                    session.shutdown()
+                    loop.shutdown()
+                }
                 let (before, after, status) = try await withTaskExecutorPreference(loop) {
                     let before = loop.inEventLoop
                     let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))

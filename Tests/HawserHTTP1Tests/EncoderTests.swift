@@ -17,8 +17,11 @@ struct EncoderTests {
     @Test("request head round trip: encode, parse, same head")
     func requestRoundTrip() throws {
         let head = HTTPRequestHead(
-            method: "PROPFIND", target: "/dav/x", version: .http1_0,
-            headers: ["Host": "example.com", "X-Many": "a, b", "x-many": "c", "Connection": "keep-alive"])
+            method: "PROPFIND",
+            target: "/dav/x",
+            version: .http1_0,
+            headers: ["Host": "example.com", "X-Many": "a, b", "x-many": "c", "Connection": "keep-alive"]
+        )
         var buffer: [UInt8] = []
         try HTTP1Encoder.writeRequestHead(head, into: &buffer)
         let events = verify(buffer, RequestHarness())
@@ -28,7 +31,11 @@ struct EncoderTests {
 
     @Test("response head round trip with a chunked body and trailers")
     func responseRoundTrip() throws {
-        let head = HTTPResponseHead(status: 201, reasonPhrase: "Created", headers: ["Transfer-Encoding": "chunked", "Trailer": "X-Sum"])
+        let head = HTTPResponseHead(
+            status: 201,
+            reasonPhrase: "Created",
+            headers: ["Transfer-Encoding": "chunked", "Trailer": "X-Sum"]
+        )
         var buffer: [UInt8] = []
         try HTTP1Encoder.writeResponseHead(head, into: &buffer)
         for piece in ["hello", String(repeating: "z", count: 300)] {
@@ -42,7 +49,8 @@ struct EncoderTests {
             events == [
                 .head("HTTP/1.1 201 Created", ["Transfer-Encoding: chunked", "Trailer: X-Sum"]),
                 .body("hello" + String(repeating: "z", count: 300)), .trailers(["X-Sum: 99"]), .end(keepAlive: true),
-            ])
+            ]
+        )
     }
 
     @Test("chunk framing bytes")
@@ -82,7 +90,10 @@ struct EncoderTests {
         var buffer: [UInt8] = []
         let headers = HTTPHeaders([(injection.name, injection.value)])
         #expect(throws: HTTP1EncodeError(injection.kind)) {
-            try HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: .get, target: "/", headers: headers), into: &buffer)
+            try HTTP1Encoder.writeRequestHead(
+                HTTPRequestHead(method: .get, target: "/", headers: headers),
+                into: &buffer
+            )
         }
         #expect(throws: HTTP1EncodeError(injection.kind)) {
             try HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 200, headers: headers), into: &buffer)
@@ -115,7 +126,10 @@ struct EncoderTests {
             try HTTP1Encoder.writeResponseHead(HTTPResponseHead(status: 42), into: &buffer)
         }
         #expect(throws: HTTP1EncodeError(.invalidVersion)) {
-            try HTTP1Encoder.writeResponseHead(HTTPResponseHead(version: HTTPVersion(major: 2, minor: 0), status: 200), into: &buffer)
+            try HTTP1Encoder.writeResponseHead(
+                HTTPResponseHead(version: HTTPVersion(major: 2, minor: 0), status: 200),
+                into: &buffer
+            )
         }
         #expect(buffer.isEmpty)
     }

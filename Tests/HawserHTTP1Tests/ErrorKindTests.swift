@@ -32,7 +32,8 @@ struct ErrorCase: Sendable, CustomTestStringConvertible {
 
     func events() -> [Observed] {
         switch self.side {
-        case .response(let method): return verify(bytes(self.wire), ResponseHarness(method: method, limits: self.limits))
+        case .response(let method):
+            return verify(bytes(self.wire), ResponseHarness(method: method, limits: self.limits))
         case .request: return verify(bytes(self.wire), RequestHarness(limits: self.limits))
         }
     }
@@ -85,17 +86,58 @@ let errorCases: [ErrorCase] = [
     ErrorCase("Content-Length empty list element", ok + "Content-Length: 5,,5\r\n\r\n", .invalidContentLength),
     ErrorCase("Content-Length with space inside", ok + "Content-Length: 1 2\r\n\r\n", .invalidContentLength),
     ErrorCase("Content-Length list disagrees", ok + "Content-Length: 5, 6\r\n\r\n", .conflictingContentLength),
-    ErrorCase("Content-Length fields disagree", ok + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n", .conflictingContentLength),
-    ErrorCase("CL and TE in a response", ok + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", .contentLengthWithTransferEncoding),
-    ErrorCase("TE and CL in a request", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", .contentLengthWithTransferEncoding),
+    ErrorCase(
+        "Content-Length fields disagree",
+        ok + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        .conflictingContentLength
+    ),
+    ErrorCase(
+        "CL and TE in a response",
+        ok + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .contentLengthWithTransferEncoding
+    ),
+    ErrorCase(
+        "TE and CL in a request",
+        .request,
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        .contentLengthWithTransferEncoding
+    ),
     ErrorCase("empty Transfer-Encoding", ok + "Transfer-Encoding: \r\n\r\n", .invalidTransferEncoding),
-    ErrorCase("chunked twice", ok + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", .invalidTransferEncoding),
+    ErrorCase(
+        "chunked twice",
+        ok + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .invalidTransferEncoding
+    ),
     ErrorCase("chunked with a parameter", ok + "Transfer-Encoding: chunked ;q=1\r\n\r\n", .invalidTransferEncoding),
-    ErrorCase("chunked with a parameter in a request", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked;x\r\n\r\n", .invalidTransferEncoding),
-    ErrorCase("request TE not ending in chunked", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", .unsupportedTransferEncoding),
-    ErrorCase("request chunked then gzip", .request, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", .unsupportedTransferEncoding),
-    ErrorCase("TE in an HTTP/1.0 response", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .transferEncodingInHTTP1_0),
-    ErrorCase("TE in an HTTP/1.0 request", .request, "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", .transferEncodingInHTTP1_0),
+    ErrorCase(
+        "chunked with a parameter in a request",
+        .request,
+        "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked;x\r\n\r\n",
+        .invalidTransferEncoding
+    ),
+    ErrorCase(
+        "request TE not ending in chunked",
+        .request,
+        "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+        .unsupportedTransferEncoding
+    ),
+    ErrorCase(
+        "request chunked then gzip",
+        .request,
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+        .unsupportedTransferEncoding
+    ),
+    ErrorCase(
+        "TE in an HTTP/1.0 response",
+        "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .transferEncodingInHTTP1_0
+    ),
+    ErrorCase(
+        "TE in an HTTP/1.0 request",
+        .request,
+        "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .transferEncodingInHTTP1_0
+    ),
     ErrorCase("chunk size not hex", chunkedHead + "zz\r\n", .invalidChunkSize),
     ErrorCase("chunk size missing", chunkedHead + "\r\n", .invalidChunkSize),
     ErrorCase("junk after a chunk size", chunkedHead + "5x\r\nhello\r\n", .invalidChunkSize),
@@ -105,11 +147,36 @@ let errorCases: [ErrorCase] = [
     ErrorCase("NUL in a chunk extension", chunkedHead + "5;a\u{0}\r\nhello\r\n", .invalidChunkExtension),
     ErrorCase("chunk data without CRLF", chunkedHead + "5\r\nhelloX\r\n", .invalidChunkData),
     ErrorCase("chunk data with CR only", chunkedHead + "5\r\nhello\rX", .invalidChunkData),
-    ErrorCase("head over maxHeadBytes", ok + "X: 1234567890\r\n\r\n", .headTooLarge, limits: HTTP1Limits(maxHeadBytes: 30)),
-    ErrorCase("fields over maxHeaderCount", ok + "A: 1\r\nB: 2\r\nC: 3\r\n\r\n", .tooManyHeaders, limits: HTTP1Limits(maxHeaderCount: 2)),
-    ErrorCase("line over maxLineLength", ok + "X: 12345678901234567890\r\n\r\n", .lineTooLong, limits: HTTP1Limits(maxLineLength: 20)),
-    ErrorCase("chunk extensions over the limit", chunkedHead + "5;abcdefghij\r\nhello\r\n", .chunkExtensionTooLong, limits: HTTP1Limits(maxChunkExtensionBytes: 8)),
-    ErrorCase("trailers over maxTrailerBytes", chunkedHead + "0\r\nX-A: 1234567890\r\n\r\n", .trailersTooLarge, limits: HTTP1Limits(maxTrailerBytes: 10)),
+    ErrorCase(
+        "head over maxHeadBytes",
+        ok + "X: 1234567890\r\n\r\n",
+        .headTooLarge,
+        limits: HTTP1Limits(maxHeadBytes: 30)
+    ),
+    ErrorCase(
+        "fields over maxHeaderCount",
+        ok + "A: 1\r\nB: 2\r\nC: 3\r\n\r\n",
+        .tooManyHeaders,
+        limits: HTTP1Limits(maxHeaderCount: 2)
+    ),
+    ErrorCase(
+        "line over maxLineLength",
+        ok + "X: 12345678901234567890\r\n\r\n",
+        .lineTooLong,
+        limits: HTTP1Limits(maxLineLength: 20)
+    ),
+    ErrorCase(
+        "chunk extensions over the limit",
+        chunkedHead + "5;abcdefghij\r\nhello\r\n",
+        .chunkExtensionTooLong,
+        limits: HTTP1Limits(maxChunkExtensionBytes: 8)
+    ),
+    ErrorCase(
+        "trailers over maxTrailerBytes",
+        chunkedHead + "0\r\nX-A: 1234567890\r\n\r\n",
+        .trailersTooLarge,
+        limits: HTTP1Limits(maxTrailerBytes: 10)
+    ),
     ErrorCase("EOF inside the status line", "HTTP/1.1 20", .truncatedHead),
     ErrorCase("EOF inside the fields", ok + "Content-Length: 5\r\n", .truncatedHead),
     ErrorCase("EOF after an interim response", "HTTP/1.1 100 Continue\r\n\r\n", .truncatedHead),

@@ -81,36 +81,53 @@ struct FramingTests {
         let wire = bytes(Self.status + "X: 12345\r\nContent-Length: 0\r\n\r\n")
         let size = wire.count
         #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeadBytes: size))).last == .end(keepAlive: true))
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeadBytes: size - 1))).last == .error(.headTooLarge, offset: size - 1))
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeadBytes: size - 1))).last
+                == .error(.headTooLarge, offset: size - 1)
+        )
     }
 
     @Test("maxHeaderCount: exactly the limit passes, one field more fails")
     func headerCountLimit() {
         let wire = bytes(Self.status + "A: 1\r\nB: 2\r\nContent-Length: 0\r\n\r\n")
         #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeaderCount: 3))).last == .end(keepAlive: true))
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeaderCount: 2))).last == .error(.tooManyHeaders, offset: 29))
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxHeaderCount: 2))).last
+                == .error(.tooManyHeaders, offset: 29)
+        )
     }
 
     @Test("maxLineLength: a line of exactly the limit (CR included) passes, one byte more fails")
     func lineLimit() {
         let wire = bytes(Self.status + "X-Long: 1234567890\r\nContent-Length: 0\r\n\r\n")  // 19 bytes before LF
         #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxLineLength: 19))).last == .end(keepAlive: true))
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxLineLength: 18))).last == .error(.lineTooLong, offset: 17 + 19))
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxLineLength: 18))).last
+                == .error(.lineTooLong, offset: 17 + 19)
+        )
     }
 
     @Test("maxLineLength applies to the request line")
     func requestLineLimit() {
         let wire = bytes("GET /0123456789 HTTP/1.1\r\n\r\n")  // 25 bytes before LF
         #expect(verify(wire, RequestHarness(limits: HTTP1Limits(maxLineLength: 25))).last == .end(keepAlive: true))
-        #expect(verify(wire, RequestHarness(limits: HTTP1Limits(maxLineLength: 24))).last == .error(.lineTooLong, offset: 25))
+        #expect(
+            verify(wire, RequestHarness(limits: HTTP1Limits(maxLineLength: 24))).last
+                == .error(.lineTooLong, offset: 25)
+        )
     }
 
     @Test("maxChunkExtensionBytes: exactly the limit passes, one byte more fails")
     func chunkExtensionLimit() {
         let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
         let wire = bytes(head + "5 ;a=b\r\nhello\r\n0\r\n\r\n")  // " ;a=b": 5 bytes after the digits
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxChunkExtensionBytes: 5))).last == .end(keepAlive: true))
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxChunkExtensionBytes: 4))).last == .error(.chunkExtensionTooLong, offset: 47 + 5))
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxChunkExtensionBytes: 5))).last == .end(keepAlive: true)
+        )
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxChunkExtensionBytes: 4))).last
+                == .error(.chunkExtensionTooLong, offset: 47 + 5)
+        )
     }
 
     @Test("maxTrailerBytes: a trailer section of exactly the limit passes, one byte more fails")
@@ -119,7 +136,10 @@ struct FramingTests {
         let trailers = "A: 1\r\nB: 2\r\n\r\n"  // 14 bytes
         let wire = bytes(head + "0\r\n" + trailers)
         #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxTrailerBytes: 14))).last == .end(keepAlive: true))
-        #expect(verify(wire, ResponseHarness(limits: HTTP1Limits(maxTrailerBytes: 13))).last == .error(.trailersTooLarge, offset: 50 + 13))
+        #expect(
+            verify(wire, ResponseHarness(limits: HTTP1Limits(maxTrailerBytes: 13))).last
+                == .error(.trailersTooLarge, offset: 50 + 13)
+        )
     }
 
     @Test("the defaults are the documented ones")
@@ -151,10 +171,20 @@ struct ExtremeLimitTests {
     func extremes() {
         let wire = bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e\r\nhello\r\n0\r\nT: 1\r\n\r\n")
         let huge = HTTP1Limits(
-            maxHeadBytes: .max, maxHeaderCount: .max, maxLineLength: .max, maxChunkExtensionBytes: .max,
-            maxTrailerBytes: .max)
+            maxHeadBytes: .max,
+            maxHeaderCount: .max,
+            maxLineLength: .max,
+            maxChunkExtensionBytes: .max,
+            maxTrailerBytes: .max
+        )
         #expect(verify(wire, ResponseHarness(limits: huge)).last == .end(keepAlive: true))
-        let zero = HTTP1Limits(maxHeadBytes: 0, maxHeaderCount: 0, maxLineLength: 0, maxChunkExtensionBytes: 0, maxTrailerBytes: 0)
+        let zero = HTTP1Limits(
+            maxHeadBytes: 0,
+            maxHeaderCount: 0,
+            maxLineLength: 0,
+            maxChunkExtensionBytes: 0,
+            maxTrailerBytes: 0
+        )
         #expect(verify(wire, ResponseHarness(limits: zero)).last == .error(.headTooLarge, offset: 0))
         let negative = HTTP1Limits(maxHeadBytes: -5, maxLineLength: -5)
         #expect(verify(wire, ResponseHarness(limits: negative)).last == .error(.headTooLarge, offset: 0))

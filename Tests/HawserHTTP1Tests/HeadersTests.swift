@@ -80,7 +80,9 @@ struct HeadersTests {
 
     @Test("token lists: contains(name:token:) per RFC 9110 §5.6.1")
     func tokens() {
-        let headers: HTTPHeaders = ["Connection": "keep-alive, Upgrade", "Transfer-Encoding": "gzip ; q=1,chunked", "X": ",,"]
+        let headers: HTTPHeaders = [
+            "Connection": "keep-alive, Upgrade", "Transfer-Encoding": "gzip ; q=1,chunked", "X": ",,",
+        ]
         #expect(headers.contains(name: "connection", token: "upgrade"))
         #expect(headers.contains(name: "Connection", token: "KEEP-ALIVE"))
         #expect(!headers.contains(name: "Connection", token: "close"))

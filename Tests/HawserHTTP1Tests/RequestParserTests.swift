@@ -26,7 +26,10 @@ let requestCases: [RequestCase] = [
     RequestCase(
         "POST with Content-Length",
         "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\n\r\n{\"a\":[1,2,3]}",
-        [.head("POST /upload HTTP/1.1", ["Host: x", "Content-Length: 13"]), .body("{\"a\":[1,2,3]}"), .end(keepAlive: true)]
+        [
+            .head("POST /upload HTTP/1.1", ["Host: x", "Content-Length: 13"]), .body("{\"a\":[1,2,3]}"),
+            .end(keepAlive: true),
+        ]
     ),
     RequestCase(
         "POST chunked with trailers",

@@ -51,7 +51,10 @@ let responseCases: [ResponseCase] = [
     ResponseCase(
         "HTTP/1.0 with Connection: keep-alive persists",
         "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
-        [.head("HTTP/1.0 200 OK", ["Connection: Keep-Alive", "Content-Length: 2"]), .body("ok"), .end(keepAlive: true)]
+        [
+            .head("HTTP/1.0 200 OK", ["Connection: Keep-Alive", "Content-Length: 2"]), .body("ok"),
+            .end(keepAlive: true),
+        ]
     ),
     ResponseCase(
         "a higher minor version is processed as HTTP/1.1: kept alive by default (RFC 9110 §2.5)",
@@ -158,7 +161,10 @@ let responseCases: [ResponseCase] = [
         "CONNECT 407: an ordinary response",
         method: .connect,
         "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 3\r\n\r\nno!",
-        [.head("HTTP/1.1 407 Proxy Authentication Required", ["Content-Length: 3"]), .body("no!"), .end(keepAlive: true)]
+        [
+            .head("HTTP/1.1 407 Proxy Authentication Required", ["Content-Length: 3"]), .body("no!"),
+            .end(keepAlive: true),
+        ]
     ),
     ResponseCase(
         "bare LF line ends are accepted (RFC 9112 §2.2 MAY)",
@@ -268,10 +274,16 @@ struct ResponseParserTests {
         let wire = bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
         try wire.withUnsafeBytes { raw in
             let (headConsumed, head) = try parser.next(raw)
-            guard case .head = head else { Issue.record("expected head"); return }
+            guard case .head = head else {
+                Issue.record("expected head")
+                return
+            }
             let rest = UnsafeRawBufferPointer(rebasing: raw[headConsumed...])
             let (consumed, event) = try parser.next(rest)
-            guard case .body(let range) = event else { Issue.record("expected body"); return }
+            guard case .body(let range) = event else {
+                Issue.record("expected body")
+                return
+            }
             #expect(range == 3..<6)  // "3\r\n" then the data
             #expect(consumed == 6)
             #expect(Array(rest[range]) == bytes("abc"))

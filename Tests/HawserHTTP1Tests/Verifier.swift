@@ -55,7 +55,9 @@ struct ResponseHarness: ParserHarness {
         self.parser.expectResponse(to: method)
     }
 
-    mutating func next(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: HTTP1ResponseEvent?) {
+    mutating func next(
+        _ input: UnsafeRawBufferPointer
+    ) throws(HTTP1ParseError) -> (consumed: Int, event: HTTP1ResponseEvent?) {
         try self.parser.next(input)
     }
 
@@ -81,7 +83,9 @@ struct RequestHarness: ParserHarness {
         self.parser = HTTP1RequestParser(limits: limits)
     }
 
-    mutating func next(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: HTTP1RequestEvent?) {
+    mutating func next(
+        _ input: UnsafeRawBufferPointer
+    ) throws(HTTP1ParseError) -> (consumed: Int, event: HTTP1RequestEvent?) {
         try self.parser.next(input)
     }
 

@@ -26,7 +26,11 @@ struct HTTPTypesConversionTests {
     func fieldsRoundTrip() throws {
         let fields = try HTTPFields(Self.headers)
         #expect(fields.count == 7)
-        #expect(fields.map(\.name.rawName) == ["Content-Type", "set-cookie", "X-Dup", "Set-Cookie", "x-dup", "ETag", "X-Empty"])
+        #expect(
+            fields.map(\.name.rawName) == [
+                "Content-Type", "set-cookie", "X-Dup", "Set-Cookie", "x-dup", "ETag", "X-Empty",
+            ]
+        )
         #expect(fields[values: .setCookie] == ["a=1; Path=/", "b=2; Path=/"], "repeated fields are not folded")
         #expect(fields[values: HTTPField.Name("X-Dup")!] == ["first", "second"])
         let back = HTTPHeaders(fields)
@@ -65,9 +69,13 @@ struct HTTPTypesConversionTests {
         #expect(throws: HawserError.self) { try HTTPResponse(HTTPResponseHead(status: 42)) }
     }
 
-    @Test("HTTPClientRequest ↔ HTTPRequest: method, scheme, authority (port, IPv6), path with query, fields",
-          arguments: ["http://example.com/", "https://example.com:8443/a/b%20c?x=1&y=%2F", "http://[::1]:8080/v1?q",
-                      "http://127.0.0.1/search?q=a+b#frag"])
+    @Test(
+        "HTTPClientRequest ↔ HTTPRequest: method, scheme, authority (port, IPv6), path with query, fields",
+        arguments: [
+            "http://example.com/", "https://example.com:8443/a/b%20c?x=1&y=%2F", "http://[::1]:8080/v1?q",
+            "http://127.0.0.1/search?q=a+b#frag",
+        ]
+    )
     func requestRoundTrip(_ u: String) throws {
         var request = HTTPClientRequest(method: .patch, url: URL(string: u)!, headers: Self.headers)
         request.body = .bytes([1, 2, 3])
@@ -75,7 +83,9 @@ struct HTTPTypesConversionTests {
         #expect(converted.method == .patch)
         let components = URLComponents(string: u)!
         #expect(converted.scheme == components.scheme)
-        #expect(converted.path == components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? ""))
+        #expect(
+            converted.path == components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        )
         #expect(converted.headerFields.count == 7)
         let back = try HTTPClientRequest(converted, body: .bytes([4]))
         #expect(back.method == .patch)
@@ -93,7 +103,9 @@ struct HTTPTypesConversionTests {
     func requestEdges() throws {
         var fields = HTTPFields()
         fields[HTTPField.Name("Host")!] = "example.org:81"
-        let viaHost = try HTTPClientRequest(HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/x", headerFields: fields))
+        let viaHost = try HTTPClientRequest(
+            HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/x", headerFields: fields)
+        )
         #expect(viaHost.url.absoluteString == "http://example.org:81/x")
         let invalid: [(HTTPRequest, String)] = [
             (HTTPRequest(method: .get, scheme: "ftp", authority: "example.org", path: "/"), "scheme"),
@@ -130,10 +142,24 @@ extension NetworkTests {
                 fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "one"))
                 fields.append(HTTPField(name: .contentType, value: "application/octet-stream"))
                 fields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "two"))
-                let request = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)",
-                                          path: "/echo?q=1", headerFields: fields)
+                let request = HTTPRequest(
+                    method: .post,
+                    scheme: "http",
+                    authority: "127.0.0.1:\(server.port)",
+                    path: "/echo?q=1",
+                    headerFields: fields
+                )
                 let (response, body) = try await session.streamingResponse(
-                    for: request, body: .stream(AsyncStream<ArraySlice<UInt8>> { c in c.yield([1, 2, 3][...]); c.yield([4][...]); c.finish() }, length: 4))
+                    for: request,
+                    body: .stream(
+                        AsyncStream<ArraySlice<UInt8>> { c in
+                            c.yield([1, 2, 3][...])
+                            c.yield([4][...])
+                            c.finish()
+                        },
+                        length: 4
+                    )
+                )
                 #expect(response.status == .ok)
                 #expect(response.headerFields[HTTPField.Name("X-Echo-Method")!] == "POST")
                 #expect(response.headerFields[HTTPField.Name("X-Echo-Target")!] == "/echo?q=1")
@@ -142,22 +168,40 @@ extension NetworkTests {
 
                 // Two Set-Cookie fields from the server stay two fields, in order.
                 let (cookies, cookieBody) = try await session.streamingResponse(
-                    for: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/cookies/set?a=1&b=2"))
+                    for: HTTPRequest(
+                        method: .get,
+                        scheme: "http",
+                        authority: "127.0.0.1:\(server.port)",
+                        path: "/cookies/set?a=1&b=2"
+                    )
+                )
                 #expect(cookies.headerFields[values: .setCookie] == ["a=1; Path=/", "b=2; Path=/"])
                 _ = try await cookieBody.collect(upTo: 100)
 
                 // A streamed download through the HTTPRequest entry point.
                 let (big, bigBody) = try await session.streamingResponse(
-                    for: HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/stream/5000000"))
+                    for: HTTPRequest(
+                        method: .get,
+                        scheme: "http",
+                        authority: "127.0.0.1:\(server.port)",
+                        path: "/stream/5000000"
+                    )
+                )
                 #expect(big.headerFields[.contentLength] == "5000000")
                 var received = 0
                 var ok = true
                 for try await chunk in bigBody {
-                    for (i, b) in chunk.enumerated() where b != UInt8((received + i) % 251) { ok = false; break }
+                    for (i, b) in chunk.enumerated() where b != UInt8((received + i) % 251) {
+                        ok = false
+                        break
+                    }
                     received += chunk.count
                 }
                 #expect(received == 5_000_000 && ok)
-                #expect(bigBody.metrics?.isReusedConnection == true, "the cookie response was read to its end: its connection was reused")
+                #expect(
+                    bigBody.metrics?.isReusedConnection == true,
+                    "the cookie response was read to its end: its connection was reused"
+                )
             }
         }
 
@@ -165,7 +209,9 @@ extension NetworkTests {
         func invalidRequest() async throws {
             try await Self.withServer { server, session in
                 do throws(HawserError) {
-                    _ = try await session.streamingResponse(for: HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/"))
+                    _ = try await session.streamingResponse(
+                        for: HTTPRequest(method: .get, scheme: "http", authority: nil, path: "/")
+                    )
                     Issue.record("must throw")
                 } catch {
                     #expect(error.code == .invalidRequest)

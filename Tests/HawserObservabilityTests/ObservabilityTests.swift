@@ -2,7 +2,6 @@
 // emits is caught by the in-memory ends of Recorders.swift and asserted line by line, span by
 // span, metric by metric.
 import Hawser
-@testable import HawserCore
 import HawserMetrics
 import HawserTestServer
 import HawserTestSupport
@@ -11,6 +10,8 @@ import Logging
 import Metrics
 import Testing
 import Tracing
+
+@testable import HawserCore
 
 /// Serialized: the descriptor-leak checks count the whole process's descriptors.
 @Suite(.serialized, .timeLimit(.minutes(2))) enum ObservabilityTests {}
@@ -23,8 +24,13 @@ extension ObservabilityTests {
             let recorder = LogRecorder()
             try await withServer({ $0.logger = recorder.logger(level: .debug) }) { server, session in
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/bytes/100")))
-                _ = try await session.response(for: HTTPClientRequest(method: .post, url: url(server.baseURL + "/echo"),
-                                                                      body: .bytes(Array(repeating: 7, count: 10))))
+                _ = try await session.response(
+                    for: HTTPClientRequest(
+                        method: .post,
+                        url: url(server.baseURL + "/echo"),
+                        body: .bytes(Array(repeating: 7, count: 10))
+                    )
+                )
                 let lines = recorder.lines
                 #expect(lines.count == 2)
                 #expect(lines.allSatisfy { $0.level == .debug && $0.message == "request finished" })
@@ -68,21 +74,25 @@ extension ObservabilityTests {
             let recorder = LogRecorder()
             try await withServer({ $0.logger = recorder.logger(level: .trace) }) { server, session in
                 // Set-Cookie in the answer; the jar then sends Cookie on the next request.
-                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/cookies/set?session=s3cr3t")))
+                _ = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/cookies/set?session=s3cr3t"))
+                )
                 let withUser = server.baseURL.replacing("http://", with: "http://alice:pw0rd@")
                 var request = HTTPClientRequest(url: url(withUser + "/echo"))
                 request.headers.add(name: "Authorization", value: "Bearer t0ken")
                 request.headers.add(name: "Proxy-Authorization", value: "Basic cHJveHk6cHc=")
                 request.headers.add(name: "X-Visible", value: "shown")
                 let r = try await session.response(for: request)
-                #expect(r.headers["X-Echo-H-Authorization"] == "Bearer t0ken")   // sent as given
+                #expect(r.headers["X-Echo-H-Authorization"] == "Bearer t0ken")  // sent as given
                 #expect(r.headers["X-Echo-H-Cookie"] == "session=s3cr3t")
 
                 let lines = recorder.lines
-                #expect(lines.map(\.message) == [
-                    "request head sent", "response head received", "request finished",
-                    "request head sent", "response head received", "request finished",
-                ])
+                #expect(
+                    lines.map(\.message) == [
+                        "request head sent", "response head received", "request finished",
+                        "request head sent", "response head received", "request finished",
+                    ]
+                )
                 // The second head as sent carries no secret (the first has the cookie's value in its
                 // query, as asked; the echo's answer repeats them under other names, X-Echo-H-*,
                 // which is the server's doing); no line has the URL's password.
@@ -113,7 +123,9 @@ extension ObservabilityTests {
             let recorder = LogRecorder()
             try await withServer { server, session in
                 let done = AsyncStream<Void>.makeStream()
-                let task = session.execute(HTTPClientRequest(url: url(server.baseURL + "/hello"))) { _ in done.continuation.yield() }
+                let task = session.execute(HTTPClientRequest(url: url(server.baseURL + "/hello"))) { _ in
+                    done.continuation.yield()
+                }
                 #expect(task.observer == nil)
                 for await _ in done.stream { break }
             }
@@ -121,8 +133,10 @@ extension ObservabilityTests {
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")), logger: nil)
                 #expect(recorder.lines.isEmpty)
                 let own = LogRecorder()
-                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")),
-                                               logger: own.logger(level: .debug))
+                _ = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/hello")),
+                    logger: own.logger(level: .debug)
+                )
                 #expect(recorder.lines.isEmpty)
                 #expect(own.lines.count == 1)
             }
@@ -239,7 +253,9 @@ extension ObservabilityTests {
         func redirectVisible() async throws {
             let tracer = TestTracer()
             try await withServer({ $0.instrumentation = TracingInstrumentation(tracer: tracer) }) { server, session in
-                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/redirect-to?url=%2Fecho")))
+                let r = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/redirect-to?url=%2Fecho"))
+                )
                 #expect(r.status == 200)
                 #expect(tracer.spans.count == 1)
                 let span = try #require(tracer.spans.first)
@@ -257,8 +273,12 @@ extension ObservabilityTests {
             let tracer = TestTracer()
             try await withServer({ $0.instrumentation = TracingInstrumentation(tracer: tracer) }) { server, session in
                 let mine = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo"),
-                                                                          headers: ["traceparent": mine]))
+                let r = try await session.response(
+                    for: HTTPClientRequest(
+                        url: url(server.baseURL + "/echo"),
+                        headers: ["traceparent": mine]
+                    )
+                )
                 #expect(r.headers["X-Echo-H-traceparent"] == mine)
             }
         }
@@ -280,7 +300,11 @@ extension ObservabilityTests {
                     _ = try await session.response(for: HTTPClientRequest(url: url(deadURL)))
                 }
                 #expect(factory.counter("hawser.client.requests")?.value.load(ordering: .relaxed) == 4)
-                #expect(factory.counter("hawser.client.errors", [("error.type", "cannotConnect")])?.value.load(ordering: .relaxed) == 1)
+                #expect(
+                    factory.counter("hawser.client.errors", [("error.type", "cannotConnect")])?.value.load(
+                        ordering: .relaxed
+                    ) == 1
+                )
                 let durations = factory.timer("hawser.client.request.duration")?.values.withLock { $0 } ?? []
                 #expect(durations.count == 4)
                 #expect(durations.allSatisfy { $0 > 0 })
@@ -290,7 +314,9 @@ extension ObservabilityTests {
         @Test("pool gauges follow open and idle connections")
         func poolGauges() async throws {
             let factory = TestMetricsFactory()
-            try await withServer({ $0.instrumentation = MetricsInstrumentation(factory: factory, dimensions: [("session", "a")]) }) { server, session in
+            try await withServer({
+                $0.instrumentation = MetricsInstrumentation(factory: factory, dimensions: [("session", "a")])
+            }) { server, session in
                 _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
                 let open = try #require(factory.recorder("hawser.pool.connections.open", [("session", "a")]))
                 let idle = try #require(factory.recorder("hawser.pool.connections.idle", [("session", "a")]))
@@ -312,7 +338,9 @@ extension ObservabilityTests {
             let tracer = TestTracer()
             let recorder = LogRecorder()
             try await withServer({
-                $0.instrumentation = CombinedInstrumentation([TracingInstrumentation(tracer: tracer), MetricsInstrumentation(factory: factory)])
+                $0.instrumentation = CombinedInstrumentation([
+                    TracingInstrumentation(tracer: tracer), MetricsInstrumentation(factory: factory),
+                ])
                 $0.logger = recorder.logger(level: .debug)
             }) { server, session in
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo")))

@@ -74,13 +74,22 @@ final class TestTracer: Tracer, Sendable {
 
     var spans: [TestSpan] { self.storage.withLock { $0 } }
 
-    func startSpan<Instant: TracerInstant>(_ operationName: String, context: @autoclosure () -> ServiceContext,
-                                           ofKind kind: SpanKind, at instant: @autoclosure () -> Instant,
-                                           function: String, file fileID: String, line: UInt) -> TestSpan {
+    func startSpan<Instant: TracerInstant>(
+        _ operationName: String,
+        context: @autoclosure () -> ServiceContext,
+        ofKind kind: SpanKind,
+        at instant: @autoclosure () -> Instant,
+        function: String,
+        file fileID: String,
+        line: UInt
+    ) -> TestSpan {
         let parentContext = context()
         let parent = parentContext[TestSpanKey.self]
         let n = self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let identity = TestSpanIdentity(traceID: parent?.traceID ?? Self.hex(n, digits: 32), spanID: Self.hex(n, digits: 16))
+        let identity = TestSpanIdentity(
+            traceID: parent?.traceID ?? Self.hex(n, digits: 32),
+            spanID: Self.hex(n, digits: 16)
+        )
         var spanContext = parentContext
         spanContext[TestSpanKey.self] = identity
         let span = TestSpan(operationName: operationName, kind: kind, context: spanContext, parent: parent)
@@ -146,7 +155,11 @@ final class TestSpan: Span, Sendable {
 
     func setStatus(_ status: SpanStatus) { self.state.withLock { $0.status = status } }
     func addEvent(_ event: SpanEvent) { self.state.withLock { $0.events.append(event) } }
-    func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant) {
+    func recordError<Instant: TracerInstant>(
+        _ error: any Error,
+        attributes: SpanAttributes,
+        at instant: @autoclosure () -> Instant
+    ) {
         self.state.withLock { $0.errors.append("\(error)") }
     }
     func addLink(_ link: SpanLink) {}
@@ -256,7 +269,9 @@ final class TestMetricsFactory: MetricsFactory, Sendable {
         }
     }
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { TestMeter() }
-    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler { TestFloatCounter() }
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        TestFloatCounter()
+    }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyMeter(_ handler: any MeterHandler) {}
     func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {}

@@ -3,12 +3,13 @@
 import Foundation
 import HTTPTypes
 import HawserCore
-@testable import HawserOpenAPI
 import HawserOpenAPIExample
 import HawserTestServer
 import OpenAPIRuntime
 import Synchronization
 import Testing
+
+@testable import HawserOpenAPI
 
 /// The test server's pattern: byte i is i % 251.
 
@@ -21,7 +22,9 @@ private func isPattern(_ chunk: ArraySlice<UInt8>, at offset: Int) -> Bool {
     while i < chunk.count {
         let n = min(1 << 20, chunk.count - i)
         let phase = (offset + i) % 251
-        let same = chunk.withUnsafeBytes { c in template.withUnsafeBytes { t in memcmp(c.baseAddress! + i, t.baseAddress! + phase, n) == 0 } }
+        let same = chunk.withUnsafeBytes { c in
+            template.withUnsafeBytes { t in memcmp(c.baseAddress! + i, t.baseAddress! + phase, n) == 0 }
+        }
         if !same { return false }
         i += n
     }
@@ -54,7 +57,10 @@ extension NetworkTests {
                 var serverTLS: TestServer.TLS? = nil
                 if tls {
                     let pki = try TestPKI.shared()
-                    serverTLS = TestServer.TLS(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+                    serverTLS = TestServer.TLS(
+                        certificateChainPath: pki.valid.chainPath,
+                        privateKeyPath: pki.valid.keyPath
+                    )
                     config.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([pki.root]))
                 }
                 config.timeoutIntervalForRequest = 20
@@ -66,7 +72,9 @@ extension NetworkTests {
                 do {
                     try await body(server, session, client)
                 } catch {
-                    session.shutdown(); loop.shutdown(); server.shutdown()
+                    session.shutdown()
+                    loop.shutdown()
+                    server.shutdown()
                     throw error
                 }
                 session.shutdown()
@@ -78,7 +86,10 @@ extension NetworkTests {
         @Test("JSON operations: a query and a header parameter, a JSON body in and out", arguments: [false, true])
         func jsonOperations(tls: Bool) async throws {
             try await Self.withClient(tls: tls) { server, session, client in
-                let greeting = try await client.getGreeting(query: .init(name: "Ada Lovelace & co"), headers: .init(xRequestId: "req-42"))
+                let greeting = try await client.getGreeting(
+                    query: .init(name: "Ada Lovelace & co"),
+                    headers: .init(xRequestId: "req-42")
+                )
                 let ok = try greeting.ok
                 #expect(try ok.body.json.message == "Hello, Ada Lovelace & co!")
                 #expect(ok.headers.xRequestId == "req-42")
@@ -94,19 +105,28 @@ extension NetworkTests {
             }
         }
 
-        @Test("a binary body streamed up (known and unknown length) and down (sized and chunked)", arguments: [false, true])
+        @Test(
+            "a binary body streamed up (known and unknown length) and down (sized and chunked)",
+            arguments: [false, true]
+        )
         func streamedBinaryBodies(tls: Bool) async throws {
             try await Self.withClient(tls: tls) { server, session, client in
                 let size = 16 << 20
                 for known in [true, false] {
-                    let body = HTTPBody(patternStream(size, chunk: 100_000), length: known ? .known(Int64(size)) : .unknown)
+                    let body = HTTPBody(
+                        patternStream(size, chunk: 100_000),
+                        length: known ? .known(Int64(size)) : .unknown
+                    )
                     let receipt = try await client.uploadBlob(body: .binary(body))
                     let json = try receipt.ok.body.json
                     #expect(json.length == Int64(size), "known length: \(known)")
                     #expect(json.pattern, "the server got the bytes in order")
                 }
                 for chunked in [false, true] {
-                    let response = try await client.downloadBlob(path: .init(size: Int64(size)), query: .init(chunked: chunked))
+                    let response = try await client.downloadBlob(
+                        path: .init(size: Int64(size)),
+                        query: .init(chunked: chunked)
+                    )
                     let body = try response.ok.body.binary
                     #expect(body.length == (chunked ? .unknown : .known(Int64(size))))
                     var received = 0
@@ -158,19 +178,25 @@ extension NetworkTests {
             }
         }
 
-        @Test("the session's configuration applies: its trust evaluation refuses a server the test root does not vouch for")
+        @Test(
+            "the session's configuration applies: its trust evaluation refuses a server the test root does not vouch for"
+        )
         func sessionConfiguration() async throws {
             try await expectNoFDLeak {
                 let pki = try TestPKI.shared()
-                let server = try TestServer(tls: TestServer.TLS(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+                let server = try TestServer(
+                    tls: TestServer.TLS(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+                )
                 defer { server.shutdown() }
                 let loop = try EventLoop()
                 defer { loop.shutdown() }
                 // Default trust (the system store) does not know the test root.
                 let untrusting = Session(eventLoop: loop)
                 defer { untrusting.shutdown() }
-                let client = Client(serverURL: URL(string: "https://localhost:\(server.port)/api")!,
-                                    transport: HawserTransport(session: untrusting))
+                let client = Client(
+                    serverURL: URL(string: "https://localhost:\(server.port)/api")!,
+                    transport: HawserTransport(session: untrusting)
+                )
                 do {
                     _ = try await client.getGreeting()
                     Issue.record("an untrusted certificate must fail")
@@ -191,7 +217,10 @@ extension NetworkTests {
                 config.timeoutIntervalForRequest = 0.2
                 let session = Session(configuration: config, eventLoop: loop)
                 defer { session.shutdown() }
-                let client = Client(serverURL: URL(string: server.baseURL + "/api")!, transport: HawserTransport(session: session))
+                let client = Client(
+                    serverURL: URL(string: server.baseURL + "/api")!,
+                    transport: HawserTransport(session: session)
+                )
                 #expect(try await client.getGreeting(query: .init(delayMs: 20)).ok.body.json.message == "Hello, World!")
                 do {
                     _ = try await client.getGreeting(query: .init(delayMs: 5000))
@@ -206,9 +235,15 @@ extension NetworkTests {
         func urls() throws {
             let base = URL(string: "http://127.0.0.1:8080/api/")!
             let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/blobs/5?chunked=true")
-            #expect(try HawserTransport.url(for: request, baseURL: base).absoluteString == "http://127.0.0.1:8080/api/blobs/5?chunked=true")
+            #expect(
+                try HawserTransport.url(for: request, baseURL: base).absoluteString
+                    == "http://127.0.0.1:8080/api/blobs/5?chunked=true"
+            )
             #expect(throws: HawserError.self) {
-                try HawserTransport.url(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "no-slash"), baseURL: base)
+                try HawserTransport.url(
+                    for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "no-slash"),
+                    baseURL: base
+                )
             }
         }
     }

@@ -18,7 +18,9 @@ public class NetworkNamespace: @unchecked Sendable {
     public let name: String
     private var deleted = false
 
-    static let ipBinary = (["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"] as [String]).first { access($0, X_OK) == 0 }
+    static let ipBinary = (["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"] as [String]).first {
+        access($0, X_OK) == 0
+    }
 
     /// `/var/run/netns/NAME`.
     public var path: String { "/var/run/netns/\(self.name)" }
@@ -70,7 +72,8 @@ public class NetworkNamespace: @unchecked Sendable {
     /// Runs `ip` and waits for it; a non-zero exit is an error with what `ip` printed.
     static func ip(_ args: [String]) throws {
         guard let ip = ipBinary else { throw NamespaceError("iproute2's `ip` is not installed") }
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-ip-\(UUID().uuidString).log").path
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-ip-\(UUID().uuidString).log")
+            .path
         defer { unlink(log) }
         let pid: pid_t
         do {
@@ -99,7 +102,9 @@ public final class NamespaceFixture: NetworkNamespace, @unchecked Sendable {
 
     public init() throws {
         let tag = String(UInt32.random(in: 0..<0xFFFFFF), radix: 16)
-        let a = "hra\(tag)", b = "hrb\(tag)", subnet = Int.random(in: 100...250)
+        let a = "hra\(tag)"
+        let b = "hrb\(tag)"
+        let subnet = Int.random(in: 100...250)
         self.a = a
         self.b = b
         self.subnet = subnet

@@ -29,13 +29,18 @@ public final class NginxFixture: @unchecked Sendable {
             throw FixtureError("nginx is not installed (run .ci/run, or apt-get install nginx-light)")
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-nginx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("html"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("html"),
+            withIntermediateDirectories: true
+        )
         self.directory = dir
         // 8 MiB static file of a known pattern.
         let big = Data((0..<(8 * 1024 * 1024)).map { UInt8($0 % 251) })
         try big.write(to: dir.appendingPathComponent("html/big.bin"))
         try Data("Hello, World!".utf8).write(to: dir.appendingPathComponent("html/hello.txt"))
-        try Data(String(repeating: "nginx compresses this line. ", count: 4000).utf8).write(to: dir.appendingPathComponent("html/big-gzip.txt"))
+        try Data(String(repeating: "nginx compresses this line. ", count: 4000).utf8).write(
+            to: dir.appendingPathComponent("html/big-gzip.txt")
+        )
         try Data("fresh for a minute".utf8).write(to: dir.appendingPathComponent("html/fresh.txt"))
         try Data("always revalidated".utf8).write(to: dir.appendingPathComponent("html/stale.txt"))
         let port = try Self.freePort()
@@ -44,54 +49,57 @@ public final class NginxFixture: @unchecked Sendable {
         self.tlsPort = tlsPort
         let pki = try TestPKI.shared()
         let config = """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(dir.path)/nginx.pid;
-        error_log \(dir.path)/error.log warn;
-        events { worker_connections 4096; }
-        http {
-            access_log off;
-            client_body_temp_path \(dir.path)/body;
-            proxy_temp_path \(dir.path)/proxy;
-            fastcgi_temp_path \(dir.path)/fastcgi;
-            uwsgi_temp_path \(dir.path)/uwsgi;
-            scgi_temp_path \(dir.path)/scgi;
-            keepalive_requests 100000;
-            keepalive_timeout 60s;
-            server {
-                listen 127.0.0.1:\(port);
-                root \(dir.path)/html;
-                location = /hello { default_type text/plain; return 200 "Hello, World!"; }
-                location = /json { default_type application/json; return 200 '{"ok":true}'; }
-                location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
-                # HTTP completeness: compression, redirects, caching headers (static files carry
-                # ETag and Last-Modified, and nginx answers If-None-Match with 304).
-                location = /moved { return 301 /hello; }
-                location = /found-post { return 307 /echo-method; }
-                location = /echo-method { default_type text/plain; return 200 "$request_method $content_length"; }
-                location = /big-gzip.txt { gzip on; gzip_min_length 1; gzip_types text/plain; default_type text/plain; }
-                location = /fresh.txt { add_header Cache-Control "max-age=60"; default_type text/plain; }
-                location = /stale.txt { add_header Cache-Control "max-age=0"; default_type text/plain; }
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(dir.path)/nginx.pid;
+            error_log \(dir.path)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                access_log off;
+                client_body_temp_path \(dir.path)/body;
+                proxy_temp_path \(dir.path)/proxy;
+                fastcgi_temp_path \(dir.path)/fastcgi;
+                uwsgi_temp_path \(dir.path)/uwsgi;
+                scgi_temp_path \(dir.path)/scgi;
+                keepalive_requests 100000;
+                keepalive_timeout 60s;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(dir.path)/html;
+                    location = /hello { default_type text/plain; return 200 "Hello, World!"; }
+                    location = /json { default_type application/json; return 200 '{"ok":true}'; }
+                    location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
+                    # HTTP completeness: compression, redirects, caching headers (static files carry
+                    # ETag and Last-Modified, and nginx answers If-None-Match with 304).
+                    location = /moved { return 301 /hello; }
+                    location = /found-post { return 307 /echo-method; }
+                    location = /echo-method { default_type text/plain; return 200 "$request_method $content_length"; }
+                    location = /big-gzip.txt { gzip on; gzip_min_length 1; gzip_types text/plain; default_type text/plain; }
+                    location = /fresh.txt { add_header Cache-Control "max-age=60"; default_type text/plain; }
+                    location = /stale.txt { add_header Cache-Control "max-age=0"; default_type text/plain; }
+                }
+                server {
+                    listen 127.0.0.1:\(tlsPort) ssl;
+                    ssl_certificate \(pki.valid.chainPath);
+                    ssl_certificate_key \(pki.valid.keyPath);
+                    ssl_protocols TLSv1.2 TLSv1.3;
+                    ssl_session_cache shared:hawser:1m;
+                    ssl_session_tickets on;
+                    root \(dir.path)/html;
+                    location = /hello { default_type text/plain; return 200 "Hello, World!"; }
+                    location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
+                }
             }
-            server {
-                listen 127.0.0.1:\(tlsPort) ssl;
-                ssl_certificate \(pki.valid.chainPath);
-                ssl_certificate_key \(pki.valid.keyPath);
-                ssl_protocols TLSv1.2 TLSv1.3;
-                ssl_session_cache shared:hawser:1m;
-                ssl_session_tickets on;
-                root \(dir.path)/html;
-                location = /hello { default_type text/plain; return 200 "Hello, World!"; }
-                location = /close { keepalive_timeout 0; default_type text/plain; return 200 "bye"; }
-            }
-        }
-        """
+            """
         let confURL = dir.appendingPathComponent("nginx.conf")
         try config.write(to: confURL, atomically: true, encoding: .utf8)
         // posix_spawn + waitpid: Foundation's Process.waitUntilExit spins a run loop and can
         // stall on a cooperative thread.
-        self.pid = try ChildProcess.spawn(binary, ["-c", confURL.path, "-p", dir.path, "-e", dir.appendingPathComponent("error.log").path])
+        self.pid = try ChildProcess.spawn(
+            binary,
+            ["-c", confURL.path, "-p", dir.path, "-e", dir.appendingPathComponent("error.log").path]
+        )
         // Ready when the port accepts (bounded: 10 s).
         let deadline = Date().addingTimeInterval(10)
         while !Self.canConnect(port) {
@@ -115,7 +123,7 @@ public final class NginxFixture: @unchecked Sendable {
 
     public func stop() {
         if !self.reaped {
-            kill(self.pid, SIGKILL)   // our own child, by pid; nothing in it needs a graceful stop
+            kill(self.pid, SIGKILL)  // our own child, by pid; nothing in it needs a graceful stop
             var status: Int32 = 0
             while waitpid(self.pid, &status, 0) < 0 && errno == EINTR {}
             self.reaped = true
@@ -129,9 +137,15 @@ public final class NginxFixture: @unchecked Sendable {
         var sin = sockaddr_in()
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         return Int(UInt16(bigEndian: sin.sin_port))
     }
 
@@ -142,7 +156,11 @@ public final class NginxFixture: @unchecked Sendable {
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_addr.s_addr = inet_addr("127.0.0.1")
         sin.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        return withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
     }
 }
 
@@ -160,9 +178,14 @@ public class SpawnedProxyFixture: @unchecked Sendable {
     private let name: String
     private let logName: String
 
-    init(name: String, binaryCandidates: [String], installHint: String, logName: String,
-         config: (_ port: Int, _ directory: URL) -> (file: String, text: String),
-         arguments: (_ configPath: String) -> [String]) throws {
+    init(
+        name: String,
+        binaryCandidates: [String],
+        installHint: String,
+        logName: String,
+        config: (_ port: Int, _ directory: URL) -> (file: String, text: String),
+        arguments: (_ configPath: String) -> [String]
+    ) throws {
         guard let binary = binaryCandidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw FixtureError("\(name) is not installed (\(installHint))")
         }
@@ -221,26 +244,29 @@ public final class TinyproxyFixture: SpawnedProxyFixture, @unchecked Sendable {
     public init(credentials: ProxyCredentials? = nil) throws {
         self.credentials = credentials
         try super.init(
-            name: "tinyproxy", binaryCandidates: ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy", "/usr/local/bin/tinyproxy"],
-            installHint: "apt-get install -y tinyproxy", logName: "tinyproxy.log",
+            name: "tinyproxy",
+            binaryCandidates: ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy", "/usr/local/bin/tinyproxy"],
+            installHint: "apt-get install -y tinyproxy",
+            logName: "tinyproxy.log",
             config: { port, dir in
                 // No ConnectPort line: CONNECT is allowed to every port. No User/Group: it stays
                 // the test's user. -d keeps it in the foreground (no daemonizing).
                 var text = """
-                Port \(port)
-                Listen 127.0.0.1
-                Timeout 30
-                LogFile "\(dir.path)/tinyproxy.log"
-                LogLevel Info
-                MaxClients 64
-                Allow 127.0.0.1
-                DisableViaHeader Yes
+                    Port \(port)
+                    Listen 127.0.0.1
+                    Timeout 30
+                    LogFile "\(dir.path)/tinyproxy.log"
+                    LogLevel Info
+                    MaxClients 64
+                    Allow 127.0.0.1
+                    DisableViaHeader Yes
 
-                """
+                    """
                 if let c = credentials { text += "BasicAuth \(c.user) \(c.password)\n" }
                 return ("tinyproxy.conf", text)
             },
-            arguments: { ["-d", "-c", $0] })
+            arguments: { ["-d", "-c", $0] }
+        )
     }
 
     /// `http://[user:password@]127.0.0.1:port` (for curl -x or the environment).
@@ -255,25 +281,28 @@ public final class TinyproxyFixture: SpawnedProxyFixture, @unchecked Sendable {
 public final class DanteFixture: SpawnedProxyFixture, @unchecked Sendable {
     public init() throws {
         try super.init(
-            name: "dante", binaryCandidates: ["/usr/sbin/danted", "/usr/sbin/sockd", "/usr/local/sbin/sockd"],
-            installHint: "apt-get install -y dante-server", logName: "danted.log",
+            name: "dante",
+            binaryCandidates: ["/usr/sbin/danted", "/usr/sbin/sockd", "/usr/local/sbin/sockd"],
+            installHint: "apt-get install -y dante-server",
+            logName: "danted.log",
             config: { port, dir in
                 let text = """
-                logoutput: \(dir.path)/danted.log
-                internal: 127.0.0.1 port = \(port)
-                external: 127.0.0.1
-                socksmethod: none
-                clientmethod: none
-                user.privileged: root
-                user.unprivileged: nobody
-                client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
-                socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
+                    logoutput: \(dir.path)/danted.log
+                    internal: 127.0.0.1 port = \(port)
+                    external: 127.0.0.1
+                    socksmethod: none
+                    clientmethod: none
+                    user.privileged: root
+                    user.unprivileged: nobody
+                    client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }
+                    socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 command: connect }
 
-                """
+                    """
                 return ("danted.conf", text)
             },
             // Without -D it stays in the foreground; one process is enough.
-            arguments: { ["-f", $0, "-N", "1"] })
+            arguments: { ["-f", $0, "-N", "1"] }
+        )
     }
 }
 
@@ -281,20 +310,25 @@ public final class DanteFixture: SpawnedProxyFixture, @unchecked Sendable {
 public final class HttpbinFixture: SpawnedProxyFixture, @unchecked Sendable {
     public init() throws {
         try super.init(
-            name: "httpbin", binaryCandidates: ["/usr/bin/python3"], installHint: "apt-get install -y python3-httpbin",
+            name: "httpbin",
+            binaryCandidates: ["/usr/bin/python3"],
+            installHint: "apt-get install -y python3-httpbin",
             logName: "httpbin.log",
             config: { port, _ in
-                ("httpbin_server.py", """
-                import logging
-                logging.getLogger("werkzeug").setLevel(logging.ERROR)
-                from werkzeug.serving import make_server
-                from httpbin import app
-                make_server("127.0.0.1", \(port), app, threaded=True).serve_forever()
-                """)
+                (
+                    "httpbin_server.py",
+                    """
+                    import logging
+                    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+                    from werkzeug.serving import make_server
+                    from httpbin import app
+                    make_server("127.0.0.1", \(port), app, threaded=True).serve_forever()
+                    """
+                )
             },
-            arguments: { [$0] })
+            arguments: { [$0] }
+        )
     }
 
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 }
-

@@ -1,6 +1,6 @@
 import CHawser
-import Foundation
 import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -87,11 +87,17 @@ public final class ScriptedServer: @unchecked Sendable {
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_addr.s_addr = inet_addr("127.0.0.1")
         sin.sin_port = 0
-        let rc = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let rc = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         precondition(rc == 0)
         listen(fd, 64)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) } }
+        withUnsafeMutablePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
+        }
         self.port = Int(UInt16(bigEndian: sin.sin_port))
         self.listenFD = fd
         self.scripts = Mutex(scripts)
@@ -117,7 +123,10 @@ public final class ScriptedServer: @unchecked Sendable {
     private let extra = Mutex<Int>(0)
 
     private func acceptLoop() {
-        defer { close(self.listenFD); self.threads.leave() }
+        defer {
+            close(self.listenFD)
+            self.threads.leave()
+        }
         let lfd = self.listenFD
         while !self.stopped.load(ordering: .relaxed) {
             var pfd = pollfd(fd: lfd, events: Int16(POLLIN), revents: 0)
@@ -130,9 +139,15 @@ public final class ScriptedServer: @unchecked Sendable {
             self.acceptedCondition.broadcast()
             self.acceptedCondition.unlock()
             let script = self.scripts.withLock { s -> [Step]? in s.isEmpty ? nil : s.removeFirst() }
-            guard let script else { close(c); continue }
+            guard let script else {
+                close(c)
+                continue
+            }
             self.threads.enter()
-            let t = Thread { [self] in self.runScript(script, fd: c); self.threads.leave() }
+            let t = Thread { [self] in
+                self.runScript(script, fd: c)
+                self.threads.leave()
+            }
             t.start()
         }
     }
@@ -162,11 +177,17 @@ public final class ScriptedServer: @unchecked Sendable {
                         inbox.removeFirst(end + 4 + body)
                         break
                     }
-                    if !readSome() { closed = true; break }
+                    if !readSome() {
+                        closed = true
+                        break
+                    }
                 }
             case .readBody(let count):
                 while inbox.count < count {
-                    if !readSome() { closed = true; break }
+                    if !readSome() {
+                        closed = true
+                        break
+                    }
                 }
                 let n = min(count, inbox.count)
                 inbox.removeFirst(n)
@@ -196,7 +217,7 @@ public final class ScriptedServer: @unchecked Sendable {
             case .stall:
                 // Poll for the peer's close without reading: POLLRDHUP reports it, POLLIN would
                 // only say there is data.
-                let rdhup: Int16 = 0x2000   // POLLRDHUP: Linux, but _GNU_SOURCE-only in glibc's headers
+                let rdhup: Int16 = 0x2000  // POLLRDHUP: Linux, but _GNU_SOURCE-only in glibc's headers
                 var pfd = pollfd(fd: fd, events: rdhup, revents: 0)
                 while !self.stopped.load(ordering: .relaxed) {
                     if poll(&pfd, 1, 50) > 0 && pfd.revents & (rdhup | Int16(POLLHUP) | Int16(POLLERR)) != 0 { break }
@@ -235,16 +256,26 @@ public final class FullBacklogListener {
         var sin = sockaddr_in()
         sin.sin_family = sa_family_t(AF_INET)
         sin.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         listen(fd, 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         self.fd = fd
         self.port = Int(UInt16(bigEndian: sin.sin_port))
         // Backlog 0 admits one completed connection; a few more fill the SYN side too.
         for _ in 0..<4 {
             let c = CHawser_socket_stream(AF_INET)
-            _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &sin) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
             self.fillers.append(c)
         }
     }

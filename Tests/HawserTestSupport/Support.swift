@@ -78,7 +78,8 @@ open class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
     open func task(_ task: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {
         self.record.withLock { $0.sentProgress.append(totalSent) }
     }
-    open func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+    open func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics)
+    {
         self.record.withLock {
             $0.completions += 1
             $0.result = result
@@ -88,19 +89,29 @@ open class RecordingDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     // The protocol's defaults, as methods so subclasses can override them.
-    open func task(_ task: RequestTask, willPerformRedirection response: HTTPResponseHead, newRequest: HTTPClientRequest,
-              completion: @escaping @Sendable (HTTPClientRequest?) -> Void) {
+    open func task(
+        _ task: RequestTask,
+        willPerformRedirection response: HTTPResponseHead,
+        newRequest: HTTPClientRequest,
+        completion: @escaping @Sendable (HTTPClientRequest?) -> Void
+    ) {
         completion(newRequest)
     }
     open func task(_ task: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
         completion(nil)
     }
-    open func task(_ task: RequestTask, didReceive challenge: AuthenticationChallenge,
-              completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+    open func task(
+        _ task: RequestTask,
+        didReceive challenge: AuthenticationChallenge,
+        completion: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) {
         completion(.performDefaultHandling)
     }
-    open func task(_ task: RequestTask, willCacheResponse proposed: CachedResponse,
-              completion: @escaping @Sendable (CachedResponse?) -> Void) {
+    open func task(
+        _ task: RequestTask,
+        willCacheResponse proposed: CachedResponse,
+        completion: @escaping @Sendable (CachedResponse?) -> Void
+    ) {
         completion(proposed)
     }
 
@@ -148,9 +159,12 @@ public func url(_ s: String) -> URL { URL(string: s)! }
 /// Runs `body` with a test server (https with the test PKI's valid leaf when `tls`, on `host`)
 /// and a session on a loop of its own (trusting the test root when `tls`), torn down and
 /// descriptor-checked at the end, also when `body` throws.
-public func withServer(host: String = "127.0.0.1", tls: Bool = false,
-                       _ configure: (inout SessionConfiguration) -> Void = { _ in },
-                       _ body: (TestServer, Session) async throws -> Void) async throws {
+public func withServer(
+    host: String = "127.0.0.1",
+    tls: Bool = false,
+    _ configure: (inout SessionConfiguration) -> Void = { _ in },
+    _ body: (TestServer, Session) async throws -> Void
+) async throws {
     try await expectNoFDLeak {
         var config = SessionConfiguration()
         var serverTLS: TestServer.TLS? = nil

@@ -13,7 +13,9 @@ extension ManagerNetworkTests {
     struct AFNetworkingNetworkTests {
         // MARK: - Bounded buffering
 
-        @Test("a data task buffers at most maximumBufferedBodySize: -1103 by Content-Length at the head, or while a chunked body grows; the connection is closed")
+        @Test(
+            "a data task buffers at most maximumBufferedBodySize: -1103 by Content-Length at the head, or while a chunked body grows; the connection is closed"
+        )
         func boundedBuffering() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
@@ -30,10 +32,16 @@ extension ManagerNetworkTests {
                     } catch let e as HawserError {
                         #expect(e.code == .limitExceeded && e.urlErrorCode == -1103, "\(path): \(e)")
                         #expect((e as NSError).localizedDescription == "resource exceeds maximum size")
-                        #expect(e.message.contains("maximumBufferedBodySize"), "the error says which limit: \(e.message)")
+                        #expect(
+                            e.message.contains("maximumBufferedBodySize"),
+                            "the error says which limit: \(e.message)"
+                        )
                     }
                 }
-                #expect(await eventually { m.session.poolStatistics().openConnections == 0 }, "a refused body's connection is closed, not reused")
+                #expect(
+                    await eventually { m.session.poolStatistics().openConnections == 0 },
+                    "a refused body's connection is closed, not reused"
+                )
                 // At the limit it is fine, and a download task is not limited (it goes to a file).
                 let (ok, _) = try await m.data(for: request(server, "/bytes/10000"))
                 #expect((ok as? Data)?.count == 10_000)
@@ -46,7 +54,9 @@ extension ManagerNetworkTests {
 
         // MARK: - Copying managers
 
-        @Test("a manager's copy has the same settings, its own session and tasks, and shares no mutable state (AFHTTPSessionManagerTests testCanBeCopied)")
+        @Test(
+            "a manager's copy has the same settings, its own session and tasks, and shares no mutable state (AFHTTPSessionManagerTests testCanBeCopied)"
+        )
         func managerCopy() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
@@ -64,7 +74,9 @@ extension ManagerNetworkTests {
             defer { copy.invalidateSessionCancelingTasks(true, resetSession: false) }
             #expect(copy.baseURL == m.baseURL)
             #expect(copy.session !== m.session, "its own session")
-            #expect((copy.requestSerializer as? HTTPRequestSerializer)?.value(forHTTPHeaderField: "X-Which") == "original")
+            #expect(
+                (copy.requestSerializer as? HTTPRequestSerializer)?.value(forHTTPHeaderField: "X-Which") == "original"
+            )
             #expect(copy.responseSerializer is HTTPResponseSerializer)
             #expect(copy.completionQueue === queue && copy.waitsForConnectivity)
             #expect(copy.taskDidComplete == nil, "blocks are not copied")
@@ -83,13 +95,17 @@ extension ManagerNetworkTests {
 
         // MARK: - AFNetworking's notifications
 
-        @Test("AF's notification names and user-info keys on NotificationCenter (AFURLSessionManagerTests testDidResume/Suspend…, the complete notification's user info)")
+        @Test(
+            "AF's notification names and user-info keys on NotificationCenter (AFURLSessionManagerTests testDidResume/Suspend…, the complete notification's user info)"
+        )
         func notifications() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
             let m = makeManager()
             defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
-            let resumed = Expectation(), suspended = Expectation(), completed = Expectation()
+            let resumed = Expectation()
+            let suspended = Expectation()
+            let completed = Expectation()
             /// What the complete notification's user info held (its values are not Sendable).
             struct Seen: Sendable {
                 var data: Data?, serialized: Data?, serializerIsOurs = false, hasError = true, hasMetrics = false
@@ -98,15 +114,25 @@ extension ManagerNetworkTests {
             let task = m.dataTask(with: request(server, "/hello"), completionHandler: nil)
             let center = NotificationCenter.default
             let tokens = [
-                center.addObserver(forName: .AFNetworkingTaskDidResume, object: task, queue: nil) { _ in resumed.fulfill() },
-                center.addObserver(forName: .AFNetworkingTaskDidSuspend, object: task, queue: nil) { _ in suspended.fulfill() },
-                center.addObserver(forName: Notification.Name(AFNetworkingTaskDidCompleteNotification), object: task, queue: nil) { n in
+                center.addObserver(forName: .AFNetworkingTaskDidResume, object: task, queue: nil) { _ in
+                    resumed.fulfill()
+                },
+                center.addObserver(forName: .AFNetworkingTaskDidSuspend, object: task, queue: nil) { _ in
+                    suspended.fulfill()
+                },
+                center.addObserver(
+                    forName: Notification.Name(AFNetworkingTaskDidCompleteNotification),
+                    object: task,
+                    queue: nil
+                ) { n in
                     let u = n.userInfo ?? [:]
-                    info.value = Seen(data: u[AFNetworkingTaskDidCompleteResponseDataKey] as? Data,
-                                      serialized: u[AFNetworkingTaskDidCompleteSerializedResponseKey] as? Data,
-                                      serializerIsOurs: u[AFNetworkingTaskDidCompleteResponseSerializerKey] is DataSerializer,
-                                      hasError: u[AFNetworkingTaskDidCompleteErrorKey] != nil,
-                                      hasMetrics: u[AFNetworkingTaskDidCompleteSessionTaskMetrics] is TaskMetrics)
+                    info.value = Seen(
+                        data: u[AFNetworkingTaskDidCompleteResponseDataKey] as? Data,
+                        serialized: u[AFNetworkingTaskDidCompleteSerializedResponseKey] as? Data,
+                        serializerIsOurs: u[AFNetworkingTaskDidCompleteResponseSerializerKey] is DataSerializer,
+                        hasError: u[AFNetworkingTaskDidCompleteErrorKey] != nil,
+                        hasMetrics: u[AFNetworkingTaskDidCompleteSessionTaskMetrics] is TaskMetrics
+                    )
                     completed.fulfill()
                 },
             ]
@@ -120,11 +146,15 @@ extension ManagerNetworkTests {
             #expect(user.data == Data("Hello, World!".utf8))
             #expect(user.serialized == Data("Hello, World!".utf8))
             #expect(user.serializerIsOurs && !user.hasError && user.hasMetrics)
-            #expect(AFNetworkingTaskDidCompleteResponseDataKey == "com.alamofire.networking.complete.finish.responsedata")
+            #expect(
+                AFNetworkingTaskDidCompleteResponseDataKey == "com.alamofire.networking.complete.finish.responsedata"
+            )
 
             let held = m.dataTask(with: request(server, "/fault/no-answer"), completionHandler: nil)
             let heldSuspended = Expectation()
-            let token = center.addObserver(forName: .AFNetworkingTaskDidSuspend, object: held, queue: nil) { _ in heldSuspended.fulfill() }
+            let token = center.addObserver(forName: .AFNetworkingTaskDidSuspend, object: held, queue: nil) { _ in
+                heldSuspended.fulfill()
+            }
             defer { center.removeObserver(token) }
             held.resume()
             held.suspend()
@@ -140,28 +170,47 @@ extension ManagerNetworkTests {
 
         // MARK: - The -1202 wording over TLS
 
-        @Test("a refused chain reads as AF's -1202 error naming the host (testInvalidServerTrustProducesCorrectErrorForCertificatePinning)")
+        @Test(
+            "a refused chain reads as AF's -1202 error naming the host (testInvalidServerTrustProducesCorrectErrorForCertificatePinning)"
+        )
         func untrustedWording() async throws {
             try await ManagerWiringTests.withTLSServer { server, pki in
                 let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
                 defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 m.responseSerializer = HTTPResponseSerializer()
-                try m.setSecurityPolicy(SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.untrustedRoot]))
+                try m.setSecurityPolicy(
+                    SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [pki.untrustedRoot])
+                )
                 let done = Expectation()
                 let failure = Box<(any Error)?>(nil)
-                m.get("", success: { _, _ in done.fulfill() }, failure: { _, e in failure.value = e; done.fulfill() })
+                m.get(
+                    "",
+                    success: { _, _ in done.fulfill() },
+                    failure: { _, e in
+                        failure.value = e
+                        done.fulfill()
+                    }
+                )
                 #expect(await done.wait())
                 let error = try #require(failure.value) as NSError
                 #expect(error.domain == NSURLErrorDomain)
                 #expect(error.code == -1202)
-                #expect(error.localizedDescription == "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “localhost” which could put your confidential information at risk.")
-                #expect(error.userInfo[NSURLErrorFailingURLErrorKey] as? URL == URL(string: "https://localhost:\(server.port)/"))
+                #expect(
+                    error.localizedDescription
+                        == "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “localhost” which could put your confidential information at risk."
+                )
+                #expect(
+                    error.userInfo[NSURLErrorFailingURLErrorKey] as? URL
+                        == URL(string: "https://localhost:\(server.port)/")
+                )
             }
         }
 
         // MARK: - httpbin
 
-        @Test("against httpbin: a top-level JSON array and an array query arrive as sent; a GET, a 404 and a 204 as AF's tests expect")
+        @Test(
+            "against httpbin: a top-level JSON array and an array query arrive as sent; a GET, a 404 and a 204 as AF's tests expect"
+        )
         func httpbin() async throws {
             let bin = try HttpbinFixture()
             defer { bin.stop() }
@@ -169,7 +218,10 @@ extension ManagerNetworkTests {
             defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
             m.requestSerializer = JSONRequestSerializer()
             let (posted, _) = try await m.post("post", parameters: [["key": "value"], ["other": 2]] as [Parameters])
-            #expect((posted as? JSONValue)?["json"] == [["key": "value"], ["other": 2]], "\(String(describing: posted))")
+            #expect(
+                (posted as? JSONValue)?["json"] == [["key": "value"], ["other": 2]],
+                "\(String(describing: posted))"
+            )
             m.requestSerializer = HTTPRequestSerializer()
             let (got, _) = try await m.request(.get, "get", parameters: ["x", "y"])
             #expect((got as? JSONValue)?["args"]?["[]"] == ["x", "y"], "\(String(describing: got))")

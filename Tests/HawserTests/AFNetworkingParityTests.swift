@@ -31,14 +31,24 @@ private func encoded<T: Encodable>(_ value: T) throws -> String {
         let array = try s.request(withMethod: .post, urlString: "http://example.com", parameters: [["key": "value"]])
         #expect(body(array) == #"[{"key":"value"}]"#)
         #expect(array.headers["Content-Type"] == "application/json")
-        let json = try s.request(withMethod: .post, urlString: "http://example.com", parameters: JSONValue.array([1, "two", nil]))
+        let json = try s.request(
+            withMethod: .post,
+            urlString: "http://example.com",
+            parameters: JSONValue.array([1, "two", nil])
+        )
         #expect(body(json) == #"[1,"two",null]"#)
     }
 
-    @Test("JSON: a fragment needs .fragmentsAllowed; a set is not JSON (…ErrorsWithInvalidJSON: request domain, -1016, AF's failure reason)")
+    @Test(
+        "JSON: a fragment needs .fragmentsAllowed; a set is not JSON (…ErrorsWithInvalidJSON: request domain, -1016, AF's failure reason)"
+    )
     func jsonFragmentsAndInvalid() throws {
         do {
-            _ = try JSONRequestSerializer().request(withMethod: .post, urlString: "http://example.com", parameters: "just a string")
+            _ = try JSONRequestSerializer().request(
+                withMethod: .post,
+                urlString: "http://example.com",
+                parameters: "just a string"
+            )
             Issue.record("a fragment was written without .fragmentsAllowed")
         } catch let e as SerializationError {
             #expect(e.code == .invalidParameters && e.errorCode == -1016)
@@ -47,38 +57,70 @@ private func encoded<T: Encodable>(_ value: T) throws -> String {
             .request(withMethod: .post, urlString: "http://example.com", parameters: "just a string")
         #expect(body(fragment) == #""just a string""#)
         do {
-            _ = try JSONRequestSerializer().request(withMethod: .post, urlString: "http://example.com", parameters: ["key": Set(["value"])])
+            _ = try JSONRequestSerializer().request(
+                withMethod: .post,
+                urlString: "http://example.com",
+                parameters: ["key": Set(["value"])]
+            )
             Issue.record("a set was written as JSON")
         } catch let e as SerializationError {
             #expect(e.domain == SerializationError.requestDomain)
             #expect(e.errorCode == -1016)
             #expect(e.failureReason == "The `parameters` argument is not valid JSON.")
             #expect((e as NSError).domain == "com.alamofire.error.serialization.request")
-            #expect(e.nsError.userInfo[NSLocalizedFailureReasonErrorKey] as? String == "The `parameters` argument is not valid JSON.")
+            #expect(
+                e.nsError.userInfo[NSLocalizedFailureReasonErrorKey] as? String
+                    == "The `parameters` argument is not valid JSON."
+            )
         }
     }
 
-    @Test("the query string takes arrays and sets as AFQueryStringFromParameters does (with an empty key where AF writes (null))")
+    @Test(
+        "the query string takes arrays and sets as AFQueryStringFromParameters does (with an empty key where AF writes (null))"
+    )
     func queryStrings() throws {
         #expect(HTTPRequestSerializer.queryString(from: ["a", "b"] as any Sendable) == "%5B%5D=a&%5B%5D=b")
         #expect(HTTPRequestSerializer.queryString(from: Set(["b", "a"]) as any Sendable) == "=a&=b")
         #expect(HTTPRequestSerializer.queryString(from: [["k": "v"]] as any Sendable) == "%5B%5D%5Bk%5D=v")
-        #expect(HTTPRequestSerializer.queryString(from: ["k": ["x", "y"]] as [String: [String]] as any Sendable) == "k%5B%5D=x&k%5B%5D=y",
-                "a dictionary of another value type is still a dictionary")
-        #expect(HTTPRequestSerializer.queryString(from: JSONValue.object(["a": 1, "b": [true]]) as any Sendable) == "a=1&b%5B%5D=1")
+        #expect(
+            HTTPRequestSerializer.queryString(from: ["k": ["x", "y"]] as [String: [String]] as any Sendable)
+                == "k%5B%5D=x&k%5B%5D=y",
+            "a dictionary of another value type is still a dictionary"
+        )
+        #expect(
+            HTTPRequestSerializer.queryString(from: JSONValue.object(["a": 1, "b": [true]]) as any Sendable)
+                == "a=1&b%5B%5D=1"
+        )
 
-        let get = try HTTPRequestSerializer().request(withMethod: .get, urlString: "http://example.com/p?x=1", parameters: ["a", "b"])
+        let get = try HTTPRequestSerializer().request(
+            withMethod: .get,
+            urlString: "http://example.com/p?x=1",
+            parameters: ["a", "b"]
+        )
         #expect(get.url.absoluteString == "http://example.com/p?x=1&%5B%5D=a&%5B%5D=b")
-        let post = try HTTPRequestSerializer().request(withMethod: .post, urlString: "http://example.com", parameters: Set([2, 1]))
+        let post = try HTTPRequestSerializer().request(
+            withMethod: .post,
+            urlString: "http://example.com",
+            parameters: Set([2, 1])
+        )
         #expect(body(post) == "=1&=2")
         // The dictionary form is unchanged (AFHTTPRequestSerializationTests testQueryStringFromParameters).
-        #expect(HTTPRequestSerializer.queryString(from: ["key": "value", "key1": "value&"]) == "key=value&key1=value%26")
+        #expect(
+            HTTPRequestSerializer.queryString(from: ["key": "value", "key1": "value&"]) == "key=value&key1=value%26"
+        )
     }
 
     @Test("a property list at the top level may be an array")
     func propertyListArray() throws {
-        let r = try PropertyListRequestSerializer().request(withMethod: .post, urlString: "http://example.com", parameters: ["a", 1] as [any Sendable])
-        guard case .bytes(let b)? = r.body else { Issue.record("no body"); return }
+        let r = try PropertyListRequestSerializer().request(
+            withMethod: .post,
+            urlString: "http://example.com",
+            parameters: ["a", 1] as [any Sendable]
+        )
+        guard case .bytes(let b)? = r.body else {
+            Issue.record("no body")
+            return
+        }
         let back = try PropertyListSerialization.propertyList(from: Data(b), format: nil) as? [Any]
         #expect(back?.count == 2 && back?.first as? String == "a")
     }
@@ -86,9 +128,14 @@ private func encoded<T: Encodable>(_ value: T) throws -> String {
     @Test("a serializer of your own that knows only dictionaries refuses other shapes with a typed error")
     func defaultRefusesOtherShapes() throws {
         let r = HTTPClientRequest(method: .post, url: URL(string: "http://example.com")!)
-        let dict = try QuerySerializer().request(bySerializing: r, parameters: ["b": 2, "a": 1] as [String: Int] as any Sendable)
+        let dict = try QuerySerializer().request(
+            bySerializing: r,
+            parameters: ["b": 2, "a": 1] as [String: Int] as any Sendable
+        )
         #expect(body(dict) == "a=1&b=2", "a dictionary of any value type reaches the dictionary form")
-        #expect(throws: SerializationError.self) { _ = try QuerySerializer().request(bySerializing: r, parameters: [1, 2] as any Sendable) }
+        #expect(throws: SerializationError.self) {
+            _ = try QuerySerializer().request(bySerializing: r, parameters: [1, 2] as any Sendable)
+        }
     }
 }
 
@@ -113,15 +160,22 @@ private struct TaggedSerializer: CodableResponseSerialization {
         s.allowsCellularAccess = false
         s.shouldUsePipelining = true
         let back = try roundTrip(s)
-        #expect(back.httpRequestHeaders.map { [$0.name, $0.value] } == s.httpRequestHeaders.map { [$0.name, $0.value] })
+        #expect(
+            back.httpRequestHeaders.map { [$0.name, $0.value] } == s.httpRequestHeaders.map { [$0.name, $0.value] }
+        )
         #expect(back.value(forHTTPHeaderField: "User-Agent") == nil)
         #expect(back.httpMethodsEncodingParametersInURI == ["GET", "OPTIONS"])
         let delete = try back.request(withMethod: .delete, urlString: "http://example.com", parameters: ["a": 1])
-        #expect(body(delete) == "a=1" && delete.url.query == nil, "the decoded set is the one applied: DELETE sends a body")
+        #expect(
+            body(delete) == "a=1" && delete.url.query == nil,
+            "the decoded set is the one applied: DELETE sends a body"
+        )
         let options = try back.request(withMethod: .options, urlString: "http://example.com", parameters: ["a": 1])
         #expect(options.url.query == "a=1")
         #expect(back.timeoutInterval == 12.5 && back.cachePolicy == .returnCacheDataElseLoad)
-        #expect(back.shouldHandleCookies == false && back.allowsCellularAccess == false && back.shouldUsePipelining == true)
+        #expect(
+            back.shouldHandleCookies == false && back.allowsCellularAccess == false && back.shouldUsePipelining == true
+        )
         #expect(try encoded(back) == encoded(s))
         // Unset defaults stay unset (AF's observed key paths).
         let plain = try roundTrip(HTTPRequestSerializer())
@@ -140,7 +194,9 @@ private struct TaggedSerializer: CodableResponseSerialization {
         #expect(p.format == .binary && p.value(forHTTPHeaderField: "X-Plist") == "x")
     }
 
-    @Test("response serializers round-trip status codes, content types and options (AFJSONSerializationTests …CanBeArchivedAndUnarchived)")
+    @Test(
+        "response serializers round-trip status codes, content types and options (AFJSONSerializationTests …CanBeArchivedAndUnarchived)"
+    )
     func responseSerializers() throws {
         var http = HTTPResponseSerializer(acceptableContentTypes: ["test/type"])
         http.acceptableStatusCodes = RangeSet(100..<101)
@@ -153,14 +209,21 @@ private struct TaggedSerializer: CodableResponseSerialization {
         json.acceptableStatusCodes = RangeSet([200..<204, 400..<401])
         let j = try roundTrip(json)
         #expect(j.readingOptions == .fragmentsAllowed && j.removesKeysWithNullValues)
-        #expect(j.acceptableStatusCodes == RangeSet([200..<204, 400..<401]) && j.acceptableContentTypes == json.acceptableContentTypes)
+        #expect(
+            j.acceptableStatusCodes == RangeSet([200..<204, 400..<401])
+                && j.acceptableContentTypes == json.acceptableContentTypes
+        )
         let plist = try roundTrip(PropertyListResponseSerializer(format: .binary))
         #expect(plist.format == .binary && plist.acceptableContentTypes == ["application/x-plist"])
     }
 
-    @Test("the compound serializer round-trips its members by type (AFCompoundResponseSerializerTests …CanBeArchivedAndUnarchived)")
+    @Test(
+        "the compound serializer round-trips its members by type (AFCompoundResponseSerializerTests …CanBeArchivedAndUnarchived)"
+    )
     func compound() throws {
-        var compound = CompoundResponseSerializer([HTTPResponseSerializer(acceptableContentTypes: ["image/png"]), JSONResponseSerializer()])
+        var compound = CompoundResponseSerializer([
+            HTTPResponseSerializer(acceptableContentTypes: ["image/png"]), JSONResponseSerializer(),
+        ])
         compound.acceptableStatusCodes = RangeSet(100..<101)
         compound.acceptableContentTypes = ["test/type"]
         let back = try roundTrip(compound)
@@ -206,7 +269,10 @@ private struct TaggedSerializer: CodableResponseSerialization {
         #expect(back.anchors == .systemAndCustom([pki.root]))
         #expect(try encoded(back) == encoded(policy))
         #expect(try roundTrip(SecurityPolicy.default).anchors == .system)
-        let bad = Data(#"{"pinningMode":"always","pinnedCertificates":[],"pinnedPublicKeyHashes":[],"allowInvalidCertificates":false,"validatesDomainName":true,"anchors":{"kind":"system"}}"#.utf8)
+        let bad = Data(
+            #"{"pinningMode":"always","pinnedCertificates":[],"pinnedPublicKeyHashes":[],"allowInvalidCertificates":false,"validatesDomainName":true,"anchors":{"kind":"system"}}"#
+                .utf8
+        )
         #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode(SecurityPolicy.self, from: bad) }
     }
 
@@ -216,8 +282,14 @@ private struct TaggedSerializer: CodableResponseSerialization {
         json.acceptableStatusCodes = RangeSet(100..<101)
         json.acceptableContentTypes = ["test/type"]
         var copied = json.copy()
-        #expect(copied.acceptableStatusCodes == json.acceptableStatusCodes && copied.acceptableContentTypes == json.acceptableContentTypes)
-        #expect(copied.readingOptions == json.readingOptions && copied.removesKeysWithNullValues == json.removesKeysWithNullValues)
+        #expect(
+            copied.acceptableStatusCodes == json.acceptableStatusCodes
+                && copied.acceptableContentTypes == json.acceptableContentTypes
+        )
+        #expect(
+            copied.readingOptions == json.readingOptions
+                && copied.removesKeysWithNullValues == json.removesKeysWithNullValues
+        )
         copied.acceptableContentTypes = ["other/type"]
         #expect(json.acceptableContentTypes == ["test/type"], "changing the copy leaves the original")
 
@@ -240,7 +312,9 @@ private struct TaggedSerializer: CodableResponseSerialization {
 }
 
 @Suite struct SecurityPolicyRefusalTests {
-    @Test("a pinning policy on a manager whose base URL is not https is refused (AFHTTPSessionManagerTests testInvalid…PinningSecurityPolicy[WithoutBaseURL])")
+    @Test(
+        "a pinning policy on a manager whose base URL is not https is refused (AFHTTPSessionManagerTests testInvalid…PinningSecurityPolicy[WithoutBaseURL])"
+    )
     func pinningNeedsHTTPS() throws {
         for base in [URL(string: "http://example.com/"), nil] {
             for mode in [SecurityPolicy.PinningMode.certificate, .publicKey] {
@@ -255,7 +329,9 @@ private struct TaggedSerializer: CodableResponseSerialization {
                     }
                 }()
                 guard case .invalidSecurityPolicy(let why)? = refusal else {
-                    Issue.record("\(mode) pinning on \(base?.absoluteString ?? "no base URL"): \(String(describing: refusal))")
+                    Issue.record(
+                        "\(mode) pinning on \(base?.absoluteString ?? "no base URL"): \(String(describing: refusal))"
+                    )
                     continue
                 }
                 #expect(why.contains("https") && why.contains("pinning"), "\(why)")
@@ -264,7 +340,9 @@ private struct TaggedSerializer: CodableResponseSerialization {
         }
     }
 
-    @Test("pinning on an https base URL, no pinning anywhere, and a plain SessionManager are accepted (testValid…SecurityPolicy)")
+    @Test(
+        "pinning on an https base URL, no pinning anywhere, and a plain SessionManager are accepted (testValid…SecurityPolicy)"
+    )
     func acceptedPolicies() throws {
         let https = HTTPSessionManager(baseURL: URL(string: "https://example.com/"))
         try https.setSecurityPolicy(SecurityPolicy(pinningMode: .certificate))
@@ -286,20 +364,33 @@ private struct TaggedSerializer: CodableResponseSerialization {
     @Test("HawserError reads like NSURLSession's errors: description, domain, code, failing URL, underlying error")
     func hawserErrors() throws {
         let url = URL(string: "https://apple.com/")!
-        let untrusted = HawserError(.serverCertificateUntrusted, "the chain ends at an unknown root", url: url,
-                                    underlying: TrustFailure(.untrustedRoot, "unknown root"))
-        #expect(untrusted.errorDescription == "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “apple.com” which could put your confidential information at risk.")
+        let untrusted = HawserError(
+            .serverCertificateUntrusted,
+            "the chain ends at an unknown root",
+            url: url,
+            underlying: TrustFailure(.untrustedRoot, "unknown root")
+        )
+        #expect(
+            untrusted.errorDescription
+                == "The certificate for this server is invalid. You might be connecting to a server that is pretending to be “apple.com” which could put your confidential information at risk."
+        )
         let ns = untrusted as NSError
         #expect(ns.domain == NSURLErrorDomain && ns.code == -1202)
-        #expect(ns.localizedDescription == untrusted.errorDescription, "AFHTTPSessionManagerTests testInvalidServerTrustProducesCorrectError…")
+        #expect(
+            ns.localizedDescription == untrusted.errorDescription,
+            "AFHTTPSessionManagerTests testInvalidServerTrustProducesCorrectError…"
+        )
         #expect(ns.localizedFailureReason == "the chain ends at an unknown root")
         #expect(ns.userInfo[NSURLErrorFailingURLErrorKey] as? URL == url)
         #expect(ns.userInfo["NSErrorFailingURLStringKey"] as? String == url.absoluteString)
         #expect(ns.userInfo[NSUnderlyingErrorKey] is NSError)
         let cases: [(HawserError.Code, Int, String)] = [
-            (.cancelled, -999, "cancelled"), (.unsupportedURL, -1002, "unsupported URL"), (.invalidRequest, -1000, "bad URL"),
-            (.idleTimeout, -1001, "The request timed out."), (.cannotResolveHost, -1003, "A server with the specified hostname could not be found."),
-            (.cannotConnect, -1004, "Could not connect to the server."), (.connectionLost, -1005, "The network connection was lost."),
+            (.cancelled, -999, "cancelled"), (.unsupportedURL, -1002, "unsupported URL"),
+            (.invalidRequest, -1000, "bad URL"),
+            (.idleTimeout, -1001, "The request timed out."),
+            (.cannotResolveHost, -1003, "A server with the specified hostname could not be found."),
+            (.cannotConnect, -1004, "Could not connect to the server."),
+            (.connectionLost, -1005, "The network connection was lost."),
             (.limitExceeded, -1103, "resource exceeds maximum size"),
         ]
         for (code, number, text) in cases {
@@ -310,7 +401,11 @@ private struct TaggedSerializer: CodableResponseSerialization {
 
     @Test("serialization and manager errors keep AF's domains and numbers as NSErrors")
     func otherErrors() throws {
-        let response = HTTPResponse(url: URL(string: "http://example.com/x")!, statusCode: 404, headers: ["Content-Type": "text/plain"])
+        let response = HTTPResponse(
+            url: URL(string: "http://example.com/x")!,
+            statusCode: 404,
+            headers: ["Content-Type": "text/plain"]
+        )
         do {
             _ = try HTTPResponseSerializer().responseObject(for: response, data: Array("nope".utf8))
             Issue.record("a 404 was accepted")
@@ -320,31 +415,46 @@ private struct TaggedSerializer: CodableResponseSerialization {
             #expect(ns.localizedDescription == "Request failed: not found (404)")
             #expect(ns.userInfo[SerializationError.failingURLResponseDataErrorKey] as? Data == Data("nope".utf8))
             #expect(ns.userInfo[NSURLErrorFailingURLErrorKey] as? URL == response.url)
-            #expect((e as NSError).code == -1011 && (e as NSError).domain == "com.alamofire.error.serialization.response")
+            #expect(
+                (e as NSError).code == -1011 && (e as NSError).domain == "com.alamofire.error.serialization.response"
+            )
         }
         let invalidated = SessionManagerError.sessionInvalidated as NSError
         #expect(invalidated.domain == NSURLErrorDomain && invalidated.code == -999)
         #expect(invalidated.localizedDescription.contains("invalidated"))
     }
 
-    @Test("an unsupported scheme is -1002 and a URL without a host -1000, at serialization time (failure(nil, …), no task)")
+    @Test(
+        "an unsupported scheme is -1002 and a URL without a host -1000, at serialization time (failure(nil, …), no task)"
+    )
     func unusableURLs() async throws {
         let m = HTTPSessionManager()
         defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
-        for (url, code, number) in [("ftp://example.com/file", SerializationError.Code.unsupportedURL, -1002),
-                                    ("http:///no-host", .invalidURL, -1000), ("file:///etc/passwd", .unsupportedURL, -1002)] {
+        for (url, code, number) in [
+            ("ftp://example.com/file", SerializationError.Code.unsupportedURL, -1002),
+            ("http:///no-host", .invalidURL, -1000), ("file:///etc/passwd", .unsupportedURL, -1002),
+        ] {
             let done = Expectation()
             let seen = Box<(Bool, (any Error)?)>((false, nil))
-            let task = m.get(url, success: { _, _ in done.fulfill() }, failure: { t, e in
-                seen.value = (t == nil, e)
-                done.fulfill()
-            })
+            let task = m.get(
+                url,
+                success: { _, _ in done.fulfill() },
+                failure: { t, e in
+                    seen.value = (t == nil, e)
+                    done.fulfill()
+                }
+            )
             #expect(task == nil, "\(url)")
             #expect(await done.wait())
             let e = seen.value.1 as? SerializationError
-            #expect(seen.value.0 && e?.code == code && e?.errorCode == number, "\(url): \(String(describing: seen.value.1))")
+            #expect(
+                seen.value.0 && e?.code == code && e?.errorCode == number,
+                "\(url): \(String(describing: seen.value.1))"
+            )
             await #expect(throws: SerializationError.self) { _ = try await m.get(url) }
         }
-        #expect(throws: SerializationError.self) { _ = try HTTPRequestSerializer().request(withMethod: .get, urlString: "gopher://x/", parameters: nil) }
+        #expect(throws: SerializationError.self) {
+            _ = try HTTPRequestSerializer().request(withMethod: .get, urlString: "gopher://x/", parameters: nil)
+        }
     }
 }

@@ -21,11 +21,15 @@ extension ManagerNetworkTests {
             let done = Expectation()
             let result = Box<(URL?, (any Error)?)>((nil, nil))
             let temp = Box<URL?>(nil)
-            let task = manager.downloadTask(with: request(server, "/bytes/300000?chunk=10000"), progress: nil, destination: { location, response in
-                temp.value = location
-                #expect(response?.statusCode == 200)
-                return target
-            }) { _, url, error in
+            let task = manager.downloadTask(
+                with: request(server, "/bytes/300000?chunk=10000"),
+                progress: nil,
+                destination: { location, response in
+                    temp.value = location
+                    #expect(response?.statusCode == 200)
+                    return target
+                }
+            ) { _, url, error in
                 result.value = (url, error)
                 done.fulfill()
             }
@@ -37,7 +41,10 @@ extension ManagerNetworkTests {
             #expect(result.value.0 == target && result.value.1 == nil)
             #expect(try Data(contentsOf: target) == Data(pattern(300_000)))
             #expect(progress?.fractionCompleted == 1.0, "chunked, no Content-Length: still 1.0 at the end")
-            #expect(temp.value.map { !FileManager.default.fileExists(atPath: $0.path) } == true, "the temporary file is gone")
+            #expect(
+                temp.value.map { !FileManager.default.fileExists(atPath: $0.path) } == true,
+                "the temporary file is gone"
+            )
             for _ in 0..<2000 where completedInfo.value == nil { await Task.yield() }
             #expect(completedInfo.value?.assetPath == target)
         }
@@ -58,10 +65,14 @@ extension ManagerNetworkTests {
             let done = Expectation()
             let result = Box<(URL?, (any Error)?)>((nil, nil))
             let temp = Box<URL?>(nil)
-            manager.downloadTask(with: request(server, "/bytes/1000"), progress: nil, destination: { location, _ in
-                temp.value = location
-                return target
-            }) { _, url, error in
+            manager.downloadTask(
+                with: request(server, "/bytes/1000"),
+                progress: nil,
+                destination: { location, _ in
+                    temp.value = location
+                    return target
+                }
+            ) { _, url, error in
                 result.value = (url, error)
                 done.fulfill()
             }.resume()
@@ -74,14 +85,22 @@ extension ManagerNetworkTests {
             }
             #expect(to == target)
             #expect(eventError.value is SessionManagerError)
-            #expect(temp.value.map { !FileManager.default.fileExists(atPath: $0.path) } == true, "the temporary file was removed")
+            #expect(
+                temp.value.map { !FileManager.default.fileExists(atPath: $0.path) } == true,
+                "the temporary file was removed"
+            )
         }
 
         /// Downloads `/range/N[?query]` halfway, cancels with resume data, resumes, and returns
         /// the final file's bytes and what the resume reported.
-        func interruptAndResume(_ server: TestServer, size: Int, query: String = "",
-                                edit: (inout DownloadResumeData) -> Void = { _ in }) async throws
-            -> (bytes: Data, resumedAt: Int64?, resumeData: DownloadResumeData) {
+        func interruptAndResume(
+            _ server: TestServer,
+            size: Int,
+            query: String = "",
+            edit: (inout DownloadResumeData) -> Void = { _ in }
+        ) async throws
+            -> (bytes: Data, resumedAt: Int64?, resumeData: DownloadResumeData)
+        {
             let manager = makeManager()
             let produced = Expectation()
             let resumeBox = Box<Data?>(nil)
@@ -97,7 +116,10 @@ extension ManagerNetworkTests {
             }
             let firstDone = Expectation()
             let firstError = Box<(any Error)?>(nil)
-            manager.downloadTask(with: request(server, "/range/\(size)\(query)"), progress: nil, destination: nil) { _, _, e in
+            manager.downloadTask(with: request(server, "/range/\(size)\(query)"), progress: nil, destination: nil) {
+                _,
+                _,
+                e in
                 firstError.value = e
                 firstDone.fulfill()
             }.resume()
@@ -118,7 +140,11 @@ extension ManagerNetworkTests {
             defer { try? FileManager.default.removeItem(at: target) }
             let done = Expectation()
             let error = Box<(any Error)?>(nil)
-            let task = manager.downloadTask(withResumeData: resume.encoded(), progress: nil, destination: { _, _ in target }) { _, _, e in
+            let task = manager.downloadTask(
+                withResumeData: resume.encoded(),
+                progress: nil,
+                destination: { _, _ in target }
+            ) { _, _, e in
                 error.value = e
                 done.fulfill()
             }
@@ -150,7 +176,10 @@ extension ManagerNetworkTests {
             let server = try TestServer()
             defer { server.shutdown() }
             let size = 2_000_000
-            let r = try await interruptAndResume(server, size: size) { $0.entityTag = "\"stale\""; $0.lastModified = nil }
+            let r = try await interruptAndResume(server, size: size) {
+                $0.entityTag = "\"stale\""
+                $0.lastModified = nil
+            }
             #expect(r.bytes == Data(pattern(size)))
             #expect(r.resumedAt == 0, "If-Range did not match: the server sent the whole entity")
         }
@@ -176,17 +205,31 @@ extension ManagerNetworkTests {
         /// writes nothing after the partial file: a coded range is never decoded or spliced onto it.
         @Test func codedPartialContentIsRefusedAndNeverSpliced() async throws {
             let kept = pattern(1000)
-            let partial = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-download-\(UUID().uuidString).tmp")
+            let partial = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hawser-download-\(UUID().uuidString).tmp"
+            )
             try Data(kept).write(to: partial)
             defer { try? FileManager.default.removeItem(at: partial) }
             var state: UInt32 = 7
-            let coded = try GzipEncoder.compress((0..<4000).map { _ -> UInt8 in state = state &* 1_103_515_245 &+ 12345; return UInt8(truncatingIfNeeded: state >> 16) })
+            let coded = try GzipEncoder.compress(
+                (0..<4000).map { _ -> UInt8 in
+                    state = state &* 1_103_515_245 &+ 12345
+                    return UInt8(truncatingIfNeeded: state >> 16)
+                }
+            )
             let slice = Array(coded[100..<600])
-            let head = "HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nContent-Encoding: gzip\r\nContent-Range: bytes 1000-1499/5000\r\nContent-Length: \(slice.count)\r\n\r\n"
+            let head =
+                "HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nContent-Encoding: gzip\r\nContent-Range: bytes 1000-1499/5000\r\nContent-Length: \(slice.count)\r\n\r\n"
             let server = try ScriptedServer([[.readRequest(), .send(Array(head.utf8) + slice), .waitForClose]])
             defer { server.stop() }
-            let resume = DownloadResumeData(url: URL(string: "http://127.0.0.1:\(server.port)/file")!, headers: [], bytesWritten: Int64(kept.count),
-                                            temporaryFilePath: partial.path, entityTag: "\"v1\"", lastModified: nil)
+            let resume = DownloadResumeData(
+                url: URL(string: "http://127.0.0.1:\(server.port)/file")!,
+                headers: [],
+                bytesWritten: Int64(kept.count),
+                temporaryFilePath: partial.path,
+                entityTag: "\"v1\"",
+                lastModified: nil
+            )
             let manager = makeManager()
             let written = Box<Int64>(0)
             manager.downloadTaskDidWriteData = { _, n, _, _ in written.value += n }
@@ -199,16 +242,29 @@ extension ManagerNetworkTests {
             #expect(await done.wait())
             #expect((error.value as? HawserError)?.code == .cannotDecodeContent, "\(String(describing: error.value))")
             let sent = String(decoding: server.requests.first ?? [], as: UTF8.self)
-            #expect(sent.contains("Range: bytes=1000-\r\n") && sent.contains("Accept-Encoding: identity\r\n"), "\(sent)")
+            #expect(
+                sent.contains("Range: bytes=1000-\r\n") && sent.contains("Accept-Encoding: identity\r\n"),
+                "\(sent)"
+            )
             #expect(written.value == 0, "no byte of the coded range was written after the partial file")
         }
 
         @Test func invalidResumeDataIsATypedError() async throws {
             let manager = makeManager()
-            for (data, why) in [(Data("garbage".utf8), "not json"),
-                                (DownloadResumeData(url: URL(string: "http://x/")!, headers: [], bytesWritten: 1,
-                                                    temporaryFilePath: "/etc/passwd", entityTag: "\"e\"", lastModified: nil).encoded(),
-                                 "a file Hawser did not make")] {
+            for (data, why) in [
+                (Data("garbage".utf8), "not json"),
+                (
+                    DownloadResumeData(
+                        url: URL(string: "http://x/")!,
+                        headers: [],
+                        bytesWritten: 1,
+                        temporaryFilePath: "/etc/passwd",
+                        entityTag: "\"e\"",
+                        lastModified: nil
+                    ).encoded(),
+                    "a file Hawser did not make"
+                ),
+            ] {
                 let done = Expectation()
                 let error = Box<(any Error)?>(nil)
                 manager.downloadTask(withResumeData: data, progress: nil, destination: nil) { _, _, e in
@@ -216,13 +272,20 @@ extension ManagerNetworkTests {
                     done.fulfill()
                 }.resume()
                 #expect(await done.wait())
-                if case .invalidResumeData? = error.value as? SessionManagerError {} else {
+                if case .invalidResumeData? = error.value as? SessionManagerError {
+                } else {
                     Issue.record("\(why): expected invalidResumeData, got \(String(describing: error.value))")
                 }
             }
-            var newer = DownloadResumeData(url: URL(string: "http://x/")!, headers: [], bytesWritten: 1,
-                                           temporaryFilePath: FileManager.default.temporaryDirectory.appendingPathComponent("hawser-download-x").path,
-                                           entityTag: "\"e\"", lastModified: nil)
+            var newer = DownloadResumeData(
+                url: URL(string: "http://x/")!,
+                headers: [],
+                bytesWritten: 1,
+                temporaryFilePath: FileManager.default.temporaryDirectory.appendingPathComponent("hawser-download-x")
+                    .path,
+                entityTag: "\"e\"",
+                lastModified: nil
+            )
             newer.version = 2
             #expect(throws: SessionManagerError.self) { try DownloadResumeData(data: newer.encoded()) }
         }
@@ -254,7 +317,11 @@ extension ManagerNetworkTests {
 
             let up = Expectation()
             let upResult = Box<(HTTPResponse?, (any Error)?)>((nil, nil))
-            let uploadTask = manager.uploadTask(with: request(server, "/sink", method: .put), fromFile: file, progress: nil) { r, _, e in
+            let uploadTask = manager.uploadTask(
+                with: request(server, "/sink", method: .put),
+                fromFile: file,
+                progress: nil
+            ) { r, _, e in
                 upResult.value = (r, e)
                 up.fulfill()
             }
@@ -268,7 +335,11 @@ extension ManagerNetworkTests {
 
             let down = Expectation()
             let downResult = Box<(URL?, (any Error)?)>((nil, nil))
-            manager.downloadTask(with: request(server, "/stream/\(size)?chunked=1"), progress: nil, destination: { _, _ in target }) { _, u, e in
+            manager.downloadTask(
+                with: request(server, "/stream/\(size)?chunked=1"),
+                progress: nil,
+                destination: { _, _ in target }
+            ) { _, u, e in
                 downResult.value = (u, e)
                 down.fulfill()
             }.resume()

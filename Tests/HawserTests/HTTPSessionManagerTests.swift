@@ -23,7 +23,7 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
         ("", "http://example.com/v1/"),
     ])
     func relativeResolution(path: String, expected: String) {
-        for base in ["http://example.com/v1/", "http://example.com/v1"] {   // a missing trailing slash is added
+        for base in ["http://example.com/v1/", "http://example.com/v1"] {  // a missing trailing slash is added
             let m = HTTPSessionManager(baseURL: URL(string: base)!)
             #expect(m.url(for: path)?.absoluteString == expected, "\(base) + \(path)")
             m.invalidateSessionCancelingTasks(true, resetSession: false)
@@ -31,9 +31,15 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
     }
 
     @Test func trailingSlashRule() {
-        #expect(HTTPSessionManager(baseURL: URL(string: "http://example.com/v1")!).baseURL?.absoluteString == "http://example.com/v1/")
-        #expect(HTTPSessionManager(baseURL: URL(string: "http://example.com")!).baseURL?.absoluteString == "http://example.com",
-                "no path: nothing added, as in AFNetworking")
+        #expect(
+            HTTPSessionManager(baseURL: URL(string: "http://example.com/v1")!).baseURL?.absoluteString
+                == "http://example.com/v1/"
+        )
+        #expect(
+            HTTPSessionManager(baseURL: URL(string: "http://example.com")!).baseURL?.absoluteString
+                == "http://example.com",
+            "no path: nothing added, as in AFNetworking"
+        )
         #expect(HTTPSessionManager().url(for: "relative/only") == nil, "no base URL: a relative string is not a URL")
     }
 
@@ -41,28 +47,51 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
         var r = HTTPClientRequest(method: .post, url: URL(string: "http://example.com/a?b=c")!)
         r.headers.add(name: "X-Quote", value: "it's")
         r.body = .bytes(Array("{\"k\":1}".utf8))
-        #expect(r.curlDescription == #"curl -X 'POST' -H 'X-Quote: it'\''s' --data-binary '{"k":1}' 'http://example.com/a?b=c'"#)
-        #expect(HTTPClientRequest(method: .head, url: URL(string: "http://h/")!).curlDescription == "curl --head 'http://h/'")
+        #expect(
+            r.curlDescription
+                == #"curl -X 'POST' -H 'X-Quote: it'\''s' --data-binary '{"k":1}' 'http://example.com/a?b=c'"#
+        )
+        #expect(
+            HTTPClientRequest(method: .head, url: URL(string: "http://h/")!).curlDescription
+                == "curl --head 'http://h/'"
+        )
         var binary = HTTPClientRequest(method: .put, url: URL(string: "http://h/")!)
         binary.body = .bytes([0xff, 0xfe])
-        #expect(binary.curlDescription == "curl -X 'PUT' --data-binary @- 'http://h/' # 2 bytes of binary body on stdin")
+        #expect(
+            binary.curlDescription == "curl -X 'PUT' --data-binary @- 'http://h/' # 2 bytes of binary body on stdin"
+        )
     }
 
     @Test func retryPolicyBacksOffExponentiallyForIdempotentMethods() async {
         let p = RetryPolicy(retryLimit: 3, exponentialBackoffBase: 2, exponentialBackoffScale: 0.5)
-        let task = SessionManager().dataTask(with: HTTPClientRequest(url: URL(string: "http://h/")!), completionHandler: nil)
+        let task = SessionManager().dataTask(
+            with: HTTPClientRequest(url: URL(string: "http://h/")!),
+            completionHandler: nil
+        )
         let get = HTTPClientRequest(url: URL(string: "http://h/")!)
         let post = HTTPClientRequest(method: .post, url: URL(string: "http://h/")!)
         let lost = HawserError(.connectionLost, "reset")
         #expect(await p.retry(task, request: get, response: nil, error: lost, retryCount: 0) == .retryWithDelay(0.5))
         #expect(await p.retry(task, request: get, response: nil, error: lost, retryCount: 2) == .retryWithDelay(2))
-        #expect(await p.retry(task, request: get, response: nil, error: lost, retryCount: 3) == .doNotRetry, "limit reached")
-        #expect(await p.retry(task, request: post, response: nil, error: lost, retryCount: 0) == .doNotRetry, "POST is not idempotent")
+        #expect(
+            await p.retry(task, request: get, response: nil, error: lost, retryCount: 3) == .doNotRetry,
+            "limit reached"
+        )
+        #expect(
+            await p.retry(task, request: post, response: nil, error: lost, retryCount: 0) == .doNotRetry,
+            "POST is not idempotent"
+        )
         let busy = HTTPResponse(url: get.url, statusCode: 503, headers: ["Retry-After": "7"])
-        #expect(await p.retry(task, request: get, response: busy, error: nil, retryCount: 0) == .retryWithDelay(7), "Retry-After wins when longer")
+        #expect(
+            await p.retry(task, request: get, response: busy, error: nil, retryCount: 0) == .retryWithDelay(7),
+            "Retry-After wins when longer"
+        )
         let notFound = HTTPResponse(url: get.url, statusCode: 404, headers: [:])
         #expect(await p.retry(task, request: get, response: notFound, error: nil, retryCount: 0) == .doNotRetry)
-        #expect(await p.retry(task, request: get, response: nil, error: HawserError(.cancelled, "x"), retryCount: 0) == .doNotRetry)
+        #expect(
+            await p.retry(task, request: get, response: nil, error: HawserError(.cancelled, "x"), retryCount: 0)
+                == .doNotRetry
+        )
     }
 }
 
@@ -88,10 +117,18 @@ extension ManagerNetworkTests {
             let task: DataTask?
             switch method {
             case .get: task = m.get("echo", parameters: params, headers: headers, success: success, failure: failure)
-            case .head: task = m.head("echo", parameters: params, headers: headers, success: { success($0, nil) }, failure: failure)
+            case .head:
+                task = m.head(
+                    "echo",
+                    parameters: params,
+                    headers: headers,
+                    success: { success($0, nil) },
+                    failure: failure
+                )
             case .post: task = m.post("echo", parameters: params, headers: headers, success: success, failure: failure)
             case .put: task = m.put("echo", parameters: params, headers: headers, success: success, failure: failure)
-            case .patch: task = m.patch("echo", parameters: params, headers: headers, success: success, failure: failure)
+            case .patch:
+                task = m.patch("echo", parameters: params, headers: headers, success: success, failure: failure)
             default: task = m.delete("echo", parameters: params, headers: headers, success: success, failure: failure)
             }
             #expect(task != nil && task?.state != .suspended, "the conveniences return a resumed task")
@@ -111,20 +148,28 @@ extension ManagerNetworkTests {
             let m = makeHTTPManager(server)
             let done = Expectation()
             let failed = Box<(DataTask?, (any Error)?)>((nil, nil))
-            m.get("status/404", success: { _, _ in done.fulfill() }, failure: { t, e in
-                failed.value = (t, e)
-                done.fulfill()
-            })
+            m.get(
+                "status/404",
+                success: { _, _ in done.fulfill() },
+                failure: { t, e in
+                    failed.value = (t, e)
+                    done.fulfill()
+                }
+            )
             #expect(await done.wait())
             #expect((failed.value.1 as? StatusError)?.status == 404)
             #expect(failed.value.0?.response?.statusCode == 404, "the failure gets the task with its response")
 
             let ok = Expectation()
             let object = Box<(any Sendable)?>("unset")
-            m.get("status/204", success: { _, o in
-                object.value = o
-                ok.fulfill()
-            }, failure: { _, _ in ok.fulfill() })
+            m.get(
+                "status/204",
+                success: { _, o in
+                    object.value = o
+                    ok.fulfill()
+                },
+                failure: { _, _ in ok.fulfill() }
+            )
             #expect(await ok.wait())
             #expect((object.value as? Data)?.isEmpty == true)
         }
@@ -137,10 +182,15 @@ extension ManagerNetworkTests {
             m.completionQueue = queue
             let done = Expectation()
             let seen = Box<(Bool, Bool, (any Error)?)>((false, false, nil))
-            let task = m.get("http://127.0.0.1:9/x", parameters: ["fail": true], success: { _, _ in done.fulfill() }, failure: { t, e in
-                seen.value = (t == nil, DispatchQueue.getSpecific(key: key) == 7, e)
-                done.fulfill()
-            })
+            let task = m.get(
+                "http://127.0.0.1:9/x",
+                parameters: ["fail": true],
+                success: { _, _ in done.fulfill() },
+                failure: { t, e in
+                    seen.value = (t == nil, DispatchQueue.getSpecific(key: key) == 7, e)
+                    done.fulfill()
+                }
+            )
             #expect(task == nil)
             #expect(await done.wait())
             #expect(seen.value.0 && seen.value.1)
@@ -148,13 +198,22 @@ extension ManagerNetworkTests {
 
             let bad = Expectation()
             let badError = Box<(any Error)?>(nil)
-            #expect(m.get("no base url, no scheme", success: nil, failure: { _, e in
-                badError.value = e
-                bad.fulfill()
-            }) == nil)
+            #expect(
+                m.get(
+                    "no base url, no scheme",
+                    success: nil,
+                    failure: { _, e in
+                        badError.value = e
+                        bad.fulfill()
+                    }
+                ) == nil
+            )
             #expect(await bad.wait())
             let e = badError.value as? SerializationError
-            #expect(e?.code == .invalidURL && e?.errorCode == -1000, "expected invalidURL (-1000), got \(String(describing: badError.value))")
+            #expect(
+                e?.code == .invalidURL && e?.errorCode == -1000,
+                "expected invalidURL (-1000), got \(String(describing: badError.value))"
+            )
         }
 
         @Test func asyncFormsReturnValueAndResponseOrThrow() async throws {
@@ -185,7 +244,9 @@ extension ManagerNetworkTests {
             defer { server.shutdown() }
             final class Retries: EventMonitor, @unchecked Sendable {
                 let count = Box(0)
-                func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?) { self.count.mutate { $0 += 1 } }
+                func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?) {
+                    self.count.mutate { $0 += 1 }
+                }
             }
             let monitor = Retries()
             let m = HTTPSessionManager(baseURL: URL(string: server.baseURL)!, eventMonitors: [monitor])
@@ -204,7 +265,7 @@ extension ManagerNetworkTests {
             let server = try TestServer()
             defer { server.shutdown() }
             let m = makeHTTPManager(server)
-                let refused = Box<[String?]>([])
+            let refused = Box<[String?]>([])
             let auth = AuthenticationInterceptor(token: "expired") { token in
                 refused.mutate { $0.append(token) }
                 return "fresh"

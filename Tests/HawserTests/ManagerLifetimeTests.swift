@@ -12,8 +12,11 @@ extension ManagerNetworkTests {
     @Suite("Manager lifetime", .serialized)
     struct ManagerLifetimeTests {
         /// `HTTPSessionManager().get(…)` with nothing holding the manager, weakly watched.
-        private static func getWithoutKeepingTheManager(_ url: String, observe: (SessionManager, Session) -> Void,
-                                                        done: @escaping @Sendable ((any Sendable)?, (any Error)?) -> Void) {
+        private static func getWithoutKeepingTheManager(
+            _ url: String,
+            observe: (SessionManager, Session) -> Void,
+            done: @escaping @Sendable ((any Sendable)?, (any Error)?) -> Void
+        ) {
             let manager = HTTPSessionManager()
             observe(manager, manager.session)
             manager.get(url, success: { _, object in done(object, nil) }, failure: { _, error in done(nil, error) })
@@ -27,12 +30,15 @@ extension ManagerNetworkTests {
             let result = Box<((any Sendable)?, (any Error)?)>((nil, nil))
             weak var weakManager: SessionManager?
             weak var weakSession: Session?
-            _ = EventLoopGroup.shared.next()   // the shared loops' descriptors are not the manager's
+            _ = EventLoopGroup.shared.next()  // the shared loops' descriptors are not the manager's
             await expectNoFDLeak("an unheld manager") {
-                Self.getWithoutKeepingTheManager(server.baseURL + "/json", observe: { m, s in
-                    weakManager = m
-                    weakSession = s
-                }) { object, error in
+                Self.getWithoutKeepingTheManager(
+                    server.baseURL + "/json",
+                    observe: { m, s in
+                        weakManager = m
+                        weakSession = s
+                    }
+                ) { object, error in
                     result.value = (object, error)
                     done.fulfill()
                 }
@@ -79,12 +85,17 @@ extension ManagerNetworkTests {
             #expect(await cancelled.wait())
             #expect(idle.state == .completed)
             #expect(failure.value?.code == .cancelled)
-            #expect(failure.value?.message.contains("released") == true, "the error says why: \(String(describing: failure.value))")
+            #expect(
+                failure.value?.message.contains("released") == true,
+                "the error says why: \(String(describing: failure.value))"
+            )
             idle.resume()
             #expect(idle.state == .completed, "a completed task does not start again")
         }
 
-        @Test("invalidate without reset: the session stays readable, its tasks end, later tasks fail, connections close")
+        @Test(
+            "invalidate without reset: the session stays readable, its tasks end, later tasks fail, connections close"
+        )
         func invalidateKeepsTheSessionReadable() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
@@ -109,7 +120,10 @@ extension ManagerNetworkTests {
             #expect(await running.wait())
             #expect(runningStatus.value == 200, "finishTasksAndInvalidate lets a running task finish")
             #expect(await invalidated.wait())
-            #expect(await eventually { session.poolStatistics().openConnections == 0 }, "the invalidated session closed its connections")
+            #expect(
+                await eventually { session.poolStatistics().openConnections == 0 },
+                "the invalidated session closed its connections"
+            )
 
             let late = Expectation()
             let lateError = Box<(any Error)?>(nil)

@@ -29,8 +29,17 @@ extension ManagerNetworkTests {
             // The block form gets the same object; a text/plain body fails JSON validation (-1016).
             let done = Expectation()
             let seen = Box<((any Sendable)?, (any Error)?)>((nil, nil))
-            m.get("json", success: { _, o in seen.value = (o, nil); done.fulfill() },
-                  failure: { _, e in seen.value = (nil, e); done.fulfill() })
+            m.get(
+                "json",
+                success: { _, o in
+                    seen.value = (o, nil)
+                    done.fulfill()
+                },
+                failure: { _, e in
+                    seen.value = (nil, e)
+                    done.fulfill()
+                }
+            )
             #expect(await done.wait())
             #expect(seen.value.0 as? JSONValue == json)
             await #expect(throws: SerializationError.self) { _ = try await m.get("hello") }
@@ -40,7 +49,10 @@ extension ManagerNetworkTests {
 
         static func expectedMultipart(boundary: String, field: String, fileName: String, file: [UInt8]) -> [UInt8] {
             Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\n\(field)\r\n".utf8)
-                + Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"upload\"; filename=\"\(fileName)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+                + Array(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"upload\"; filename=\"\(fileName)\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                        .utf8
+                )
                 + file + Array("\r\n--\(boundary)--\r\n".utf8)
         }
 
@@ -58,15 +70,22 @@ extension ManagerNetworkTests {
             let done = Expectation()
             let seen = Box<(DataTask?, (any Sendable)?, (any Error)?)>((nil, nil, nil))
             let progress = Box<Double>(0)
-            let task = m.post("echo", parameters: ["title": "hello multipart"], constructingBodyWith: { form in
-                try form.appendPart(withFileURL: file, name: "upload")
-            }, progress: { p in progress.value = p.fractionCompleted }, success: { t, o in
-                seen.value = (t, o, nil)
-                done.fulfill()
-            }, failure: { t, e in
-                seen.value = (t, nil, e)
-                done.fulfill()
-            })
+            let task = m.post(
+                "echo",
+                parameters: ["title": "hello multipart"],
+                constructingBodyWith: { form in
+                    try form.appendPart(withFileURL: file, name: "upload")
+                },
+                progress: { p in progress.value = p.fractionCompleted },
+                success: { t, o in
+                    seen.value = (t, o, nil)
+                    done.fulfill()
+                },
+                failure: { t, e in
+                    seen.value = (t, nil, e)
+                    done.fulfill()
+                }
+            )
             #expect(task is UploadTask)
             #expect(await done.wait())
             #expect(seen.value.2 == nil, "\(String(describing: seen.value.2))")
@@ -74,18 +93,38 @@ extension ManagerNetworkTests {
             let contentType = try #require(response.headers["X-Echo-H-Content-Type"])
             #expect(contentType.hasPrefix("multipart/form-data; boundary="))
             let boundary = String(contentType.dropFirst("multipart/form-data; boundary=".count))
-            let expected = Self.expectedMultipart(boundary: boundary, field: "hello multipart", fileName: file.lastPathComponent, file: bytes)
-            #expect(response.headers["X-Echo-H-Content-Length"] == String(expected.count), "a known length, not chunked")
+            let expected = Self.expectedMultipart(
+                boundary: boundary,
+                field: "hello multipart",
+                fileName: file.lastPathComponent,
+                file: bytes
+            )
+            #expect(
+                response.headers["X-Echo-H-Content-Length"] == String(expected.count),
+                "a known length, not chunked"
+            )
             let echoed = try #require(seen.value.1 as? Data)
             #expect(Array(echoed) == expected)
             #expect(progress.value == 1)
 
             // async form
-            let (value, _) = try await m.post("echo", parameters: ["title": "again"], constructingBodyWith: { form in
-                try form.appendPart(withFileURL: file, name: "upload")
-            })
+            let (value, _) = try await m.post(
+                "echo",
+                parameters: ["title": "again"],
+                constructingBodyWith: { form in
+                    try form.appendPart(withFileURL: file, name: "upload")
+                }
+            )
             let again = try #require(value as? Data)
-            #expect(again.count == Self.expectedMultipart(boundary: boundary, field: "again", fileName: file.lastPathComponent, file: bytes).count)
+            #expect(
+                again.count
+                    == Self.expectedMultipart(
+                        boundary: boundary,
+                        field: "again",
+                        fileName: file.lastPathComponent,
+                        file: bytes
+                    ).count
+            )
         }
 
         @Test("multipart POST with a file that cannot be read: failure with a nil task, on the completion queue")
@@ -98,22 +137,33 @@ extension ManagerNetworkTests {
             let done = Expectation()
             let seen = Box<(Bool, Bool, (any Error)?)>((false, false, nil))
             let missing = URL(fileURLWithPath: "/nonexistent/hawser-\(UUID().uuidString).bin")
-            let task = m.post("upload", parameters: nil, constructingBodyWith: { form in
-                try form.appendPart(withFileURL: missing, name: "file")
-            }, success: { _, _ in done.fulfill() }, failure: { t, e in
-                seen.value = (t == nil, DispatchQueue.getSpecific(key: key) == 3, e)
-                done.fulfill()
-            })
+            let task = m.post(
+                "upload",
+                parameters: nil,
+                constructingBodyWith: { form in
+                    try form.appendPart(withFileURL: missing, name: "file")
+                },
+                success: { _, _ in done.fulfill() },
+                failure: { t, e in
+                    seen.value = (t == nil, DispatchQueue.getSpecific(key: key) == 3, e)
+                    done.fulfill()
+                }
+            )
             #expect(task == nil)
             #expect(await done.wait())
             #expect(seen.value.0, "no task was made")
             #expect(seen.value.1, "failure ran on the completion queue")
-            #expect((seen.value.2 as? SerializationError)?.code == .fileNotReachable, "\(String(describing: seen.value.2))")
+            #expect(
+                (seen.value.2 as? SerializationError)?.code == .fileNotReachable,
+                "\(String(describing: seen.value.2))"
+            )
         }
 
         // MARK: - Redirects and body streams
 
-        @Test("redirects: currentRequest follows them, response.url is where the response came from; the block can refuse")
+        @Test(
+            "redirects: currentRequest follows them, response.url is where the response came from; the block can refuse"
+        )
         func redirectsFollowAndRefuse() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
@@ -127,12 +177,21 @@ extension ManagerNetworkTests {
                 return request
             }
             let done = Expectation()
-            let made = m.get("redirect/3", success: { _, _ in done.fulfill() }, failure: { _, e in
-                Issue.record("\(e)"); done.fulfill()
-            })
+            let made = m.get(
+                "redirect/3",
+                success: { _, _ in done.fulfill() },
+                failure: { _, e in
+                    Issue.record("\(e)")
+                    done.fulfill()
+                }
+            )
             let task = try #require(made)
             #expect(await done.wait())
-            #expect(followed.value == ["302 /redirect/3 → /redirect/2", "302 /redirect/2 → /redirect/1", "302 /redirect/1 → /hello"])
+            #expect(
+                followed.value == [
+                    "302 /redirect/3 → /redirect/2", "302 /redirect/2 → /redirect/1", "302 /redirect/1 → /hello",
+                ]
+            )
             #expect(task.originalRequest?.url.absoluteString == "\(base)/redirect/3")
             #expect(task.currentRequest?.url.absoluteString == "\(base)/hello")
             #expect(task.response?.url.absoluteString == "\(base)/hello")
@@ -142,9 +201,14 @@ extension ManagerNetworkTests {
             m.taskWillPerformHTTPRedirection = { _, _, _ in nil }
             let refused = Expectation()
             let error = Box<(any Error)?>(nil)
-            let made2 = m.get("redirect/2", success: { _, _ in refused.fulfill() }, failure: { _, e in
-                error.value = e; refused.fulfill()
-            })
+            let made2 = m.get(
+                "redirect/2",
+                success: { _, _ in refused.fulfill() },
+                failure: { _, e in
+                    error.value = e
+                    refused.fulfill()
+                }
+            )
             let t2 = try #require(made2)
             #expect(await refused.wait())
             #expect((error.value as? StatusError)?.status == 302)
@@ -162,13 +226,29 @@ extension ManagerNetworkTests {
             let target = "redirect-to?url=%2Fecho&status=307"
 
             // Without a block, the multipart form replays itself.
-            let (value, response) = try await m.post(target, parameters: ["title": "t"], constructingBodyWith: { form in
-                form.appendPart(withFileData: [1, 2, 3], name: "upload", fileName: "f.bin", mimeType: "application/octet-stream")
-            })
+            let (value, response) = try await m.post(
+                target,
+                parameters: ["title": "t"],
+                constructingBodyWith: { form in
+                    form.appendPart(
+                        withFileData: [1, 2, 3],
+                        name: "upload",
+                        fileName: "f.bin",
+                        mimeType: "application/octet-stream"
+                    )
+                }
+            )
             #expect(response.url.path == "/echo")
             #expect(response.headers["X-Echo-Method"] == "POST")
-            let boundary = String(try #require(response.headers["X-Echo-H-Content-Type"]).dropFirst("multipart/form-data; boundary=".count))
-            #expect(Array(try #require(value as? Data)) == Self.expectedMultipart(boundary: boundary, field: "t", fileName: "f.bin", file: [1, 2, 3]))
+            let boundary = String(
+                try #require(response.headers["X-Echo-H-Content-Type"]).dropFirst(
+                    "multipart/form-data; boundary=".count
+                )
+            )
+            #expect(
+                Array(try #require(value as? Data))
+                    == Self.expectedMultipart(boundary: boundary, field: "t", fileName: "f.bin", file: [1, 2, 3])
+            )
 
             // A plain stream cannot replay: the block gives the new one, and it is what arrives.
             let asked = Box(0)
@@ -203,7 +283,14 @@ extension ManagerNetworkTests {
                 defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 let done = Expectation()
                 let failure = Box<(any Error)?>(nil)
-                m.get("hello", success: { _, _ in done.fulfill() }, failure: { _, e in failure.value = e; done.fulfill() })
+                m.get(
+                    "hello",
+                    success: { _, _ in done.fulfill() },
+                    failure: { _, e in
+                        failure.value = e
+                        done.fulfill()
+                    }
+                )
                 #expect(await done.wait())
                 let e = try #require(failure.value as? HawserError, "\(String(describing: failure.value))")
                 #expect(e.code == .serverCertificateUntrusted)
@@ -244,14 +331,20 @@ extension ManagerNetworkTests {
             }
         }
 
-        @Test("a task challenge block answering .useServerTrust wins over the policy; a session block decides when alone")
+        @Test(
+            "a task challenge block answering .useServerTrust wins over the policy; a session block decides when alone"
+        )
         func challengeBlocksWin() async throws {
             try await Self.withTLSServer { server, pki in
                 let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
                 defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
                 let seen = Box<[String]>([])
                 m.taskDidReceiveAuthenticationChallenge = { task, challenge in
-                    seen.mutate { $0.append("task \(challenge.protectionSpace.authenticationMethod) \(challenge.protectionSpace.host) \(challenge.serverTrust?.certificates.count ?? 0) \(task.currentRequest?.url.path ?? "")") }
+                    seen.mutate {
+                        $0.append(
+                            "task \(challenge.protectionSpace.authenticationMethod) \(challenge.protectionSpace.host) \(challenge.serverTrust?.certificates.count ?? 0) \(task.currentRequest?.url.path ?? "")"
+                        )
+                    }
                     return .useServerTrust
                 }
                 m.sessionDidReceiveAuthenticationChallenge = { _ in
@@ -260,7 +353,10 @@ extension ManagerNetworkTests {
                 }
                 let (_, response) = try await m.get("json")
                 #expect(response.statusCode == 200)
-                #expect(seen.value == ["task serverTrust localhost 2 /json"], "the task block decided alone: \(seen.value)")
+                #expect(
+                    seen.value == ["task serverTrust localhost 2 /json"],
+                    "the task block decided alone: \(seen.value)"
+                )
 
                 // Only a session block: it decides (here: refuses with its own reason).
                 let s = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
@@ -277,11 +373,14 @@ extension ManagerNetworkTests {
                     Issue.record("the session block's refusal was ignored (the policy would accept)")
                 } catch let e as HawserError {
                     #expect(e.code == .serverCertificateUntrusted)
-                    #expect((e.underlying as? TrustFailure)?.message.contains("the session block says no") == true, "\(e)")
+                    #expect(
+                        (e.underlying as? TrustFailure)?.message.contains("the session block says no") == true,
+                        "\(e)"
+                    )
                 }
             }
         }
-    
+
         // MARK: - HTTP authentication and the cache hook
 
         @Test("a 401 goes to the task challenge block: a credential succeeds; refused twice, the 401 is the response")
@@ -296,7 +395,13 @@ extension ManagerNetworkTests {
                 counts.mutate { $0.append(challenge.previousFailureCount) }
                 #expect(challenge.protectionSpace.authenticationMethod == .basic)
                 #expect(challenge.protectionSpace.realm == "hawser")
-                return .useCredential(Credential(user: "ada", password: challenge.previousFailureCount == 0 ? "lovelace" : "x", persistence: .none))
+                return .useCredential(
+                    Credential(
+                        user: "ada",
+                        password: challenge.previousFailureCount == 0 ? "lovelace" : "x",
+                        persistence: .none
+                    )
+                )
             }
             let (_, ok) = try await m.get("basic-auth/ada/lovelace")
             #expect(ok.statusCode == 200)
@@ -304,8 +409,9 @@ extension ManagerNetworkTests {
             counts.value = []
             m.taskDidReceiveAuthenticationChallenge = { _, challenge in
                 counts.mutate { $0.append(challenge.previousFailureCount) }
-                return challenge.previousFailureCount < 1 ? .useCredential(Credential(user: "ada", password: "wrong", persistence: .none))
-                                                          : .rejectProtectionSpace
+                return challenge.previousFailureCount < 1
+                    ? .useCredential(Credential(user: "ada", password: "wrong", persistence: .none))
+                    : .rejectProtectionSpace
             }
             await #expect(throws: SerializationError.self) { _ = try await m.get("basic-auth/ada/lovelace") }
             #expect(counts.value == [0, 1])
@@ -323,7 +429,7 @@ extension ManagerNetworkTests {
             let asked = Box(0)
             m.dataTaskWillCacheResponse = { _, response in
                 asked.mutate { $0 += 1 }
-                return response.statusCode == 200 && asked.value > 1   // refuse the first, keep the second
+                return response.statusCode == 200 && asked.value > 1  // refuse the first, keep the second
             }
             _ = try await m.get("cacheable")
             _ = try await m.get("cacheable")
@@ -331,5 +437,5 @@ extension ManagerNetworkTests {
             #expect(asked.value == 2, "the third request was served from the cache without asking")
             #expect(server.cacheableCounts.produced == 2)
         }
-}
+    }
 }

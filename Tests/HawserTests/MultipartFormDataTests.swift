@@ -51,8 +51,16 @@ private func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> I
 final class ChunkRecorder: @unchecked Sendable {
     private let lock = NSLock()
     private var _chunks: [[UInt8]] = []
-    func add(_ c: [UInt8]) { self.lock.lock(); self._chunks.append(c); self.lock.unlock() }
-    var chunks: [[UInt8]] { self.lock.lock(); defer { self.lock.unlock() }; return self._chunks }
+    func add(_ c: [UInt8]) {
+        self.lock.lock()
+        self._chunks.append(c)
+        self.lock.unlock()
+    }
+    var chunks: [[UInt8]] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self._chunks
+    }
     var bytes: [UInt8] { self.chunks.flatMap { $0 } }
 }
 
@@ -66,7 +74,9 @@ func produce(_ form: MultipartFormData) async throws -> ChunkRecorder {
 struct TempDir {
     let url: URL
     init() throws {
-        self.url = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-multipart-\(UUID().uuidString)")
+        self.url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hawser-multipart-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
     }
     func file(_ name: String, _ bytes: [UInt8]) throws -> URL {
@@ -91,7 +101,8 @@ struct ArrayReader: MultipartByteReader {
 @Suite struct MultipartFormDataTests {
     @Test("AF's boundary format: Boundary+ and 16 upper-case hex digits, different each time")
     func boundary() {
-        let a = MultipartFormData.makeBoundary(), b = MultipartFormData.makeBoundary()
+        let a = MultipartFormData.makeBoundary()
+        let b = MultipartFormData.makeBoundary()
         #expect(a.count == 25 && a.hasPrefix("Boundary+"))
         #expect(a.dropFirst(9).allSatisfy { "0123456789ABCDEF".contains($0) })
         #expect(a != b)
@@ -108,23 +119,59 @@ struct ArrayReader: MultipartByteReader {
         form.appendPart(withFormData: Array("value".utf8), name: "field")
         try form.appendPart(withFileURL: file, name: "upload")
         try form.appendPart(withFileURL: file, name: "again", fileName: "other.bin", mimeType: "application/x-custom")
-        form.appendPart(withFileData: Data([0, 1, 2]), name: "data", fileName: "d.bin", mimeType: "application/octet-stream")
-        form.appendPart(withByteSource: { ArrayReader(bytes: streamed) }, name: "stream", fileName: "s.txt", length: Int64(streamed.count), mimeType: "text/plain")
+        form.appendPart(
+            withFileData: Data([0, 1, 2]),
+            name: "data",
+            fileName: "d.bin",
+            mimeType: "application/octet-stream"
+        )
+        form.appendPart(
+            withByteSource: { ArrayReader(bytes: streamed) },
+            name: "stream",
+            fileName: "s.txt",
+            length: Int64(streamed.count),
+            mimeType: "text/plain"
+        )
         try form.appendPart(withHeaders: [("X-Part", "1")], body: [])
         form.appendPart(withFormData: [], name: "empty")
 
         let produced = try await produce(form).bytes
         #expect(Int64(produced.count) == form.contentLength)
         let parts = try #require(parseMultipart(produced, boundary: form.boundary))
-        #expect(parts == [
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="field""#], body: Array("value".utf8)),
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="upload"; filename="photo.JPG""#, "Content-Type: image/jpeg"], body: fileBytes),
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="again"; filename="other.bin""#, "Content-Type: application/x-custom"], body: fileBytes),
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="data"; filename="d.bin""#, "Content-Type: application/octet-stream"], body: [0, 1, 2]),
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="stream"; filename="s.txt""#, "Content-Type: text/plain"], body: streamed),
-            ParsedPart(headers: ["X-Part: 1"], body: []),
-            ParsedPart(headers: [#"Content-Disposition: form-data; name="empty""#], body: []),
-        ])
+        #expect(
+            parts == [
+                ParsedPart(headers: [#"Content-Disposition: form-data; name="field""#], body: Array("value".utf8)),
+                ParsedPart(
+                    headers: [
+                        #"Content-Disposition: form-data; name="upload"; filename="photo.JPG""#,
+                        "Content-Type: image/jpeg",
+                    ],
+                    body: fileBytes
+                ),
+                ParsedPart(
+                    headers: [
+                        #"Content-Disposition: form-data; name="again"; filename="other.bin""#,
+                        "Content-Type: application/x-custom",
+                    ],
+                    body: fileBytes
+                ),
+                ParsedPart(
+                    headers: [
+                        #"Content-Disposition: form-data; name="data"; filename="d.bin""#,
+                        "Content-Type: application/octet-stream",
+                    ],
+                    body: [0, 1, 2]
+                ),
+                ParsedPart(
+                    headers: [
+                        #"Content-Disposition: form-data; name="stream"; filename="s.txt""#, "Content-Type: text/plain",
+                    ],
+                    body: streamed
+                ),
+                ParsedPart(headers: ["X-Part: 1"], body: []),
+                ParsedPart(headers: [#"Content-Disposition: form-data; name="empty""#], body: []),
+            ]
+        )
         // Sent twice (a retry, a redirect): the same bytes, the byte source re-opened.
         #expect(try await produce(form).bytes == produced)
     }
@@ -137,10 +184,14 @@ struct ArrayReader: MultipartByteReader {
         #expect(text == "--B\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r\n--B--\r\n")
     }
 
-    @Test("MIME types from the extension, octet-stream when unknown", arguments: [
-        ("a.png", "image/png"), ("a.JSON", "application/json"), ("adn_0.cer", "application/x-x509-ca-cert"),
-        ("a.txt", "text/plain"), ("a.tar.gz", "application/gzip"), ("noext", "application/octet-stream"), ("a.zzz", "application/octet-stream"),
-    ])
+    @Test(
+        "MIME types from the extension, octet-stream when unknown",
+        arguments: [
+            ("a.png", "image/png"), ("a.JSON", "application/json"), ("adn_0.cer", "application/x-x509-ca-cert"),
+            ("a.txt", "text/plain"), ("a.tar.gz", "application/gzip"), ("noext", "application/octet-stream"),
+            ("a.zzz", "application/octet-stream"),
+        ]
+    )
     func mimeTypes(name: String, expected: String) {
         #expect(MultipartFormData.mimeType(forPathExtension: URL(fileURLWithPath: name).pathExtension) == expected)
     }
@@ -150,7 +201,12 @@ struct ArrayReader: MultipartByteReader {
         var form = MultipartFormData(boundary: "B")
         form.appendPart(withFileData: [1], name: "a\"b\r\nX-Injected: 1", fileName: "f\".txt", mimeType: "text/plain")
         let parts = try #require(parseMultipart(try await produce(form).bytes, boundary: "B"))
-        #expect(parts[0].headers == [#"Content-Disposition: form-data; name="a%22b%0D%0AX-Injected: 1"; filename="f%22.txt""#, "Content-Type: text/plain"])
+        #expect(
+            parts[0].headers == [
+                #"Content-Disposition: form-data; name="a%22b%0D%0AX-Injected: 1"; filename="f%22.txt""#,
+                "Content-Type: text/plain",
+            ]
+        )
     }
 
     @Test("custom part headers with CR/LF or a bad name are refused")
@@ -169,7 +225,9 @@ struct ArrayReader: MultipartByteReader {
         #expect { try form.appendPart(withFileURL: dir.url.appendingPathComponent("missing.txt"), name: "f") } throws: {
             ($0 as? SerializationError)?.code == .fileNotReachable && ($0 as? SerializationError)?.errorCode == -1000
         }
-        #expect { try form.appendPart(withFileURL: dir.url, name: "f") } throws: { ($0 as? SerializationError)?.code == .fileNotReachable }
+        #expect { try form.appendPart(withFileURL: dir.url, name: "f") } throws: {
+            ($0 as? SerializationError)?.code == .fileNotReachable
+        }
         #expect { try form.appendPart(withFileURL: URL(string: "http://example.com/a.txt")!, name: "f") } throws: {
             ($0 as? SerializationError)?.code == .invalidFileURL
         }
@@ -184,7 +242,9 @@ struct ArrayReader: MultipartByteReader {
         var form = MultipartFormData()
         try form.appendPart(withFileURL: gone, name: "f")
         try FileManager.default.removeItem(at: gone)
-        await #expect { try await form.writeBody { _ in } } throws: { ($0 as? SerializationError)?.code == .bodyReadFailed }
+        await #expect { try await form.writeBody { _ in } } throws: {
+            ($0 as? SerializationError)?.code == .bodyReadFailed
+        }
 
         let shrunk = try dir.file("shrunk.txt", Array(repeating: 1, count: 100))
         var form2 = MultipartFormData()
@@ -199,10 +259,14 @@ struct ArrayReader: MultipartByteReader {
     func badByteSources() async throws {
         struct Boom: Error {}
         struct Failing: MultipartByteReader { mutating func read(maxLength: Int) throws -> [UInt8] { throw Boom() } }
-        for (source, length) in [(ArrayReader(bytes: [1, 2, 3]), Int64(5)), (ArrayReader(bytes: [1, 2, 3]), Int64(2))] {
+        for (source, length) in [
+            (ArrayReader(bytes: [1, 2, 3]), Int64(5)), (ArrayReader(bytes: [1, 2, 3]), Int64(2)),
+        ] {
             var form = MultipartFormData()
             form.appendPart(withByteSource: { source }, name: "s", fileName: "s", length: length, mimeType: "a/b")
-            await #expect { try await form.writeBody { _ in } } throws: { ($0 as? SerializationError)?.code == .bodyReadFailed }
+            await #expect { try await form.writeBody { _ in } } throws: {
+                ($0 as? SerializationError)?.code == .bodyReadFailed
+            }
         }
         var form = MultipartFormData()
         form.appendPart(withByteSource: { Failing() }, name: "s", fileName: "s", length: 1, mimeType: "a/b")
@@ -215,7 +279,13 @@ struct ArrayReader: MultipartByteReader {
     func inputStream() async throws {
         let bytes = Array((0..<5000).map { UInt8($0 % 256) })
         var form = MultipartFormData(boundary: "B")
-        form.appendPart(withInputStream: { InputStream(data: Data(bytes)) }, name: "s", fileName: "s.bin", length: Int64(bytes.count), mimeType: "application/octet-stream")
+        form.appendPart(
+            withInputStream: { InputStream(data: Data(bytes)) },
+            name: "s",
+            fileName: "s.bin",
+            length: Int64(bytes.count),
+            mimeType: "application/octet-stream"
+        )
         let parts = try #require(parseMultipart(try await produce(form).bytes, boundary: "B"))
         #expect(parts.first?.body == bytes)
     }
@@ -235,7 +305,10 @@ struct ArrayReader: MultipartByteReader {
         #expect(throttled.chunks.count == (total + 999) / 1000)
         #expect(throttled.bytes == normal.flatMap { $0 })
         #expect(form.chunkSize == 1000)
-        form.throttleBandwidth(withPacketSize: MultipartFormData.suggestedPacketSize, delay: MultipartFormData.suggestedDelay)
+        form.throttleBandwidth(
+            withPacketSize: MultipartFormData.suggestedPacketSize,
+            delay: MultipartFormData.suggestedDelay
+        )
         #expect(form.chunkSize == 16 * 1024 && form.delay == 0.2)
     }
 
@@ -253,10 +326,20 @@ struct ArrayReader: MultipartByteReader {
         var form = MultipartFormData(boundary: "B")
         try form.appendPart(withFileURL: URL(fileURLWithPath: path), name: "big")
         let overhead = Int64(form.contentLength) - size
-        #expect(overhead == Int64(#"--B\#r\#nContent-Disposition: form-data; name="big"; filename="big.bin"\#r\#nContent-Type: application/octet-stream\#r\#n\#r\#n\#r\#n--B--\#r\#n"#.utf8.count))
+        #expect(
+            overhead
+                == Int64(
+                    #"--B\#r\#nContent-Disposition: form-data; name="big"; filename="big.bin"\#r\#nContent-Type: application/octet-stream\#r\#n\#r\#n\#r\#n--B--\#r\#n"#
+                        .utf8.count
+                )
+        )
 
         let before = peakRSS()
-        final class Counter: @unchecked Sendable { var total: Int64 = 0; var largest = 0; var chunks = 0 }
+        final class Counter: @unchecked Sendable {
+            var total: Int64 = 0
+            var largest = 0
+            var chunks = 0
+        }
         let counter = Counter()
         try await form.writeBody { chunk in
             counter.total += Int64(chunk.count)
@@ -301,8 +384,12 @@ func peakRSS() -> Int64? {
 
     @Test("parameters become form parts ahead of the closure's parts; headers and a streamed body are set")
     func request() async throws {
-        let r = try serializer.multipartFormRequest(withMethod: .post, urlString: "http://example.com/up",
-                                                    parameters: ["b": ["x": 1], "a": ParameterNull.null, "d": Data([0xFF])], boundary: "B") { form in
+        let r = try serializer.multipartFormRequest(
+            withMethod: .post,
+            urlString: "http://example.com/up",
+            parameters: ["b": ["x": 1], "a": ParameterNull.null, "d": Data([0xFF])],
+            boundary: "B"
+        ) { form in
             form.appendPart(withFormData: Array("last".utf8), name: "z")
         }
         #expect(r.headers["Content-Type"] == "multipart/form-data; boundary=B")
@@ -323,11 +410,16 @@ func peakRSS() -> Int64? {
     @Test("GET and HEAD are refused; errors from the closure propagate")
     func refusals() {
         for m: HTTPMethod in [.get, .head] {
-            #expect(throws: SerializationError.self) { _ = try serializer.multipartFormRequest(withMethod: m, urlString: "http://example.com", parameters: nil) }
+            #expect(throws: SerializationError.self) {
+                _ = try serializer.multipartFormRequest(withMethod: m, urlString: "http://example.com", parameters: nil)
+            }
         }
-        #expect { _ = try serializer.multipartFormRequest(withMethod: .post, urlString: "http://example.com", parameters: nil) { form in
-            try form.appendPart(withFileURL: URL(fileURLWithPath: "/nonexistent/hawser/file"), name: "f")
-        } } throws: { ($0 as? SerializationError)?.code == .fileNotReachable }
+        #expect {
+            _ = try serializer.multipartFormRequest(withMethod: .post, urlString: "http://example.com", parameters: nil)
+            { form in
+                try form.appendPart(withFileURL: URL(fileURLWithPath: "/nonexistent/hawser/file"), name: "f")
+            }
+        } throws: { ($0 as? SerializationError)?.code == .fileNotReachable }
     }
 
     @Test("writing to a file returns the request without a body, with the headers for the file's bytes")
@@ -335,12 +427,21 @@ func peakRSS() -> Int64? {
         let dir = try TempDir()
         defer { dir.cleanup() }
         let dest = dir.url.appendingPathComponent("upload.body")
-        let r = try await serializer.multipartFormRequest(withMethod: .put, urlString: "http://example.com", parameters: ["k": "v"],
-                                                          writingStreamContentsToFile: dest, boundary: "B")
+        let r = try await serializer.multipartFormRequest(
+            withMethod: .put,
+            urlString: "http://example.com",
+            parameters: ["k": "v"],
+            writingStreamContentsToFile: dest,
+            boundary: "B"
+        )
         #expect(r.body == nil)
         let written = Array(try Data(contentsOf: dest))
         #expect(r.headers["Content-Length"] == String(written.count))
-        #expect(parseMultipart(written, boundary: "B") == [ParsedPart(headers: [#"Content-Disposition: form-data; name="k""#], body: Array("v".utf8))])
+        #expect(
+            parseMultipart(written, boundary: "B") == [
+                ParsedPart(headers: [#"Content-Disposition: form-data; name="k""#], body: Array("v".utf8))
+            ]
+        )
     }
 }
 
@@ -356,8 +457,11 @@ extension ManagerNetworkTests {
             let session = Session()
             defer { session.shutdown() }
             var form = MultipartFormData()
-            let r = try HTTPRequestSerializer().multipartFormRequest(withMethod: .post, urlString: server.baseURL + "/echo",
-                                                                     parameters: ["name": "hawser"]) { f in
+            let r = try HTTPRequestSerializer().multipartFormRequest(
+                withMethod: .post,
+                urlString: server.baseURL + "/echo",
+                parameters: ["name": "hawser"]
+            ) { f in
                 try f.appendPart(withFileURL: file, name: "file")
                 form = f
             }

@@ -6,8 +6,8 @@
 // namespace a test creates is deleted when the test ends, pass or fail.
 import Foundation
 import Hawser
-import HawserFoundation
 import HawserCore
+import HawserFoundation
 import HawserTestServer
 import Synchronization
 import Testing
@@ -36,9 +36,17 @@ struct NetlinkParserTests {
 
     /// A message with `payload`, its length field set to `declared` (default: the real length),
     /// padded to 4 bytes unless `pad` is false.
-    static func message(type: UInt16, flags: UInt16 = 0, seq: UInt32 = 1, pid: UInt32 = 0,
-                        payload: [UInt8], declared: Int? = nil, pad: Bool = true) -> [UInt8] {
-        var out = le32(UInt32(declared ?? 16 + payload.count)) + le16(type) + le16(flags) + le32(seq) + le32(pid) + payload
+    static func message(
+        type: UInt16,
+        flags: UInt16 = 0,
+        seq: UInt32 = 1,
+        pid: UInt32 = 0,
+        payload: [UInt8],
+        declared: Int? = nil,
+        pad: Bool = true
+    ) -> [UInt8] {
+        var out =
+            le32(UInt32(declared ?? 16 + payload.count)) + le16(type) + le16(flags) + le32(seq) + le32(pid) + payload
         if pad { while out.count % 4 != 0 { out.append(0) } }
         return out
     }
@@ -55,13 +63,26 @@ struct NetlinkParserTests {
 
     @Test("a well-formed datagram of three messages, the last one unpadded, splits into three")
     func multipleMessages() throws {
-        let a = Self.message(type: Self.RTM_NEWLINK, flags: Self.NLM_F_MULTI, seq: 7, pid: 99, payload: [1, 2, 3, 4, 5])
+        let a = Self.message(
+            type: Self.RTM_NEWLINK,
+            flags: Self.NLM_F_MULTI,
+            seq: 7,
+            pid: 99,
+            payload: [1, 2, 3, 4, 5]
+        )
         let b = Self.message(type: Self.RTM_NEWLINK, flags: Self.NLM_F_MULTI, seq: 7, pid: 99, payload: [])
-        let c = Self.message(type: Self.NLMSG_DONE, flags: Self.NLM_F_MULTI, seq: 7, pid: 99, payload: [0, 0, 0], pad: false)
-        #expect(a.count == 24)   // 21 bytes padded to 24
+        let c = Self.message(
+            type: Self.NLMSG_DONE,
+            flags: Self.NLM_F_MULTI,
+            seq: 7,
+            pid: 99,
+            payload: [0, 0, 0],
+            pad: false
+        )
+        #expect(a.count == 24)  // 21 bytes padded to 24
         let ms = try Netlink.messages(in: a + b + c)
         #expect(ms.count == 3)
-        #expect(ms[0].payload == [1, 2, 3, 4, 5])   // padding is not payload
+        #expect(ms[0].payload == [1, 2, 3, 4, 5])  // padding is not payload
         #expect(ms[0].sequence == 7 && ms[0].portID == 99 && ms[0].isMultipart)
         #expect(ms[1].payload.isEmpty)
         #expect(ms[2].isDone && ms[2].payload == [0, 0, 0])
@@ -97,7 +118,10 @@ struct NetlinkParserTests {
 
     @Test("NLMSG_ERROR carries a negative errno; zero is an acknowledgement; a short one is an error")
     func errorMessages() throws {
-        let unreachable = Self.message(type: Self.NLMSG_ERROR, payload: Self.le32(UInt32(bitPattern: -ENETUNREACH)) + Array(repeating: 0, count: 16))
+        let unreachable = Self.message(
+            type: Self.NLMSG_ERROR,
+            payload: Self.le32(UInt32(bitPattern: -ENETUNREACH)) + Array(repeating: 0, count: 16)
+        )
         #expect(try Netlink.messages(in: unreachable)[0].errorCode() == ENETUNREACH)
         let ack = Self.message(type: Self.NLMSG_ERROR, payload: Self.le32(0) + Array(repeating: 0, count: 16))
         #expect(try Netlink.messages(in: ack)[0].errorCode() == 0)
@@ -145,8 +169,8 @@ struct NetlinkParserTests {
         #expect(ms.count == 1)
         #expect(ms[0].type == Self.RTM_GETROUTE && ms[0].sequence == 42 && ms[0].flags & Self.NLM_F_REQUEST != 0)
         let attrs = try Netlink.attributes(in: ms[0].payload, after: 12)
-        #expect(attrs[1] == [10, 1, 2, 3])   // RTA_DST
-        #expect(ms[0].payload[1] == 32)       // rtm_dst_len
+        #expect(attrs[1] == [10, 1, 2, 3])  // RTA_DST
+        #expect(ms[0].payload[1] == 32)  // rtm_dst_len
     }
 }
 
@@ -183,7 +207,10 @@ struct NetworkReachabilityManagerAPITests {
     @Test("a namespace that does not exist is a typed error naming it")
     func missingNamespace() {
         do {
-            _ = try NetworkReachabilityManager(target: .defaultRoute, networkNamespace: "/var/run/netns/hawser-no-such-namespace")
+            _ = try NetworkReachabilityManager(
+                target: .defaultRoute,
+                networkNamespace: "/var/run/netns/hawser-no-such-namespace"
+            )
             Issue.record("a missing namespace was accepted")
         } catch {
             #expect(error.message.contains("hawser-no-such-namespace"))
@@ -206,7 +233,9 @@ final class StatusRecorder<T: Sendable>: @unchecked Sendable {
     func record(_ item: T) {
         let ready = self.lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             self.items.append(item)
-            let (done, rest) = (self.waiters.filter { $0.ready(self.items) }, self.waiters.filter { !$0.ready(self.items) })
+            let (done, rest) = (
+                self.waiters.filter { $0.ready(self.items) }, self.waiters.filter { !$0.ready(self.items) }
+            )
             self.waiters = rest
             return done.map(\.continuation)
         }
@@ -215,7 +244,10 @@ final class StatusRecorder<T: Sendable>: @unchecked Sendable {
 
     /// Waits until `ready(items)` holds, or `timeout` passes; returns whether it held.
     func wait(timeout: Duration = .seconds(15), until ready: @escaping ([T]) -> Bool) async -> Bool {
-        let id = self.lock.withLock { () -> Int in self.nextID += 1; return self.nextID }
+        let id = self.lock.withLock { () -> Int in
+            self.nextID += 1
+            return self.nextID
+        }
         return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             let now = self.lock.withLock { () -> Bool in
                 if ready(self.items) { return true }
@@ -246,7 +278,6 @@ private func expectNoDescriptorLeak(_ body: () async throws -> Void) async throw
     try await expectNoFDLeak("in a reachability test", body)
 }
 
-
 // MARK: - Network tests
 
 extension ManagerNetworkTests {
@@ -255,7 +286,9 @@ extension ManagerNetworkTests {
         /// Statuses with consecutive repeats removed (the manager itself never repeats one).
         static func lastIs(_ s: Status) -> ([Status]) -> Bool { { $0.last == s } }
 
-        @Test("default route: reachable, not reachable without carrier or with the link down, reachable again; every channel sees it")
+        @Test(
+            "default route: reachable, not reachable without carrier or with the link down, reachable again; every channel sees it"
+        )
         func defaultRouteFollowsTheLink() async throws {
             try await expectNoDescriptorLeak {
                 let ns = try NamespaceFixture()
@@ -270,8 +303,14 @@ extension ManagerNetworkTests {
                 let streamed = StatusRecorder<Status>()
                 manager.setReachabilityStatusChangeBlock { blockSeen.record($0) }
                 let token = manager.addObserver { observerSeen.record($0) }
-                let center = NotificationCenter.default.addObserver(forName: .reachabilityDidChange, object: manager, queue: nil) { n in
-                    if let s = n.userInfo?[NetworkReachabilityManager.statusUserInfoKey] as? Status { notified.record(s) }
+                let center = NotificationCenter.default.addObserver(
+                    forName: .reachabilityDidChange,
+                    object: manager,
+                    queue: nil
+                ) { n in
+                    if let s = n.userInfo?[NetworkReachabilityManager.statusUserInfoKey] as? Status {
+                        notified.record(s)
+                    }
                 }
                 defer { NotificationCenter.default.removeObserver(center) }
                 let stream = manager.changes()
@@ -279,32 +318,52 @@ extension ManagerNetworkTests {
                 defer { reader.cancel() }
 
                 #expect(manager.startMonitoring())
-                #expect(await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)), "never reachable: \(blockSeen.all)")
-                #expect(manager.isReachable && manager.isReachableViaEthernet && !manager.isReachableViaWiFi && !manager.isReachableViaWWAN)
+                #expect(
+                    await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)),
+                    "never reachable: \(blockSeen.all)"
+                )
+                #expect(
+                    manager.isReachable && manager.isReachableViaEthernet && !manager.isReachableViaWiFi
+                        && !manager.isReachableViaWWAN
+                )
                 #expect(manager.interface?.name == ns.a)
-                #expect(manager.interface?.kind == .wired)   // a veth has Ethernet's hardware type
+                #expect(manager.interface?.kind == .wired)  // a veth has Ethernet's hardware type
                 #expect(manager.localizedNetworkReachabilityStatusString == "Reachable via Ethernet")
 
                 // The peer goes down: `a` loses its carrier but keeps its routes.
                 try ns.ipIn(["link", "set", ns.b, "down"])
-                #expect(await blockSeen.wait(until: Self.lastIs(.notReachable)), "carrier loss not seen: \(blockSeen.all)")
+                #expect(
+                    await blockSeen.wait(until: Self.lastIs(.notReachable)),
+                    "carrier loss not seen: \(blockSeen.all)"
+                )
                 #expect(!manager.isReachable)
                 // Observers run after the block, on the same queue: wait for the observer's copy.
                 #expect(await observerSeen.wait { $0.last?.status == .notReachable })
                 #expect(observerSeen.all.last?.reason?.contains("no carrier") == true, "\(observerSeen.all)")
                 try ns.ipIn(["link", "set", ns.b, "up"])
-                #expect(await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)), "carrier return not seen: \(blockSeen.all)")
+                #expect(
+                    await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)),
+                    "carrier return not seen: \(blockSeen.all)"
+                )
 
                 // `a` itself goes down: the kernel drops its routes.
                 try ns.ipIn(["link", "set", ns.a, "down"])
                 #expect(await blockSeen.wait(until: Self.lastIs(.notReachable)), "link down not seen: \(blockSeen.all)")
                 try ns.ipIn(["link", "set", ns.a, "up"])
                 try ns.ipIn(["route", "replace", "default", "via", ns.gateway, "dev", ns.a])
-                #expect(await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)), "link up not seen: \(blockSeen.all)")
+                #expect(
+                    await blockSeen.wait(until: Self.lastIs(.reachableViaEthernet)),
+                    "link up not seen: \(blockSeen.all)"
+                )
 
-                let expected: [Status] = [.reachableViaEthernet, .notReachable, .reachableViaEthernet, .notReachable, .reachableViaEthernet]
+                let expected: [Status] = [
+                    .reachableViaEthernet, .notReachable, .reachableViaEthernet, .notReachable, .reachableViaEthernet,
+                ]
                 #expect(blockSeen.all == expected)
-                #expect(await observerSeen.wait { $0.map(\.status) == expected }, "observer saw \(observerSeen.all.map(\.status))")
+                #expect(
+                    await observerSeen.wait { $0.map(\.status) == expected },
+                    "observer saw \(observerSeen.all.map(\.status))"
+                )
                 #expect(await notified.wait { $0 == expected }, "notification saw \(notified.all)")
                 #expect(await streamed.wait { $0 == expected }, "stream saw \(streamed.all)")
                 manager.removeObserver(token)
@@ -362,17 +421,23 @@ extension ManagerNetworkTests {
             }
         }
 
-        @Test("no callback after stopMonitoring returns, also when it is called from the status block; monitoring restarts")
+        @Test(
+            "no callback after stopMonitoring returns, also when it is called from the status block; monitoring restarts"
+        )
         func noCallbackAfterStop() async throws {
             try await expectNoDescriptorLeak {
                 let ns = try NamespaceFixture()
                 defer { ns.delete() }
                 let queue = DispatchQueue(label: "reachability-test")
                 let onLink = SocketAddress(ipAddress: "10.\(ns.subnet).0.9", port: 0)!
-                let manager = try NetworkReachabilityManager(target: .address(onLink), networkNamespace: ns.path, callbackQueue: queue)
+                let manager = try NetworkReachabilityManager(
+                    target: .address(onLink),
+                    networkNamespace: ns.path,
+                    callbackQueue: queue
+                )
                 let seen = StatusRecorder<Status>()
                 manager.setReachabilityStatusChangeBlock { [weak manager] status in
-                    manager?.stopMonitoring()   // from inside the block: must not deadlock
+                    manager?.stopMonitoring()  // from inside the block: must not deadlock
                     seen.record(status)
                 }
                 manager.startMonitoring()
@@ -381,8 +446,12 @@ extension ManagerNetworkTests {
 
                 // A witness on the same loop and queue sees the next change; by then, and after
                 // the queue has drained, the stopped manager must still have seen only one.
-                let witness = try NetworkReachabilityManager(target: .address(onLink), networkNamespace: ns.path,
-                                                             callbackQueue: queue, eventLoop: manager.eventLoop)
+                let witness = try NetworkReachabilityManager(
+                    target: .address(onLink),
+                    networkNamespace: ns.path,
+                    callbackQueue: queue,
+                    eventLoop: manager.eventLoop
+                )
                 let witnessed = StatusRecorder<Status>()
                 witness.setReachabilityStatusChangeBlock { witnessed.record($0) }
                 witness.startMonitoring()
@@ -401,7 +470,9 @@ extension ManagerNetworkTests {
             }
         }
 
-        @Test("deinit stops monitoring and closes the sockets; a deleted namespace makes startMonitoring fail with the reason")
+        @Test(
+            "deinit stops monitoring and closes the sockets; a deleted namespace makes startMonitoring fail with the reason"
+        )
         func deinitAndDeletedNamespace() async throws {
             try await expectNoDescriptorLeak {
                 let ns = try NamespaceFixture()
@@ -422,7 +493,10 @@ extension ManagerNetworkTests {
                 #expect(later.startMonitoring())
                 later.stopMonitoring()
                 #expect(!later.startMonitoring())
-                #expect(later.monitoringError?.message.contains(ns.name) == true, "\(String(describing: later.monitoringError))")
+                #expect(
+                    later.monitoringError?.message.contains(ns.name) == true,
+                    "\(String(describing: later.monitoringError))"
+                )
             }
         }
 

@@ -17,7 +17,10 @@ private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 /// The SerializationError `body` throws, or nil.
 private func caught(_ body: () throws -> Any?) -> SerializationError? {
-    do { _ = try body(); return nil } catch { return error as? SerializationError }
+    do {
+        _ = try body()
+        return nil
+    } catch { return error as? SerializationError }
 }
 
 @Suite struct HTTPResponseSerializerTests {
@@ -27,9 +30,14 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(r as? [UInt8] == bytes("x"))
     }
 
-    @Test("a status outside 200..<300 is -1011 with URL, response and data attached", arguments: [100, 199, 300, 404, 500, 1000])
+    @Test(
+        "a status outside 200..<300 is -1011 with URL, response and data attached",
+        arguments: [100, 199, 300, 404, 500, 1000]
+    )
     func badStatus(status: Int) {
-        let e = caught { try HTTPResponseSerializer().responseObject(for: response(status, "text/plain"), data: bytes("oops")) }
+        let e = caught {
+            try HTTPResponseSerializer().responseObject(for: response(status, "text/plain"), data: bytes("oops"))
+        }
         #expect(e?.code == .unacceptableStatusCode)
         #expect(e?.errorCode == -1011)
         #expect(e?.domain == "com.alamofire.error.serialization.response")
@@ -72,16 +80,23 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         try s.validate(response: nil, data: bytes("x"))
     }
 
-    @Test("mimeType: the media type without parameters or blanks, lower-cased (NSURLResponse.MIMEType)", arguments: [
-        ("application/json", "application/json"), ("Application/JSON", "application/json"),
-        ("text/html; charset=utf-8", "text/html"), (" text/plain ", "text/plain"), ("\ttext/plain;x=y", "text/plain"),
-        ("TEXT/XML ;charset=x", "text/xml"),
-    ])
+    @Test(
+        "mimeType: the media type without parameters or blanks, lower-cased (NSURLResponse.MIMEType)",
+        arguments: [
+            ("application/json", "application/json"), ("Application/JSON", "application/json"),
+            ("text/html; charset=utf-8", "text/html"), (" text/plain ", "text/plain"),
+            ("\ttext/plain;x=y", "text/plain"),
+            ("TEXT/XML ;charset=x", "text/xml"),
+        ]
+    )
     func mimeType(header: String, expected: String) {
         #expect(response(200, header).mimeType == expected)
     }
 
-    @Test("mimeType is nil without Content-Type, or with only parameters or blanks", arguments: [nil, "", " ", "; charset=utf-8"])
+    @Test(
+        "mimeType is nil without Content-Type, or with only parameters or blanks",
+        arguments: [nil, "", " ", "; charset=utf-8"]
+    )
     func noMimeType(header: String?) {
         #expect(response(200, header).mimeType == nil)
     }
@@ -109,7 +124,10 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 @Suite struct JSONResponseSerializerTests {
     let serializer = JSONResponseSerializer()
 
-    @Test("application/json, text/json and text/javascript are acceptable", arguments: ["application/json", "text/json", "text/javascript"])
+    @Test(
+        "application/json, text/json and text/javascript are acceptable",
+        arguments: ["application/json", "text/json", "text/javascript"]
+    )
     func types(contentType: String) throws {
         #expect(try serializer.json(for: response(200, contentType), data: bytes("{\"a\":1}")) == ["a": 1])
     }
@@ -128,7 +146,14 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 
     @Test("integers stay exact, doubles are doubles, booleans are not numbers")
     func exactness() throws {
-        let v = try #require(try serializer.json(for: response(), data: bytes(#"{"big":9007199254740993,"neg":-9223372036854775808,"d":0.1,"t":true,"one":1,"huge":18446744073709551616,"s":"x","n":null,"a":[1,"2"]}"#)))
+        let v = try #require(
+            try serializer.json(
+                for: response(),
+                data: bytes(
+                    #"{"big":9007199254740993,"neg":-9223372036854775808,"d":0.1,"t":true,"one":1,"huge":18446744073709551616,"s":"x","n":null,"a":[1,"2"]}"#
+                )
+            )
+        )
         #expect(v["big"] == .number(.integer(9_007_199_254_740_993)))
         #expect(v["neg"]?.int64Value == Int64.min)
         #expect(v["d"] == .number(.double(0.1)))
@@ -144,7 +169,10 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
     func removesNulls() throws {
         var s = serializer
         s.removesKeysWithNullValues = true
-        let v = try s.json(for: response(), data: bytes(#"{"a":null,"b":{"c":null,"d":[null,{"e":null,"f":1}]},"g":2}"#))
+        let v = try s.json(
+            for: response(),
+            data: bytes(#"{"a":null,"b":{"c":null,"d":[null,{"e":null,"f":1}]},"g":2}"#)
+        )
         #expect(v == ["b": ["d": [["f": 1]]], "g": 2])
         let kept = try serializer.json(for: response(), data: bytes(#"{"a":null}"#))
         #expect(kept == ["a": nil])
@@ -152,14 +180,20 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 
     @Test("fragments only with .fragmentsAllowed")
     func fragments() throws {
-        #expect(caught { try serializer.responseObject(for: response(), data: bytes("\"hi\"")) }?.code == .cannotParseResponse)
+        #expect(
+            caught { try serializer.responseObject(for: response(), data: bytes("\"hi\"")) }?.code
+                == .cannotParseResponse
+        )
         let s = JSONResponseSerializer(readingOptions: .fragmentsAllowed)
         #expect(try s.json(for: response(), data: bytes("\"hi\"")) == "hi")
         #expect(try s.json(for: response(), data: bytes("42")) == 42)
         #expect(try s.json(for: response(), data: bytes("null")) == .null)
     }
 
-    @Test("invalid JSON is a parse error (3840) carrying the response and data, with the cause", arguments: ["{", "{\"a\":}", "[01]", "nul", "{\"a\":1}x", "\u{FEFF}\u{0}"])
+    @Test(
+        "invalid JSON is a parse error (3840) carrying the response and data, with the cause",
+        arguments: ["{", "{\"a\":}", "[01]", "nul", "{\"a\":1}x", "\u{FEFF}\u{0}"]
+    )
     func invalid(body: String) {
         let e = caught { try serializer.responseObject(for: response(), data: bytes(body)) }
         #expect(e?.code == .cannotParseResponse)
@@ -171,7 +205,11 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 
     @Test("numbers: exact when the written value is an Int64, however written; the nearest Double otherwise")
     func numbers() throws {
-        let v = try JSONValue(parsing: bytes("[100, 100.0, 1e2, 0.5e3, -0, 1.5, 1e-999, 9223372036854775807, 9223372036854775808, 92233720368547758.07e2, 1E+2]"))
+        let v = try JSONValue(
+            parsing: bytes(
+                "[100, 100.0, 1e2, 0.5e3, -0, 1.5, 1e-999, 9223372036854775807, 9223372036854775808, 92233720368547758.07e2, 1E+2]"
+            )
+        )
         let n = try #require(v.arrayValue).map { $0.numberValue }
         #expect(n[0] == .integer(100) && n[1] == .integer(100) && n[2] == .integer(100) && n[3] == .integer(500))
         #expect(n[4] == .integer(0) && n[5] == .double(1.5) && n[6] == .double(0))
@@ -189,10 +227,14 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(try JSONValue(parsing: bytes(#"{"a":1,}"#)) == ["a": 1])
     }
 
-    @Test("malformed texts are DecodingErrors that say what and where", arguments: [
-        #"["\ud800"]"#, #"["\udc00"]"#, #"["\ud800\u0041"]"#, "[\"a\u{1}\"]", #"["\x"]"#, #"["\u12"]"#,
-        "[1.]", "[.5]", "[+1]", "[1e]", "[-]", "[01]", "[1e999]", "[NaN]", "[tru]", "[1 2]", "{\"a\" 1}", "{1:2}", "[,]", "",
-    ])
+    @Test(
+        "malformed texts are DecodingErrors that say what and where",
+        arguments: [
+            #"["\ud800"]"#, #"["\udc00"]"#, #"["\ud800\u0041"]"#, "[\"a\u{1}\"]", #"["\x"]"#, #"["\u12"]"#,
+            "[1.]", "[.5]", "[+1]", "[1e]", "[-]", "[01]", "[1e999]", "[NaN]", "[tru]", "[1 2]", "{\"a\" 1}", "{1:2}",
+            "[,]", "",
+        ]
+    )
     func malformed(text: String) {
         #expect(throws: DecodingError.self) { try JSONValue(parsing: bytes(text), allowFragments: true) }
     }
@@ -206,7 +248,10 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(try JSONValue(parsing: [0x5B, 0x22, 0x5C, 0x6E, 0xE2, 0x82, 0xAC, 0x22, 0x5D]) == ["\n€"])
     }
 
-    @Test("513 '[' (the depth limit's error on the last byte, which traps Foundation's JSON scanner) is an error, in JSON and JSON5", arguments: [false, true])
+    @Test(
+        "513 '[' (the depth limit's error on the last byte, which traps Foundation's JSON scanner) is an error, in JSON and JSON5",
+        arguments: [false, true]
+    )
     func depthErrorOnTheLastByte(json5: Bool) {
         let body = bytes(String(repeating: "[", count: 513))
         #expect(throws: (any Error).self) { try JSONValue(parsing: body, allowJSON5: json5) }
@@ -216,7 +261,9 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
     func deep() {
         let depth = 100_000
         let body = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-        #expect(caught { try serializer.responseObject(for: response(), data: bytes(body)) }?.code == .cannotParseResponse)
+        #expect(
+            caught { try serializer.responseObject(for: response(), data: bytes(body)) }?.code == .cannotParseResponse
+        )
     }
 
     @Test("a bad status with valid JSON throws -1011; with invalid JSON the parse error chains -1011")
@@ -230,7 +277,10 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
         #expect(empty?.code == .unacceptableStatusCode)
     }
 
-    struct Widget: Decodable, Equatable, Sendable { var id: Int; var name: String }
+    struct Widget: Decodable, Equatable, Sendable {
+        var id: Int
+        var name: String
+    }
 
     @Test("JSONValue bridges to Decodable")
     func decodableBridge() throws {
@@ -240,7 +290,10 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 }
 
 @Suite struct DecodableResponseSerializerTests {
-    struct Widget: Decodable, Equatable, Sendable { var id: Int; var createdAt: String }
+    struct Widget: Decodable, Equatable, Sendable {
+        var id: Int
+        var createdAt: String
+    }
 
     @Test("decodes with a custom decoder")
     func decodes() throws {
@@ -249,26 +302,41 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
             d.keyDecodingStrategy = .convertFromSnakeCase
             return d
         }
-        #expect(try s.value(for: response(), data: bytes(#"{"id":1,"created_at":"now"}"#)) == Widget(id: 1, createdAt: "now"))
+        #expect(
+            try s.value(for: response(), data: bytes(#"{"id":1,"created_at":"now"}"#))
+                == Widget(id: 1, createdAt: "now")
+        )
         #expect(try s.value(for: response(), data: []) == nil)
     }
 
     @Test("513 '[' is a parse error, not the crash it is in Foundation's JSON scanner")
     func depthErrorOnTheLastByte() {
-        let e = caught { try DecodableResponseSerializer(Widget.self).responseObject(for: response(), data: bytes(String(repeating: "[", count: 513))) }
+        let e = caught {
+            try DecodableResponseSerializer(Widget.self).responseObject(
+                for: response(),
+                data: bytes(String(repeating: "[", count: 513))
+            )
+        }
         #expect(e?.code == .cannotParseResponse)
     }
 
     @Test("a body that does not decode is a parse error with the DecodingError as cause")
     func mismatch() {
-        let e = caught { try DecodableResponseSerializer(Widget.self).responseObject(for: response(), data: bytes(#"{"id":"x"}"#)) }
+        let e = caught {
+            try DecodableResponseSerializer(Widget.self).responseObject(for: response(), data: bytes(#"{"id":"x"}"#))
+        }
         #expect(e?.code == .cannotParseResponse)
         #expect(e?.cause is DecodingError)
     }
 
     @Test("validation applies first")
     func validation() {
-        let e = caught { try DecodableResponseSerializer(Widget.self).responseObject(for: response(200, "text/html"), data: bytes("{}")) }
+        let e = caught {
+            try DecodableResponseSerializer(Widget.self).responseObject(
+                for: response(200, "text/html"),
+                data: bytes("{}")
+            )
+        }
         #expect(e?.code == .unacceptableContentType)
     }
 }
@@ -276,9 +344,15 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
 @Suite struct PropertyListResponseSerializerTests {
     @Test("an XML property list becomes Sendable Swift values with booleans distinct from integers")
     func parses() throws {
-        let plist: [String: Any] = ["s": "x", "i": 3, "b": true, "d": 1.5, "data": Data([9]), "a": ["y"], "o": ["k": "v"]]
+        let plist: [String: Any] = [
+            "s": "x", "i": 3, "b": true, "d": 1.5, "data": Data([9]), "a": ["y"], "o": ["k": "v"],
+        ]
         let data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
-        let v = try PropertyListResponseSerializer().responseObject(for: response(200, "application/x-plist"), data: Array(data)) as? [String: any Sendable]
+        let v =
+            try PropertyListResponseSerializer().responseObject(
+                for: response(200, "application/x-plist"),
+                data: Array(data)
+            ) as? [String: any Sendable]
         #expect(v?["s"] as? String == "x")
         #expect(v?["i"] as? Int == 3)
         #expect(v?["b"] as? Bool == true)
@@ -291,10 +365,22 @@ private func caught(_ body: () throws -> Any?) -> SerializationError? {
     @Test("only application/x-plist is acceptable; garbage is a parse error; a bad status chains")
     func errors() {
         let s = PropertyListResponseSerializer()
-        #expect(caught { try s.responseObject(for: response(200, "application/json"), data: bytes("{}")) }?.code == .unacceptableContentType)
-        #expect(caught { try s.responseObject(for: response(200, "application/x-plist"), data: bytes("<plist><dict><key>")) }?.code == .cannotParseResponse)
-        let chained = caught { try s.responseObject(for: response(500, "application/x-plist"), data: bytes("\u{1}garbage")) }
-        #expect(chained?.code == .cannotParseResponse && (chained?.underlying as? SerializationError)?.code == .unacceptableStatusCode)
+        #expect(
+            caught { try s.responseObject(for: response(200, "application/json"), data: bytes("{}")) }?.code
+                == .unacceptableContentType
+        )
+        #expect(
+            caught {
+                try s.responseObject(for: response(200, "application/x-plist"), data: bytes("<plist><dict><key>"))
+            }?.code == .cannotParseResponse
+        )
+        let chained = caught {
+            try s.responseObject(for: response(500, "application/x-plist"), data: bytes("\u{1}garbage"))
+        }
+        #expect(
+            chained?.code == .cannotParseResponse
+                && (chained?.underlying as? SerializationError)?.code == .unacceptableStatusCode
+        )
     }
 }
 

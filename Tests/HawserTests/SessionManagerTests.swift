@@ -32,7 +32,10 @@ extension ManagerNetworkTests {
             let done = Expectation()
             let seen = Box<(onQueue: Bool, status: Int?, body: Data?, error: String?)>((false, nil, nil, nil))
             let task = manager.dataTask(with: request(server, "/json")) { response, object, error in
-                seen.value = (DispatchQueue.getSpecific(key: key) == 42, response?.statusCode, object as? Data, error.map { "\($0)" })
+                seen.value = (
+                    DispatchQueue.getSpecific(key: key) == 42, response?.statusCode, object as? Data,
+                    error.map { "\($0)" }
+                )
                 done.fulfill()
             }
             #expect(task.state == .suspended, "tasks start suspended, as in NSURLSession")
@@ -53,7 +56,9 @@ extension ManagerNetworkTests {
         @Test func identifiersAreUniquePerManager() {
             let manager = makeManager()
             let url = URL(string: "http://127.0.0.1:1/")!
-            let ids = (0..<50).map { _ in manager.dataTask(with: HTTPClientRequest(url: url), completionHandler: nil).taskIdentifier }
+            let ids = (0..<50).map { _ in
+                manager.dataTask(with: HTTPClientRequest(url: url), completionHandler: nil).taskIdentifier
+            }
             #expect(Set(ids).count == 50)
             manager.invalidateSessionCancelingTasks(true, resetSession: false)
         }
@@ -65,9 +70,12 @@ extension ManagerNetworkTests {
             for path in ["/bytes/300000", "/bytes/300000?chunk=7000", "/close-delimited/100000"] {
                 let done = Expectation()
                 let fractions = Box<[Double]>([])
-                let task = manager.dataTask(with: request(server, path), downloadProgress: { p in
-                    fractions.mutate { $0.append(p.fractionCompleted) }
-                }) { _, _, _ in done.fulfill() }
+                let task = manager.dataTask(
+                    with: request(server, path),
+                    downloadProgress: { p in
+                        fractions.mutate { $0.append(p.fractionCompleted) }
+                    }
+                ) { _, _, _ in done.fulfill() }
                 let progress = manager.downloadProgress(for: task)
                 task.resume()
                 #expect(await done.wait())
@@ -100,11 +108,16 @@ extension ManagerNetworkTests {
                 }
                 return r
             }()
-            let tasks: [(String, (@escaping @Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void) -> UploadTask)] = [
-                ("data", { manager.uploadTask(with: post, from: body, completionHandler: $0) }),
-                ("file", { manager.uploadTask(with: post, fromFile: file, completionHandler: $0) }),
-                ("stream (chunked, no length)", { manager.uploadTask(withStreamedRequest: streamed, completionHandler: $0) }),
-            ]
+            let tasks:
+                [(String, (@escaping @Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void) -> UploadTask)] =
+                    [
+                        ("data", { manager.uploadTask(with: post, from: body, completionHandler: $0) }),
+                        ("file", { manager.uploadTask(with: post, fromFile: file, completionHandler: $0) }),
+                        (
+                            "stream (chunked, no length)",
+                            { manager.uploadTask(withStreamedRequest: streamed, completionHandler: $0) }
+                        ),
+                    ]
             for (name, make) in tasks {
                 let done = Expectation()
                 let echoed = Box<Data?>(nil)
@@ -127,8 +140,10 @@ extension ManagerNetworkTests {
             let manager = makeManager()
             let done = Expectation()
             let failure = Box<(any Error)?>(nil)
-            let task = manager.uploadTask(with: HTTPClientRequest(method: .post, url: URL(string: "http://127.0.0.1:9/")!),
-                                          fromFile: URL(fileURLWithPath: "/nonexistent/hawser")) { _, _, e in
+            let task = manager.uploadTask(
+                with: HTTPClientRequest(method: .post, url: URL(string: "http://127.0.0.1:9/")!),
+                fromFile: URL(fileURLWithPath: "/nonexistent/hawser")
+            ) { _, _, e in
                 failure.value = e
                 done.fulfill()
             }
@@ -169,7 +184,10 @@ extension ManagerNetworkTests {
             manager.completionQueue = nil
             DispatchQueue.global().async { drained.fulfill() }
             _ = await drained.wait()
-            #expect(counts.value.count == n && counts.value.values.allSatisfy { $0 == 1 }, "\(counts.value.filter { $0.value != 1 })")
+            #expect(
+                counts.value.count == n && counts.value.values.allSatisfy { $0 == 1 },
+                "\(counts.value.filter { $0.value != 1 })"
+            )
             #expect(all.allSatisfy { $0.state == .completed })
             #expect(manager.tasks.isEmpty)
         }
@@ -200,7 +218,10 @@ extension ManagerNetworkTests {
             #expect(running.state == .completed && suspended.state == .completed)
             #expect(await invalidated.wait())
             #expect(await eventSeen.wait())
-            #expect(manager.session === sessionBefore, "the invalidated session stays readable (AFNetworking's testSessionIsStillValid)")
+            #expect(
+                manager.session === sessionBefore,
+                "the invalidated session stays readable (AFNetworking's testSessionIsStillValid)"
+            )
 
             // A task on an invalidated manager fails with a typed error instead of trapping.
             let late = Expectation()
@@ -210,7 +231,8 @@ extension ManagerNetworkTests {
                 late.fulfill()
             }.resume()
             #expect(await late.wait())
-            if case .sessionInvalidated? = lateError.value as? SessionManagerError {} else {
+            if case .sessionInvalidated? = lateError.value as? SessionManagerError {
+            } else {
                 Issue.record("expected sessionInvalidated, got \(String(describing: lateError.value))")
             }
         }
@@ -221,7 +243,10 @@ extension ManagerNetworkTests {
             let manager = makeManager()
             let first = manager.session
             manager.invalidateSessionCancelingTasks(true, resetSession: true)
-            #expect(manager.session !== first, "a fresh session replaced the old one (AFNetworking's testSessionRecreatesAgain)")
+            #expect(
+                manager.session !== first,
+                "a fresh session replaced the old one (AFNetworking's testSessionRecreatesAgain)"
+            )
             let done = Expectation()
             let status = Box<Int?>(nil)
             manager.dataTask(with: request(server, "/hello")) { r, _, _ in
@@ -256,7 +281,9 @@ extension ManagerNetworkTests {
                 let (value, response) = try await manager.data(for: request(server, "/hello"))
                 #expect(response.statusCode == 200)
                 #expect((value as? Data) == Data("Hello, World!".utf8))
-                await #expect(throws: StatusError(status: 404)) { _ = try await manager.data(for: request(server, "/status/404")) }
+                await #expect(throws: StatusError(status: 404)) {
+                    _ = try await manager.data(for: request(server, "/status/404"))
+                }
             }
             guard await returned.wait(timeout: 10) else {
                 Issue.record("the async form waited for the (suspended) completion queue")
@@ -267,7 +294,9 @@ extension ManagerNetworkTests {
             #expect(await completed.wait(for: 2))
             let infos = events.value
             #expect(infos.count == 2)
-            #expect(infos.contains { ($0.serializedResponse as? Data) == Data("Hello, World!".utf8) && $0.error == nil })
+            #expect(
+                infos.contains { ($0.serializedResponse as? Data) == Data("Hello, World!".utf8) && $0.error == nil }
+            )
             #expect(infos.contains { ($0.error as? StatusError)?.status == 404 && $0.serializedResponse == nil })
             #expect(manager.tasks.isEmpty, "the delegates are gone")
         }
@@ -291,7 +320,12 @@ extension ManagerNetworkTests {
             bad.resume()
             #expect(await completed.wait(for: 2))
             let list = events.value
-            #expect(list.contains { if case .taskDidResume(let t) = $0 { return t === ok }; return false })
+            #expect(
+                list.contains {
+                    if case .taskDidResume(let t) = $0 { return t === ok }
+                    return false
+                }
+            )
             let infos: [(SessionTask, TaskCompletionInfo)] = list.compactMap {
                 if case .taskDidComplete(let t, let i) = $0 { return (t, i) }
                 return nil
@@ -316,7 +350,12 @@ extension ManagerNetworkTests {
             t.suspend()
             t.cancel()
             #expect(await completed.wait(for: 3))
-            #expect(events.value.contains { if case .taskDidSuspend(let x) = $0 { return x === t }; return false })
+            #expect(
+                events.value.contains {
+                    if case .taskDidSuspend(let x) = $0 { return x === t }
+                    return false
+                }
+            )
             manager.removeObserver(token)
             let count = events.value.count
             // A second observer sees the next completion; events are delivered in order on one queue,
@@ -352,9 +391,15 @@ extension ManagerNetworkTests {
                 let log = Box<[String]>([])
                 func taskDidCreate(_ task: SessionTask) { self.log.mutate { $0.append("create") } }
                 func taskDidResume(_ task: SessionTask) { self.log.mutate { $0.append("resume") } }
-                func task(_ task: SessionTask, didReceive response: HTTPResponse) { self.log.mutate { $0.append("response \(response.statusCode)") } }
-                func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) { self.log.mutate { $0.append("metrics") } }
-                func task(_ task: SessionTask, didCompleteWith error: (any Error)?) { self.log.mutate { $0.append("complete") } }
+                func task(_ task: SessionTask, didReceive response: HTTPResponse) {
+                    self.log.mutate { $0.append("response \(response.statusCode)") }
+                }
+                func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
+                    self.log.mutate { $0.append("metrics") }
+                }
+                func task(_ task: SessionTask, didCompleteWith error: (any Error)?) {
+                    self.log.mutate { $0.append("complete") }
+                }
             }
             let server = try TestServer()
             defer { server.shutdown() }
@@ -374,7 +419,7 @@ extension ManagerNetworkTests {
             let suspended = Expectation()
             manager.dataTaskDidReceiveData = { task, _ in
                 if suspended.fulfilled == 0 {
-                    task.suspend()   // on the loop, inside the delivery: nothing more is read
+                    task.suspend()  // on the loop, inside the delivery: nothing more is read
                     suspended.fulfill()
                 }
             }
@@ -454,8 +499,16 @@ extension ManagerNetworkTests {
                 let manager = makeManager()
                 let done = Expectation()
                 manager.dataTask(with: request(server, "/json")) { _, _, _ in done.fulfill() }.resume()
-                manager.uploadTask(with: request(server, "/echo", method: .post), from: Data(pattern(5000))) { _, _, _ in done.fulfill() }.resume()
-                manager.downloadTask(with: request(server, "/bytes/50000"), destination: { _, _ in target }) { _, _, _ in done.fulfill() }.resume()
+                manager.uploadTask(with: request(server, "/echo", method: .post), from: Data(pattern(5000))) {
+                    _,
+                    _,
+                    _ in done.fulfill()
+                }.resume()
+                manager.downloadTask(with: request(server, "/bytes/50000"), destination: { _, _ in target }) {
+                    _,
+                    _,
+                    _ in done.fulfill()
+                }.resume()
                 manager.dataTask(with: request(server, "/fault/reset")) { _, _, _ in done.fulfill() }.resume()
                 #expect(await done.wait(for: 4))
                 manager.invalidateSessionCancelingTasks(true, resetSession: false)

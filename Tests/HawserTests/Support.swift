@@ -1,15 +1,14 @@
+import Foundation
+import Hawser
+import HawserTestServer
 // Shared by the AFNetworking-layer tests.
 @_exported import HawserTestSupport
+import Synchronization
 import Testing
 
 /// Every suite that opens sockets or starts servers nests in this one, so they run one at a
 /// time (the loopback servers and the file-descriptor leak checks must not interleave).
 @Suite(.serialized) enum ManagerNetworkTests {}
-
-import Foundation
-import Hawser
-import HawserTestServer
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -33,7 +32,8 @@ final class Expectation: @unchecked Sendable {
     }
 
     var fulfilled: Int {
-        self.lock.lock(); defer { self.lock.unlock() }
+        self.lock.lock()
+        defer { self.lock.unlock() }
         return self.count
     }
 
@@ -68,10 +68,22 @@ final class Box<T: Sendable>: @unchecked Sendable {
     private var v: T
     init(_ v: T) { self.v = v }
     var value: T {
-        get { self.lock.lock(); defer { self.lock.unlock() }; return self.v }
-        set { self.lock.lock(); self.v = newValue; self.lock.unlock() }
+        get {
+            self.lock.lock()
+            defer { self.lock.unlock() }
+            return self.v
+        }
+        set {
+            self.lock.lock()
+            self.v = newValue
+            self.lock.unlock()
+        }
     }
-    func mutate(_ body: (inout T) -> Void) { self.lock.lock(); body(&self.v); self.lock.unlock() }
+    func mutate(_ body: (inout T) -> Void) {
+        self.lock.lock()
+        body(&self.v)
+        self.lock.unlock()
+    }
 }
 
 // MARK: - Serializers for the tests (the concrete ones live on another branch)

@@ -1,7 +1,8 @@
+import Testing
+
 // The task lifecycle machine without sockets: every transition, one scenario per test, as the
 // engine's HTTP1ConnectionStateMachine is tested.
 @testable import Hawser
-import Testing
 
 /// A stand-in for the engine's RequestTask.
 private final class Engine: CustomStringConvertible, @unchecked Sendable {
@@ -55,7 +56,10 @@ private func running(_ e1: Engine) -> Machine {
     @Test func aNewTaskIsSuspendedAndIdle() {
         let m = Machine()
         #expect(m.state == .suspended)
-        guard case .idle = m.phase else { Issue.record("\(m.phase)"); return }
+        guard case .idle = m.phase else {
+            Issue.record("\(m.phase)")
+            return
+        }
         #expect(m.attempt == 0 && m.retryCount == 0 && m.engine == nil)
     }
 
@@ -101,7 +105,10 @@ private func running(_ e1: Engine) -> Machine {
         #expect(show(m.connectivityReturned(attempt: 2, needsPreparation: false)) == "none", "stale")
         #expect(show(m.connectivityReturned(attempt: 1, needsPreparation: false)) == "launch(1)")
         #expect(show(m.connectivityReturned(attempt: 1, needsPreparation: false)) == "none", "once")
-        #expect(show(m.connectivityTimedOut(attempt: 1, error: timedOut)) == "none", "a timeout after the start is ignored")
+        #expect(
+            show(m.connectivityTimedOut(attempt: 1, error: timedOut)) == "none",
+            "a timeout after the start is ignored"
+        )
     }
 
     @Test func theNetworkReturningRunsTheAdapterWhenThereIsOne() {
@@ -161,7 +168,10 @@ private func running(_ e1: Engine) -> Machine {
         #expect(show(m.cancel(cancelled)) == "complete(cancelled)")
         #expect(m.state == .completed)
         #expect(show(m.cancel(cancelled)) == "ignored")
-        #expect(show(m.resume(networkDown: false, needsPreparation: false)) == "ignored", "a completed task does not start")
+        #expect(
+            show(m.resume(networkDown: false, needsPreparation: false)) == "ignored",
+            "a completed task does not start"
+        )
     }
 
     @Test func cancelWhileWaitingForTheNetworkCompletesAtOnce() {
@@ -220,7 +230,10 @@ private func running(_ e1: Engine) -> Machine {
     @Test func cancelDuringTheRetryDelayCompletesAtOnce() {
         var m = running(Engine("e1"))
         _ = m.engineCompleted(attempt: 1, error: lost, restart: false, retry: true)
-        #expect(show(m.retryDecided(attempt: 1, delay: 2, networkDown: false, needsPreparation: false)) == "scheduleRetry(1, 2.0)")
+        #expect(
+            show(m.retryDecided(attempt: 1, delay: 2, networkDown: false, needsPreparation: false))
+                == "scheduleRetry(1, 2.0)"
+        )
         #expect(show(m.cancel(cancelled)) == "complete(cancelled)")
         #expect(show(m.retryDelayElapsed(attempt: 1, networkDown: false, needsPreparation: false)) == "none")
     }
@@ -231,13 +244,19 @@ private func running(_ e1: Engine) -> Machine {
         var ok = running(Engine("e1"))
         #expect(show(ok.engineCompleted(attempt: 1, error: nil, restart: false, retry: false)) == "complete(nil)")
         var failed = running(Engine("e1"))
-        #expect(show(failed.engineCompleted(attempt: 1, error: lost, restart: false, retry: false)) == "complete(connection lost)")
+        #expect(
+            show(failed.engineCompleted(attempt: 1, error: lost, restart: false, retry: false))
+                == "complete(connection lost)"
+        )
         var stale = running(Engine("e1"))
         #expect(show(stale.engineCompleted(attempt: 2, error: nil, restart: false, retry: false)) == "none")
         #expect(stale.state == .running)
         var restartIgnoredOnFailure = running(Engine("e1"))
-        #expect(show(restartIgnoredOnFailure.engineCompleted(attempt: 1, error: lost, restart: true, retry: false)) == "complete(connection lost)",
-                "only a complete response restarts")
+        #expect(
+            show(restartIgnoredOnFailure.engineCompleted(attempt: 1, error: lost, restart: true, retry: false))
+                == "complete(connection lost)",
+            "only a complete response restarts"
+        )
     }
 
     @Test func aRestartSendsTheNextAttempt() {
@@ -246,7 +265,10 @@ private func running(_ e1: Engine) -> Machine {
         #expect(show(m.restartDue(attempt: 1, networkDown: false, needsPreparation: false)) == "launch(2)")
         #expect(m.attempt == 2 && m.retryCount == 0, "a restart is not a retry")
         #expect(show(m.engineStarted(attempt: 2, engine: Engine("e2"))) == "none")
-        #expect(show(m.engineCompleted(attempt: 1, error: lost, restart: false, retry: false)) == "none", "the first attempt is over")
+        #expect(
+            show(m.engineCompleted(attempt: 1, error: lost, restart: false, retry: false)) == "none",
+            "the first attempt is over"
+        )
         #expect(show(m.engineCompleted(attempt: 2, error: nil, restart: false, retry: false)) == "complete(nil)")
     }
 
@@ -258,42 +280,67 @@ private func running(_ e1: Engine) -> Machine {
 
     @Test func theRetrierDecides() {
         var no = running(Engine("e1"))
-        #expect(show(no.engineCompleted(attempt: 1, error: lost, restart: false, retry: true)) == "askRetrier(1, connection lost)")
+        #expect(
+            show(no.engineCompleted(attempt: 1, error: lost, restart: false, retry: true))
+                == "askRetrier(1, connection lost)"
+        )
         #expect(no.state == .running)
-        #expect(show(no.retryDecided(attempt: 1, delay: nil, networkDown: false, needsPreparation: false)) == "complete(connection lost)")
+        #expect(
+            show(no.retryDecided(attempt: 1, delay: nil, networkDown: false, needsPreparation: false))
+                == "complete(connection lost)"
+        )
 
         var now = running(Engine("e1"))
         _ = now.engineCompleted(attempt: 1, error: lost, restart: false, retry: true)
-        #expect(show(now.retryDecided(attempt: 2, delay: 0, networkDown: false, needsPreparation: false)) == "none", "stale")
-        #expect(show(now.retryDecided(attempt: 1, delay: 0, networkDown: false, needsPreparation: true)) == "prepare(2)",
-                "the adapter runs again for a retry")
+        #expect(
+            show(now.retryDecided(attempt: 2, delay: 0, networkDown: false, needsPreparation: false)) == "none",
+            "stale"
+        )
+        #expect(
+            show(now.retryDecided(attempt: 1, delay: 0, networkDown: false, needsPreparation: true)) == "prepare(2)",
+            "the adapter runs again for a retry"
+        )
         #expect(now.retryCount == 1 && now.attempt == 2)
 
         var later = running(Engine("e1"))
-        _ = later.engineCompleted(attempt: 1, error: nil, restart: false, retry: true)   // a status ≥ 400
-        #expect(show(later.retryDecided(attempt: 1, delay: 0.5, networkDown: false, needsPreparation: false)) == "scheduleRetry(1, 0.5)")
+        _ = later.engineCompleted(attempt: 1, error: nil, restart: false, retry: true)  // a status ≥ 400
+        #expect(
+            show(later.retryDecided(attempt: 1, delay: 0.5, networkDown: false, needsPreparation: false))
+                == "scheduleRetry(1, 0.5)"
+        )
         #expect(later.retryCount == 0)
         #expect(show(later.retryDelayElapsed(attempt: 1, networkDown: false, needsPreparation: false)) == "launch(2)")
         #expect(later.retryCount == 1)
-        #expect(show(later.retryDelayElapsed(attempt: 1, networkDown: false, needsPreparation: false)) == "none", "once")
+        #expect(
+            show(later.retryDelayElapsed(attempt: 1, networkDown: false, needsPreparation: false)) == "none",
+            "once"
+        )
     }
 
     @Test func aRetryAfterConnectivityReturns() {
         var m = running(Engine("e1"))
         _ = m.engineCompleted(attempt: 1, error: lost, restart: false, retry: true)
-        #expect(show(m.retryDecided(attempt: 1, delay: 0, networkDown: true, needsPreparation: false)) == "waitForConnectivity(2)")
+        #expect(
+            show(m.retryDecided(attempt: 1, delay: 0, networkDown: true, needsPreparation: false))
+                == "waitForConnectivity(2)"
+        )
         #expect(m.state == .running && m.retryCount == 1)
         #expect(show(m.connectivityReturned(attempt: 2, needsPreparation: false)) == "launch(2)")
         #expect(show(m.engineStarted(attempt: 2, engine: Engine("e2"))) == "none")
         #expect(show(m.engineCompleted(attempt: 2, error: nil, restart: false, retry: true)) == "askRetrier(2, nil)")
-        #expect(show(m.retryDecided(attempt: 2, delay: nil, networkDown: false, needsPreparation: false)) == "complete(nil)")
+        #expect(
+            show(m.retryDecided(attempt: 2, delay: nil, networkDown: false, needsPreparation: false)) == "complete(nil)"
+        )
     }
 
     @Test func aDelayedRetryWhoseNetworkIsDownWaitsThenTimesOut() {
         var m = running(Engine("e1"))
         _ = m.engineCompleted(attempt: 1, error: lost, restart: false, retry: true)
         _ = m.retryDecided(attempt: 1, delay: 1, networkDown: false, needsPreparation: false)
-        #expect(show(m.retryDelayElapsed(attempt: 1, networkDown: true, needsPreparation: false)) == "waitForConnectivity(2)")
+        #expect(
+            show(m.retryDelayElapsed(attempt: 1, networkDown: true, needsPreparation: false))
+                == "waitForConnectivity(2)"
+        )
         #expect(show(m.connectivityTimedOut(attempt: 2, error: timedOut)) == "complete(timed out)")
     }
 
@@ -303,7 +350,10 @@ private func running(_ e1: Engine) -> Machine {
         #expect(show(m.suspend()) == "none")
         #expect(m.state == .suspended)
         _ = m.retryDecided(attempt: 1, delay: 0, networkDown: false, needsPreparation: false)
-        #expect(show(m.engineStarted(attempt: 2, engine: Engine("e2"))) == "pauseReading(e2)", "the retry starts paused")
+        #expect(
+            show(m.engineStarted(attempt: 2, engine: Engine("e2"))) == "pauseReading(e2)",
+            "the retry starts paused"
+        )
     }
 
     // MARK: - A data task becoming a download
@@ -317,6 +367,9 @@ private func running(_ e1: Engine) -> Machine {
         var download = Machine.continuing(attempt: 1, engine: e1)
         #expect(download.state == .running && download.engine === e1 && download.attempt == 1)
         #expect(show(download.cancel(cancelled)) == "cancelEngine(e1, cancelled)")
-        #expect(show(download.engineCompleted(attempt: 1, error: nil, restart: false, retry: false)) == "complete(cancelled)")
+        #expect(
+            show(download.engineCompleted(attempt: 1, error: nil, restart: false, retry: false))
+                == "complete(cancelled)"
+        )
     }
 }

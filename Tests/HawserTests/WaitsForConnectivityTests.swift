@@ -28,12 +28,14 @@ extension ManagerNetworkTests {
             #expect(value is JSONValue)
         }
 
-        @Test("not reachable: the task waits running without connecting, then completes once reachable; a short resource timeout fails it")
+        @Test(
+            "not reachable: the task waits running without connecting, then completes once reachable; a short resource timeout fails it"
+        )
         func waitsUntilReachable() async throws {
             let ns = try NamespaceFixture()
             defer { ns.delete() }
             try ns.ipIn(["route", "add", "default", "via", ns.gateway, "dev", ns.a])
-            try ns.ipIn(["link", "set", ns.b, "down"])   // `a` loses its carrier: not reachable
+            try ns.ipIn(["link", "set", ns.b, "down"])  // `a` loses its carrier: not reachable
             let reach = try NetworkReachabilityManager(target: .defaultRoute, networkNamespace: ns.path)
             defer { reach.stopMonitoring() }
             let statuses = StatusRecorder<NetworkReachabilityManager.NetworkReachabilityStatus>()
@@ -51,8 +53,17 @@ extension ManagerNetworkTests {
             m.waitsForConnectivity = true
             let done = Expectation()
             let result = Box<((any Sendable)?, (any Error)?)>((nil, nil))
-            let made = m.get("json", success: { _, o in result.value = (o, nil); done.fulfill() },
-                             failure: { _, e in result.value = (nil, e); done.fulfill() })
+            let made = m.get(
+                "json",
+                success: { _, o in
+                    result.value = (o, nil)
+                    done.fulfill()
+                },
+                failure: { _, e in
+                    result.value = (nil, e)
+                    done.fulfill()
+                }
+            )
             let task = try #require(made)
             #expect(await monitor.waiting.wait(), "the task never reported waiting")
             #expect(task.state == .running)

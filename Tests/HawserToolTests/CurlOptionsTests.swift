@@ -1,30 +1,40 @@
 import Foundation
 import HawserCore
 import HawserTestServer
-@testable import HawserTool
 import Testing
+
+@testable import HawserTool
 
 @Suite("hawser get: curl's flags")
 struct CurlOptionsTests {
     @Test("common flags parse as curl's do")
     func flags() throws {
-        let o = try CurlOptions.parse(["-X", "PUT", "-H", "Accept: application/json", "-H", "X-Empty:", "-i", "-o", "out.bin",
-                                       "-D", "-", "--max-time", "2.5", "-w", "%{http_code}", "http://127.0.0.1:1/x"])
+        let o = try CurlOptions.parse([
+            "-X", "PUT", "-H", "Accept: application/json", "-H", "X-Empty:", "-i", "-o", "out.bin",
+            "-D", "-", "--max-time", "2.5", "-w", "%{http_code}", "http://127.0.0.1:1/x",
+        ])
         #expect(o.method == "PUT")
         #expect(o.headers.map { "\($0.0)=\($0.1)" } == ["Accept=application/json", "X-Empty="])
         #expect(o.includeHead && o.outputPath == "out.bin" && o.dumpHeaderPath == "-")
         #expect(o.maxTime == 2.5 && o.writeOut == "%{http_code}" && o.url == "http://127.0.0.1:1/x")
     }
 
-    @Test("proxy flags: -x, -U, --noproxy, and the https:// proxy's own trust (--proxy-cacert, --proxy-capath, --proxy-insecure)")
+    @Test(
+        "proxy flags: -x, -U, --noproxy, and the https:// proxy's own trust (--proxy-cacert, --proxy-capath, --proxy-insecure)"
+    )
     func proxyFlags() throws {
-        let o = try CurlOptions.parse(["-x", "https://p:8443", "-U", "u:pw", "--noproxy", "localhost", "--proxy-cacert", "-ca.pem",
-                                       "--proxy-capath", "certs", "--proxy-insecure", "https://x/"])
+        let o = try CurlOptions.parse([
+            "-x", "https://p:8443", "-U", "u:pw", "--noproxy", "localhost", "--proxy-cacert", "-ca.pem",
+            "--proxy-capath", "certs", "--proxy-insecure", "https://x/",
+        ])
         #expect(o.proxy == "https://p:8443" && o.proxyUser == "u:pw" && o.noProxy == "localhost")
         #expect(o.proxyCACertPath == "-ca.pem", "a value starting with '-' is still the value")
         #expect(o.proxyCAPath == "certs" && o.proxyInsecure && !o.insecure)
         var config = SessionConfiguration()
-        try GetCommand.applyProxy(try CurlOptions.parse(["-x", "https://p:8443", "--proxy-insecure", "https://x/"]), to: &config)
+        try GetCommand.applyProxy(
+            try CurlOptions.parse(["-x", "https://p:8443", "--proxy-insecure", "https://x/"]),
+            to: &config
+        )
         #expect(config.proxy.allProxy == ProxyServer(kind: .https, host: "p", port: 8443))
         #expect(config.proxyTrustEvaluator is SecurityPolicy && config.serverTrustEvaluator == nil)
     }
@@ -55,33 +65,68 @@ struct CurlOptionsTests {
 
     @Test("-d @FILE reads the body from the file")
     func dataFromFile() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-data-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-data-\(UUID().uuidString)")
+            .path
         try Data("a=1&b=2".utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let o = try CurlOptions.parse(["-d", "@" + path, "http://x/"])
         #expect(o.data == Array("a=1&b=2".utf8))
     }
 
-    @Test("exit codes are curl's", arguments: [
-        (HawserError.Code.cannotResolveHost, Int32(6)), (.cannotConnect, 7), (.connectTimeout, 28),
-        (.idleTimeout, 28), (.resourceTimeout, 28), (.protocolError, 8), (.invalidRequest, 3),
-        (.tooManyRedirects, 47), (.secureConnectionFailed, 35), (.serverCertificateUntrusted, 60), (.cannotDecodeContent, 61),
-    ])
+    @Test(
+        "exit codes are curl's",
+        arguments: [
+            (HawserError.Code.cannotResolveHost, Int32(6)), (.cannotConnect, 7), (.connectTimeout, 28),
+            (.idleTimeout, 28), (.resourceTimeout, 28), (.protocolError, 8), (.invalidRequest, 3),
+            (.tooManyRedirects, 47), (.secureConnectionFailed, 35), (.serverCertificateUntrusted, 60),
+            (.cannotDecodeContent, 61),
+        ]
+    )
     func exitCodes(code: HawserError.Code, expected: Int32) {
         #expect(GetCommand.exitCode(for: HawserError(code, "x")) == expected)
     }
 
     @Test("exit codes read the cause: a cut body 18, an empty reply 52, not HTTP 1, bad chunks 56, a pin 90")
     func exitCodesByCause() {
-        #expect(ExitCode.forError(HawserError(.connectionLost, "closed the connection: x",
-                                              underlying: HTTP1ParseError(.truncatedBody, offset: 9))) == 18)
-        #expect(ExitCode.forError(HawserError(.connectionLost, "127.0.0.1:1 closed the connection before sending a response")) == 52)
+        #expect(
+            ExitCode.forError(
+                HawserError(
+                    .connectionLost,
+                    "closed the connection: x",
+                    underlying: HTTP1ParseError(.truncatedBody, offset: 9)
+                )
+            ) == 18
+        )
+        #expect(
+            ExitCode.forError(
+                HawserError(.connectionLost, "127.0.0.1:1 closed the connection before sending a response")
+            ) == 52
+        )
         #expect(ExitCode.forError(HawserError(.connectionLost, "reading failed: reset")) == 56)
-        #expect(ExitCode.forError(HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidStatusLine, offset: 0))) == 1)
-        #expect(ExitCode.forError(HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidChunkSize, offset: 40))) == 56)
-        #expect(ExitCode.forError(HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidFieldName, offset: 20))) == 8)
-        #expect(ExitCode.forError(HawserError(.serverCertificateUntrusted, "x", underlying: TrustFailure(.pinMismatch, "no pin"))) == 90)
-        #expect(ExitCode.forError(HawserError(.serverCertificateUntrusted, "x", underlying: TrustFailure(.expired, "old"))) == 60)
+        #expect(
+            ExitCode.forError(
+                HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidStatusLine, offset: 0))
+            ) == 1
+        )
+        #expect(
+            ExitCode.forError(
+                HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidChunkSize, offset: 40))
+            ) == 56
+        )
+        #expect(
+            ExitCode.forError(
+                HawserError(.protocolError, "x", underlying: HTTP1ParseError(.invalidFieldName, offset: 20))
+            ) == 8
+        )
+        #expect(
+            ExitCode.forError(
+                HawserError(.serverCertificateUntrusted, "x", underlying: TrustFailure(.pinMismatch, "no pin"))
+            ) == 90
+        )
+        #expect(
+            ExitCode.forError(HawserError(.serverCertificateUntrusted, "x", underlying: TrustFailure(.expired, "old")))
+                == 60
+        )
     }
 
     @Test("-w renders curl's variables; %% is a percent sign; an unknown variable is left out with a warning")
@@ -96,22 +141,41 @@ struct CurlOptionsTests {
         m.redirectCount = 2
         let head = HTTPResponseHead(status: 201, headers: ["Content-Type": "text/plain"])
         var warnings: [String] = []
-        let t = WriteOut.Transfer(head: head, metrics: m, url: URL(string: "http://x/")!, bodyBytes: 50_000, headBytes: 10,
-                                  lastRedirect: 1_050_000_000)
-        let s = WriteOut.render("%{http_code} %{size_download} %{time_total} %{content_type} %{http_version} %{num_redirects}"
-                                + " %{time_namelookup} %{time_connect} %{time_appconnect} %{time_redirect} %{speed_download}"
-                                + " %{ssl_verify_result} [%{errormsg}] %{exitcode} 100%% %{nope}\\n", t) { warnings.append($0) }
+        let t = WriteOut.Transfer(
+            head: head,
+            metrics: m,
+            url: URL(string: "http://x/")!,
+            bodyBytes: 50_000,
+            headBytes: 10,
+            lastRedirect: 1_050_000_000
+        )
+        let s = WriteOut.render(
+            "%{http_code} %{size_download} %{time_total} %{content_type} %{http_version} %{num_redirects}"
+                + " %{time_namelookup} %{time_connect} %{time_appconnect} %{time_redirect} %{speed_download}"
+                + " %{ssl_verify_result} [%{errormsg}] %{exitcode} 100%% %{nope}\\n",
+            t
+        ) { warnings.append($0) }
         #expect(s == "201 50000 0.250000 text/plain 1.1 2 0.001000 0.002000 0.000000 0.050000 200000 0 [] 0 100% \n")
         #expect(warnings == ["unknown --write-out variable: 'nope'"])
-        let failed = WriteOut.Transfer(head: nil, metrics: TaskMetrics(), url: URL(string: "http://x/")!,
-                                       errorMessage: "Failed to connect", exitCode: 7)
-        #expect(WriteOut.render("%{http_code} %{http_version} %{errormsg} %{exitcode}\n", failed) == "000 0 Failed to connect 7\n")
+        let failed = WriteOut.Transfer(
+            head: nil,
+            metrics: TaskMetrics(),
+            url: URL(string: "http://x/")!,
+            errorMessage: "Failed to connect",
+            exitCode: 7
+        )
+        #expect(
+            WriteOut.render("%{http_code} %{http_version} %{errormsg} %{exitcode}\n", failed)
+                == "000 0 Failed to connect 7\n"
+        )
     }
 
     @Test("short flags cluster as curl's: values attached or in the next argument")
     func clusters() throws {
         let o = try CurlOptions.parse(["-XPUT", "-sSo", "out", "-Hx: 1", "-C", "-", "--max-redirs", "-1", "http://x/"])
-        #expect(o.method == "PUT" && o.silent && o.showError && o.outputPath == "out" && o.resume && o.maxRedirects == -1)
+        #expect(
+            o.method == "PUT" && o.silent && o.showError && o.outputPath == "out" && o.resume && o.maxRedirects == -1
+        )
         #expect(o.headers.map { "\($0.0)=\($0.1)" } == ["x=1"])
         // A value is never read as a flag.
         let d = try CurlOptions.parse(["-d", "-sS", "http://x/"])
@@ -132,18 +196,27 @@ struct CurlOptionsTests {
 
     @Test("--limit-rate, --retry, --resolve, --pinning parse as curl writes them; bad values are usage errors")
     func transferFlags() throws {
-        #expect(CurlOptions.rate("100K") == 102_400 && CurlOptions.rate("1.5M") == 1_572_864 && CurlOptions.rate("2g") == 2 << 30)
+        #expect(
+            CurlOptions.rate("100K") == 102_400 && CurlOptions.rate("1.5M") == 1_572_864
+                && CurlOptions.rate("2g") == 2 << 30
+        )
         #expect(CurlOptions.rate("500") == 500 && CurlOptions.rate("fast") == nil && CurlOptions.rate("-1K") == nil)
-        let o = try CurlOptions.parse(["--retry", "3", "--retry-delay", "0", "--retry-max-time", "10", "--limit-rate", "1M",
-                                       "--resolve", "Example.com:443:127.0.0.1,[::1]", "--pinning", "public-key",
-                                       "--pinned-cert", "a.pem", "--pinned-cert", "b.der", "--allow-invalid-certificates",
-                                       "--no-validate-domain-name", "--unix-socket", "/tmp/s", "http://x/"])
+        let o = try CurlOptions.parse([
+            "--retry", "3", "--retry-delay", "0", "--retry-max-time", "10", "--limit-rate", "1M",
+            "--resolve", "Example.com:443:127.0.0.1,[::1]", "--pinning", "public-key",
+            "--pinned-cert", "a.pem", "--pinned-cert", "b.der", "--allow-invalid-certificates",
+            "--no-validate-domain-name", "--unix-socket", "/tmp/s", "http://x/",
+        ])
         #expect(o.retry == 3 && o.retryDelay == 0 && o.retryMaxTime == 10 && o.limitRate == 1 << 20)
-        #expect(o.resolve == [CurlOptions.ResolveEntry(host: "example.com", port: 443, addresses: ["127.0.0.1", "::1"])])
+        #expect(
+            o.resolve == [CurlOptions.ResolveEntry(host: "example.com", port: 443, addresses: ["127.0.0.1", "::1"])]
+        )
         #expect(o.pinning == .publicKey && o.pinnedCertificatePaths == ["a.pem", "b.der"])
         #expect(o.allowInvalidCertificates && !o.validatesDomainName && o.unixSocket == "/tmp/s")
-        for bad in [["--pinning", "strong"], ["--retry", "many"], ["--resolve", "example.com:443"], ["--limit-rate", "x"],
-                    ["--retry-delay", "-1"], ["-F", "x=1", "-d", "y"], ["-T", "f", "-d", "y"]] {
+        for bad in [
+            ["--pinning", "strong"], ["--retry", "many"], ["--resolve", "example.com:443"], ["--limit-rate", "x"],
+            ["--retry-delay", "-1"], ["-F", "x=1", "-d", "y"], ["-T", "f", "-d", "y"],
+        ] {
             #expect(throws: CurlOptions.UsageError.self, "\(bad)") { try CurlOptions.parse(bad + ["http://x/"]) }
         }
     }
@@ -152,15 +225,29 @@ struct CurlOptionsTests {
     func formSpecs() throws {
         typealias S = FormParts.Spec
         var warnings: [String] = []
-        #expect(try FormParts.parse("a=b;c") { warnings.append($0) } == S(name: "a", kind: .text("b"), type: nil, fileName: nil))
+        #expect(
+            try FormParts.parse("a=b;c") { warnings.append($0) }
+                == S(name: "a", kind: .text("b"), type: nil, fileName: nil)
+        )
         #expect(warnings == ["skip unknown form field: c"])
-        #expect(try FormParts.parse(#"q="a\"b\\c;d";type=text/y"#) == S(name: "q", kind: .text(#"a"b\c;d"#), type: "text/y", fileName: nil))
-        #expect(try FormParts.parse(#"f=@"x;y.txt";filename="z w.txt""#) == S(name: "f", kind: .file("x;y.txt"), type: nil, fileName: "z w.txt"))
+        #expect(
+            try FormParts.parse(#"q="a\"b\\c;d";type=text/y"#)
+                == S(name: "q", kind: .text(#"a"b\c;d"#), type: "text/y", fileName: nil)
+        )
+        #expect(
+            try FormParts.parse(#"f=@"x;y.txt";filename="z w.txt""#)
+                == S(name: "f", kind: .file("x;y.txt"), type: nil, fileName: "z w.txt")
+        )
         #expect(ProgressMeter.size(104_857_599) == "99.10", "curl cuts the text to five columns")
         #expect(try FormParts.parse("f=@dir/p.png") == S(name: "f", kind: .file("dir/p.png"), type: nil, fileName: nil))
-        #expect(try FormParts.parse("f=@x.bin;type=image/png;filename=\"y.png\"")
-                == S(name: "f", kind: .file("x.bin"), type: "image/png", fileName: "y.png"))
-        #expect(try FormParts.parse("t=<notes.txt;type=text/plain") == S(name: "t", kind: .fileContents("notes.txt"), type: "text/plain", fileName: nil))
+        #expect(
+            try FormParts.parse("f=@x.bin;type=image/png;filename=\"y.png\"")
+                == S(name: "f", kind: .file("x.bin"), type: "image/png", fileName: "y.png")
+        )
+        #expect(
+            try FormParts.parse("t=<notes.txt;type=text/plain")
+                == S(name: "t", kind: .fileContents("notes.txt"), type: "text/plain", fileName: nil)
+        )
         #expect(throws: CurlOptions.UsageError.self) { try FormParts.parse("novalue") }
         #expect(FormParts.curlContentType(forFileName: "a.PNG") == "image/png")
         #expect(FormParts.curlContentType(forFileName: "a.json") == "application/octet-stream")
@@ -173,18 +260,40 @@ struct CurlOptionsTests {
         #expect(ProgressMeter.size(10_240_000) == " 9.7M" && ProgressMeter.size(104_000_000) == "99.1M")
         #expect(ProgressMeter.size(104_857_600) == " 100M" && ProgressMeter.size(15 << 30) == "15.0G")
         #expect(ProgressMeter.size(200 << 30) == " 200G" && ProgressMeter.size(20_000 << 30) == "  19T")
-        #expect(ProgressMeter.time(0) == "--:--:--" && ProgressMeter.time(5) == " 0:00:05" && ProgressMeter.time(3_723) == " 1:02:03")
+        #expect(
+            ProgressMeter.time(0) == "--:--:--" && ProgressMeter.time(5) == " 0:00:05"
+                && ProgressMeter.time(3_723) == " 1:02:03"
+        )
         #expect(ProgressMeter.time(100 * 3600) == "  4d 04h" && ProgressMeter.time(1_000 * 86_400) == "   1000d")
-        #expect(ProgressMeter.header == "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n"
-                + "                                 Dload  Upload   Total   Spent    Left  Speed\n")
+        #expect(
+            ProgressMeter.header == "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n"
+                + "                                 Dload  Upload   Total   Spent    Left  Speed\n"
+        )
         // Half of 1 MiB in 2 s: 50 %, 256k/s average, 4 s total, 2 s spent, 2 s left.
-        let half = ProgressMeter.Snapshot(downloadTotal: 1 << 20, uploadTotal: nil, downloaded: 1 << 19, uploaded: 0,
-                                          elapsedMilliseconds: 2_000, currentSpeed: 300_000)
-        #expect(ProgressMeter.line(half) == " 50 1024k   50  512k    0     0   256k      0  0:00:04  0:00:02  0:00:02  292k")
+        let half = ProgressMeter.Snapshot(
+            downloadTotal: 1 << 20,
+            uploadTotal: nil,
+            downloaded: 1 << 19,
+            uploaded: 0,
+            elapsedMilliseconds: 2_000,
+            currentSpeed: 300_000
+        )
+        #expect(
+            ProgressMeter.line(half) == " 50 1024k   50  512k    0     0   256k      0  0:00:04  0:00:02  0:00:02  292k"
+        )
         // Unknown size: no percentage, no estimate.
-        let unknown = ProgressMeter.Snapshot(downloadTotal: nil, uploadTotal: nil, downloaded: 5_000, uploaded: 0,
-                                             elapsedMilliseconds: 500, currentSpeed: 10_000)
-        #expect(ProgressMeter.line(unknown) == "100  5000    0  5000    0     0  10000      0 --:--:-- --:--:-- --:--:-- 10000")
+        let unknown = ProgressMeter.Snapshot(
+            downloadTotal: nil,
+            uploadTotal: nil,
+            downloaded: 5_000,
+            uploaded: 0,
+            elapsedMilliseconds: 500,
+            currentSpeed: 10_000
+        )
+        #expect(
+            ProgressMeter.line(unknown)
+                == "100  5000    0  5000    0     0  10000      0 --:--:-- --:--:-- --:--:-- 10000"
+        )
     }
 
     @Test("the meter draws its header once, a line at most once a second, and always the last one")
@@ -219,8 +328,12 @@ struct GetCommandTests {
     func download() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let out = Self.temp("body"), heads = Self.temp("heads")
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
+        let out = Self.temp("body")
+        let heads = Self.temp("heads")
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: heads)
+        }
         let status = await GetCommand.run(["-s", "-o", out, "-D", heads, server.baseURL + "/bytes/300000?chunk=7000"])
         #expect(status == 0)
         let body = try Data(contentsOf: URL(fileURLWithPath: out))
@@ -233,8 +346,12 @@ struct GetCommandTests {
     func interim() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let out = Self.temp("body"), heads = Self.temp("heads")
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
+        let out = Self.temp("body")
+        let heads = Self.temp("heads")
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: heads)
+        }
         let status = await GetCommand.run(["-s", "-o", out, "-D", heads, server.baseURL + "/interim"])
         #expect(status == 0)
         let head = try String(contentsOfFile: heads, encoding: .utf8)
@@ -242,10 +359,13 @@ struct GetCommandTests {
         #expect(head.contains("100 Continue") && head.contains("103 Early Hints") && head.contains("200 OK"))
     }
 
-    @Test("failures exit with curl's codes", arguments: [
-        ("/fault/garbage", Int32(1)), ("/fault/close-mid-body", Int32(18)), ("/status/404", Int32(22)),
-        ("/fault/empty", Int32(52)), ("/fault/reset", Int32(56)), ("/fault/bad-chunk", Int32(56)),
-    ])
+    @Test(
+        "failures exit with curl's codes",
+        arguments: [
+            ("/fault/garbage", Int32(1)), ("/fault/close-mid-body", Int32(18)), ("/status/404", Int32(22)),
+            ("/fault/empty", Int32(52)), ("/fault/reset", Int32(56)), ("/fault/bad-chunk", Int32(56)),
+        ]
+    )
     func failures(path: String, expected: Int32) async throws {
         let server = try TestServer()
         defer { server.shutdown() }
@@ -267,8 +387,12 @@ struct GetCommandTests {
     func redirects() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let out = Self.temp("body"), heads = Self.temp("heads")
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
+        let out = Self.temp("body")
+        let heads = Self.temp("heads")
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: heads)
+        }
         #expect(await GetCommand.run(["-s", "-o", out, "-D", heads, server.baseURL + "/redirect/2"]) == 0)
         #expect(try String(contentsOfFile: heads, encoding: .utf8).hasPrefix("HTTP/1.1 302"))
 
@@ -278,15 +402,21 @@ struct GetCommandTests {
         #expect(all.contains("HTTP/1.1 200 OK"))
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "Hello, World!")
 
-        #expect(await GetCommand.run(["-s", "-L", "--max-redirs", "1", "-o", out, server.baseURL + "/redirect/3"]) == 47)
+        #expect(
+            await GetCommand.run(["-s", "-L", "--max-redirs", "1", "-o", out, server.baseURL + "/redirect/3"]) == 47
+        )
     }
 
     @Test("-c writes curl's cookie file, -b reads it back, -b NAME=VALUE sends it literally")
     func cookies() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let out = Self.temp("body"), jar = Self.temp("jar")
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: jar) }
+        let out = Self.temp("body")
+        let jar = Self.temp("jar")
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: jar)
+        }
         #expect(await GetCommand.run(["-s", "-o", out, "-c", jar, server.baseURL + "/cookies/set?k=v"]) == 0)
         let file = try String(contentsOfFile: jar, encoding: .utf8)
         #expect(file.hasPrefix("# Netscape HTTP Cookie File"))
@@ -315,7 +445,10 @@ struct GetCommandTests {
     @Test("TLS flags: untrusted by default (60), -k, --cacert, --pinnedpubkey (match and mismatch)")
     func tls() async throws {
         let pki = try TestPKI.shared()
-        let server = try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+        let server = try TestServer(
+            host: "127.0.0.1",
+            tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+        )
         defer { server.shutdown() }
         let out = Self.temp("body")
         defer { try? FileManager.default.removeItem(atPath: out) }
@@ -325,18 +458,38 @@ struct GetCommandTests {
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "Hello, World!")
         #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "-o", out, u]) == 0)
         let pin = pki.intermediate.publicKeySHA256Pin.replacing("sha256/", with: "sha256//")
-        #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "--pinnedpubkey", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;" + pin, "-o", out, u]) == 0)
-        #expect(await GetCommand.run(["-s", "--cacert", pki.rootPath, "--pinnedpubkey", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "-o", out, u]) == 90)
+        #expect(
+            await GetCommand.run([
+                "-s", "--cacert", pki.rootPath, "--pinnedpubkey",
+                "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;" + pin, "-o", out, u,
+            ]) == 0
+        )
+        #expect(
+            await GetCommand.run([
+                "-s", "--cacert", pki.rootPath, "--pinnedpubkey",
+                "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "-o", out, u,
+            ]) == 90
+        )
     }
 
     @Test("-u sends Basic credentials; -C - resumes a partial file with Range")
     func userAndResume() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let out = Self.temp("body"), heads = Self.temp("heads")
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: heads) }
-        #expect(await GetCommand.run(["-s", "-u", "ada:lovelace", "-D", heads, "-o", out, server.baseURL + "/echo"]) == 0)
-        #expect(try String(contentsOfFile: heads, encoding: .utf8).contains("X-Echo-H-Authorization: Basic YWRhOmxvdmVsYWNl"))
+        let out = Self.temp("body")
+        let heads = Self.temp("heads")
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: heads)
+        }
+        #expect(
+            await GetCommand.run(["-s", "-u", "ada:lovelace", "-D", heads, "-o", out, server.baseURL + "/echo"]) == 0
+        )
+        #expect(
+            try String(contentsOfFile: heads, encoding: .utf8).contains(
+                "X-Echo-H-Authorization: Basic YWRhOmxvdmVsYWNl"
+            )
+        )
         // Download the first part, then resume.
         let full = server.baseURL + "/range/5000"
         #expect(await GetCommand.run(["-s", "-o", out, full]) == 0)

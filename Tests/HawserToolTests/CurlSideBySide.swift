@@ -1,8 +1,9 @@
 import Foundation
 import HawserCore
 import HawserTestServer
-@testable import HawserTool
 import Testing
+
+@testable import HawserTool
 
 /// Runs `/usr/bin/curl` (scripts/test.sh installs it) with the same flags the tool gets, so
 /// the tests can hold the tool's output to curl's byte for byte.
@@ -22,7 +23,9 @@ enum Curl {
         p.executableURL = URL(fileURLWithPath: self.path)
         p.arguments = ["-q"] + args
         var env = ProcessInfo.processInfo.environment
-        for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { env[k] = nil }
+        for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+            env[k] = nil
+        }
         env.merge(environment) { $1 }
         p.environment = env
         p.standardOutput = FileHandle.nullDevice
@@ -39,7 +42,8 @@ final class TempFiles {
     private var paths: [String] = []
 
     func path(_ name: String) -> String {
-        let p = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-\(name)-\(UUID().uuidString)").path
+        let p = FileManager.default.temporaryDirectory.appendingPathComponent("hawser-\(name)-\(UUID().uuidString)")
+            .path
         self.paths.append(p)
         return p
     }
@@ -65,7 +69,10 @@ struct CurlSideBySideTests {
         defer { server.shutdown() }
         let t = TempFiles()
         let url = server.baseURL + "/obs-text"
-        let heads = t.path("heads"), out = t.path("out"), curlHeads = t.path("curl-heads"), curlOut = t.path("curl-out")
+        let heads = t.path("heads")
+        let out = t.path("out")
+        let curlHeads = t.path("curl-heads")
+        let curlOut = t.path("curl-out")
         #expect(await GetCommand.run(["-s", "-D", heads, "-o", out, url]) == 0)
         #expect(try Curl.run(["-s", "-D", curlHeads, "-o", curlOut, url]) == 0)
         let ours = try TempFiles.read(heads)
@@ -96,23 +103,29 @@ enum HawserBinary {
     /// Runs `hawser ARGS` without the proxy variables of this process, plus `environment`.
     static func run(_ args: [String], environment: [String: String] = [:]) throws -> Result {
         let t = TempFiles()
-        let out = t.path("stdout"), err = t.path("stderr")
+        let out = t.path("stdout")
+        let err = t.path("stderr")
         guard FileManager.default.createFile(atPath: out, contents: nil),
-              FileManager.default.createFile(atPath: err, contents: nil)
+            FileManager.default.createFile(atPath: err, contents: nil)
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: out]) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: self.path)
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
-        for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { env[k] = nil }
+        for k in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+            env[k] = nil
+        }
         env.merge(environment) { $1 }
         p.environment = env
         p.standardOutput = FileHandle(forWritingAtPath: out)
         p.standardError = FileHandle(forWritingAtPath: err)
         try p.run()
         p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: try TempFiles.read(out),
-                      stderr: String(decoding: try TempFiles.read(err), as: UTF8.self))
+        return Result(
+            status: p.terminationStatus,
+            stdout: try TempFiles.read(out),
+            stderr: String(decoding: try TempFiles.read(err), as: UTF8.self)
+        )
     }
 }
 
@@ -128,7 +141,9 @@ func echoed(_ heads: [UInt8], _ names: [String]) -> [String] {
 func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> String? {
     if a == b { return nil }
     let i = (0..<min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
-    func show(_ x: [UInt8]) -> String { String(decoding: x[max(0, i - 40)..<min(x.count, i + 40)], as: UTF8.self).debugDescription }
+    func show(_ x: [UInt8]) -> String {
+        String(decoding: x[max(0, i - 40)..<min(x.count, i + 40)], as: UTF8.self).debugDescription
+    }
     return "sizes \(a.count) and \(b.count), first difference at byte \(i): \(show(a)) vs \(show(b))"
 }
 
@@ -155,17 +170,24 @@ extension CurlSideBySideTests {
     }
 
     static func both(_ args: [String], _ url: String, _ t: TempFiles) async throws -> Pair {
-        let h1 = t.path("h"), b1 = t.path("b"), h2 = t.path("h"), b2 = t.path("b")
+        let h1 = t.path("h")
+        let b1 = t.path("b")
+        let h2 = t.path("h")
+        let b2 = t.path("b")
         let s1 = await GetCommand.run(["-s", "-D", h1, "-o", b1] + args + [url])
         let s2 = try Curl.run(["-s", "-D", h2, "-o", b2] + args + [url])
         func read(_ p: String) -> [UInt8] { (try? TempFiles.read(p)) ?? [] }
         return Pair(ours: (s1, read(h1), read(b1)), curl: (s2, read(h2), read(b2)))
     }
 
-    @Test("exit statuses match curl's for the failures loopback can provoke", arguments: [
-        "/fault/close-mid-body", "/fault/empty", "/fault/reset", "/fault/bad-chunk", "/fault/garbage", "/status/404",
-        "/redirect/5", "/hello",
-    ])
+    @Test(
+        "exit statuses match curl's for the failures loopback can provoke",
+        arguments: [
+            "/fault/close-mid-body", "/fault/empty", "/fault/reset", "/fault/bad-chunk", "/fault/garbage",
+            "/status/404",
+            "/redirect/5", "/hello",
+        ]
+    )
     func exitStatuses(path: String) async throws {
         let server = try TestServer()
         defer { server.shutdown() }
@@ -174,7 +196,9 @@ extension CurlSideBySideTests {
         #expect(p.ours.status == p.curl.status, "\(path): hawser \(p.ours.status), curl \(p.curl.status)")
     }
 
-    @Test("exit statuses for what never reaches a server: unsupported protocol 1, malformed URL 3, refused 7, unwritable output 23, unreadable upload 26")
+    @Test(
+        "exit statuses for what never reaches a server: unsupported protocol 1, malformed URL 3, refused 7, unwritable output 23, unreadable upload 26"
+    )
     func localFailures() async throws {
         let probe = try TestServer()
         let port = probe.port
@@ -182,7 +206,8 @@ extension CurlSideBySideTests {
         let t = TempFiles()
         let cases: [[String]] = [
             ["foo://127.0.0.1/x"], ["http://"], ["http://127.0.0.1:\(port)/"],
-            ["-T", "/nonexistent/upload", "http://127.0.0.1:\(port)/"], ["-F", "f=@/nonexistent/upload", "http://127.0.0.1:\(port)/"],
+            ["-T", "/nonexistent/upload", "http://127.0.0.1:\(port)/"],
+            ["-F", "f=@/nonexistent/upload", "http://127.0.0.1:\(port)/"],
         ]
         // curl opens the output when the first byte arrives: an unwritable one fails with 23 once a server answers.
         let server = try TestServer()
@@ -198,7 +223,9 @@ extension CurlSideBySideTests {
         }
     }
 
-    @Test("the output file as curl leaves it: created at the first byte, empty for an empty body, no body with -f on an HTTP error")
+    @Test(
+        "the output file as curl leaves it: created at the first byte, empty for an empty body, no body with -f on an HTTP error"
+    )
     func outputFile() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
@@ -206,16 +233,22 @@ extension CurlSideBySideTests {
         let refused = "http://127.0.0.1:\(probe.port)/"
         probe.shutdown()
         let t = TempFiles()
-        for (args, url) in [([String](), server.baseURL + "/status/204"), (["-f"], server.baseURL + "/status/404"),
-                            (["-f", "-i"], server.baseURL + "/status/404"), (["-f"], server.baseURL + "/basic-auth/u/p"),
-                            ([], server.baseURL + "/basic-auth/u/p"),
-                            ([], refused), ([], server.baseURL + "/fault/empty")] {
-            let ours = t.path("ours"), theirs = t.path("curl")
+        for (args, url) in [
+            ([String](), server.baseURL + "/status/204"), (["-f"], server.baseURL + "/status/404"),
+            (["-f", "-i"], server.baseURL + "/status/404"), (["-f"], server.baseURL + "/basic-auth/u/p"),
+            ([], server.baseURL + "/basic-auth/u/p"),
+            ([], refused), ([], server.baseURL + "/fault/empty"),
+        ] {
+            let ours = t.path("ours")
+            let theirs = t.path("curl")
             let a = await GetCommand.run(["-s", "-o", ours] + args + [url])
             let b = try Curl.run(["-s", "-o", theirs] + args + [url])
             #expect(a == b, "\(args) \(url): hawser \(a), curl \(b)")
             let fm = FileManager.default
-            #expect(fm.fileExists(atPath: ours) == fm.fileExists(atPath: theirs), "\(args) \(url): the file exists for one only")
+            #expect(
+                fm.fileExists(atPath: ours) == fm.fileExists(atPath: theirs),
+                "\(args) \(url): the file exists for one only"
+            )
             if fm.fileExists(atPath: ours) && fm.fileExists(atPath: theirs) {
                 #expect(try TempFiles.read(ours) == TempFiles.read(theirs), "\(args) \(url)")
             }
@@ -242,16 +275,25 @@ extension CurlSideBySideTests {
     func writeOutValues() async throws {
         let pki = try TestPKI.shared()
         let server = try TestServer()
-        let tls = try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
-        defer { server.shutdown(); tls.shutdown() }
+        let tls = try TestServer(
+            host: "127.0.0.1",
+            tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+        )
+        defer {
+            server.shutdown()
+            tls.shutdown()
+        }
         let t = TempFiles()
-        let format = "%{http_code} %{response_code} %{http_version} %{size_download} %{size_header} %{num_redirects} "
+        let format =
+            "%{http_code} %{response_code} %{http_version} %{size_download} %{size_header} %{num_redirects} "
             + "%{num_connects} %{url_effective} %{content_type} %{remote_ip} %{remote_port} %{ssl_verify_result} "
             + "%{exitcode} %{scheme} %{method} %{size_upload}"
-        for (args, url) in [(["-L"], server.baseURL + "/redirect/2"), ([], server.baseURL + "/json"),
-                            (["-d", "a=1"], server.baseURL + "/echo"), ([], server.baseURL + "/fault/empty"),
-                            (["--cacert", pki.rootPath], "https://localhost:\(tls.port)/hello"),
-                            (["-k"], "https://localhost:\(tls.port)/hello")] {
+        for (args, url) in [
+            (["-L"], server.baseURL + "/redirect/2"), ([], server.baseURL + "/json"),
+            (["-d", "a=1"], server.baseURL + "/echo"), ([], server.baseURL + "/fault/empty"),
+            (["--cacert", pki.rootPath], "https://localhost:\(tls.port)/hello"),
+            (["-k"], "https://localhost:\(tls.port)/hello"),
+        ] {
             let theirs = t.path("w")
             // -w goes to stdout: both run as processes, stdout to a file.
             let args = args + ["-A", "t/1"]
@@ -272,16 +314,20 @@ extension CurlSideBySideTests {
     func writeOutTimings() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
-        let r = try HawserBinary.run(["get", "-s", "-L", "-o", "/dev/null", "-w",
-                                      "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} %{time_redirect} %{time_starttransfer} %{time_total} %{speed_download}",
-                                      server.baseURL + "/redirect/1?x=" + UUID().uuidString])
+        let r = try HawserBinary.run([
+            "get", "-s", "-L", "-o", "/dev/null", "-w",
+            "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} %{time_redirect} %{time_starttransfer} %{time_total} %{speed_download}",
+            server.baseURL + "/redirect/1?x=" + UUID().uuidString,
+        ])
         let values = String(decoding: r.stdout, as: UTF8.self).split(separator: " ").map(String.init)
         #expect(values.count == 8)
         let times = values.prefix(7).compactMap(Double.init)
         #expect(times.count == 7 && values.prefix(7).allSatisfy { $0.split(separator: ".").last?.count == 6 })
         if times.count == 7 {
-            #expect(times[0] <= times[1] && times[1] <= times[3] && times[3] <= times[5] && times[5] <= times[6],
-                    "\(String(decoding: r.stdout, as: UTF8.self))")
+            #expect(
+                times[0] <= times[1] && times[1] <= times[3] && times[3] <= times[5] && times[5] <= times[6],
+                "\(String(decoding: r.stdout, as: UTF8.self))"
+            )
             #expect(times[2] == 0, "no TLS, no appconnect (as curl)")
             #expect(times[4] > 0 && times[4] <= times[5], "the redirect ended before the final response began")
         }
@@ -293,18 +339,25 @@ extension CurlSideBySideTests {
         let server = try TestServer()
         defer { server.shutdown() }
         let t = TempFiles()
-        let fields = ["X-Echo-Method", "X-Echo-Target", "X-Echo-H-Content-Type", "X-Echo-H-Accept", "X-Echo-H-Referer",
-                      "X-Echo-H-User-Agent", "X-Echo-H-X-Empty", "X-Echo-Body-Length"]
+        let fields = [
+            "X-Echo-Method", "X-Echo-Target", "X-Echo-H-Content-Type", "X-Echo-H-Accept", "X-Echo-H-Referer",
+            "X-Echo-H-User-Agent", "X-Echo-H-X-Empty", "X-Echo-Body-Length",
+        ]
         // The order of the fields on the wire is not curl's (the engine writes the caller's first):
         // compare them as sets. -A gives both the same User-Agent where the test is not about it.
-        for args in [["-G", "-d", "a=1", "-d", "b=2", "-A", "t/1"], ["--json", "{\"a\":1}", "-A", "t/1"],
-                     ["-A", "agent/1", "-e", "http://from/"], ["-H", "Accept:", "-H", "X-Empty;", "-A", "x"],
-                     ["-X", "DELETE", "-d", "z", "-A", "t/1"], ["-I", "-A", "t/1"], ["-A", ""]] {
+        for args in [
+            ["-G", "-d", "a=1", "-d", "b=2", "-A", "t/1"], ["--json", "{\"a\":1}", "-A", "t/1"],
+            ["-A", "agent/1", "-e", "http://from/"], ["-H", "Accept:", "-H", "X-Empty;", "-A", "x"],
+            ["-X", "DELETE", "-d", "z", "-A", "t/1"], ["-I", "-A", "t/1"], ["-A", ""],
+        ] {
             let p = try await Self.both(args, server.baseURL + "/echo?q=0", t)
             #expect(p.ours.status == 0 && p.curl.status == 0)
             #expect(echoed(p.ours.heads, fields).sorted() == echoed(p.curl.heads, fields).sorted(), "\(args)")
             if args.contains("-I") {
-                #expect(echoed(p.ours.body, fields).sorted() == echoed(p.curl.body, fields).sorted(), "-I writes the head as the body")
+                #expect(
+                    echoed(p.ours.body, fields).sorted() == echoed(p.curl.body, fields).sorted(),
+                    "-I writes the head as the body"
+                )
             } else {
                 #expect(p.ours.body == p.curl.body, "\(args)")
             }
@@ -318,12 +371,16 @@ extension CurlSideBySideTests {
         let t = TempFiles()
         let text = try t.file("notes.txt", Array("line one\nline two\n".utf8))
         let big = try t.file("big.bin", (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
-        let args = ["-F", "name=Ada Lovelace", "-F", "notes=<" + text, "-F", "file=@" + text, "-F", "blob=@" + big + ";type=image/png;filename=pic.png",
-                    "-F", "quote=\"x;\\\"y\";type=text/x", "-F", "plain=a;skipped"]
+        let args = [
+            "-F", "name=Ada Lovelace", "-F", "notes=<" + text, "-F", "file=@" + text, "-F",
+            "blob=@" + big + ";type=image/png;filename=pic.png",
+            "-F", "quote=\"x;\\\"y\";type=text/x", "-F", "plain=a;skipped",
+        ]
         let p = try await Self.both(args, server.baseURL + "/echo", t)
         #expect(p.ours.status == 0 && p.curl.status == 0)
         func contentType(_ heads: [UInt8]) -> String {
-            echoed(heads, ["X-Echo-H-Content-Type"]).first.map { String($0.dropFirst("X-Echo-H-Content-Type: ".count)) } ?? ""
+            echoed(heads, ["X-Echo-H-Content-Type"]).first.map { String($0.dropFirst("X-Echo-H-Content-Type: ".count)) }
+                ?? ""
         }
         #expect(contentType(p.ours.heads).hasPrefix("multipart/form-data; boundary="))
         let ours = withoutBoundary(p.ours.body, contentType: contentType(p.ours.heads))
@@ -333,7 +390,9 @@ extension CurlSideBySideTests {
         #expect(echoed(p.ours.heads, ["X-Echo-Method"]) == ["X-Echo-Method: POST"])
     }
 
-    @Test("-T streams a file with PUT (Content-Length), a URL ending in '/' gets the file's name; -T - sends stdin chunked")
+    @Test(
+        "-T streams a file with PUT (Content-Length), a URL ending in '/' gets the file's name; -T - sends stdin chunked"
+    )
     func upload() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
@@ -344,12 +403,19 @@ extension CurlSideBySideTests {
         #expect(echoed(sink.ours.heads, fields) == ["X-Sink-Length: 2000000", "X-Sink-Pattern: ok"])
         #expect(echoed(sink.ours.heads, fields) == echoed(sink.curl.heads, fields))
         let echo = try await Self.both(["-T", file], server.baseURL + "/echo", t)
-        #expect(echoed(echo.ours.heads, ["X-Echo-Method", "X-Echo-H-Content-Length", "X-Echo-H-Transfer-Encoding"])
-                == ["X-Echo-Method: PUT", "X-Echo-H-Content-Length: 2000000"])
+        #expect(
+            echoed(echo.ours.heads, ["X-Echo-Method", "X-Echo-H-Content-Length", "X-Echo-H-Transfer-Encoding"])
+                == ["X-Echo-Method: PUT", "X-Echo-H-Content-Length: 2000000"]
+        )
         #expect(firstDifference(echo.ours.body, try TempFiles.read(file)) == nil)
         // A directory URL: the upload goes to /NAME, which this server does not route (404 both).
-        let w1 = try HawserBinary.run(["get", "-s", "-T", file, "-o", "/dev/null", "-w", "%{url_effective} %{http_code}", server.baseURL + "/"])
-        #expect(String(decoding: w1.stdout, as: UTF8.self) == server.baseURL + "/" + FormParts.lastPathComponent(file) + " 404")
+        let w1 = try HawserBinary.run([
+            "get", "-s", "-T", file, "-o", "/dev/null", "-w", "%{url_effective} %{http_code}", server.baseURL + "/",
+        ])
+        #expect(
+            String(decoding: w1.stdout, as: UTF8.self) == server.baseURL + "/" + FormParts.lastPathComponent(file)
+                + " 404"
+        )
         // stdin: chunked, as curl sends it.
         let heads = t.path("h")
         let p = Process()
@@ -359,8 +425,10 @@ extension CurlSideBySideTests {
         try p.run()
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
-        #expect(echoed(try TempFiles.read(heads), ["X-Echo-H-Transfer-Encoding", "X-Echo-Body-Length"])
-                == ["X-Echo-Body-Length: 2000000", "X-Echo-H-Transfer-Encoding: chunked"])
+        #expect(
+            echoed(try TempFiles.read(heads), ["X-Echo-H-Transfer-Encoding", "X-Echo-Body-Length"])
+                == ["X-Echo-Body-Length: 2000000", "X-Echo-H-Transfer-Encoding: chunked"]
+        )
     }
 
     @Test("-O names the file after the URL's last path segment; a URL without one is curl's error 23")
@@ -379,36 +447,56 @@ extension CurlSideBySideTests {
         #expect(try Curl.run(["-s", "-O", server.baseURL + "/"]) == 23)
     }
 
-    @Test("--retry: transient statuses are retried N times (the server counts), a retried -o file holds only the last body")
+    @Test(
+        "--retry: transient statuses are retried N times (the server counts), a retried -o file holds only the last body"
+    )
     func retry() async throws {
         let server = try TestServer()
         defer { server.shutdown() }
         let t = TempFiles()
         let out = t.path("out")
         let target = "/flaky?fail=2&id=a"
-        #expect(await GetCommand.run(["-s", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + target]) == 0)
+        #expect(
+            await GetCommand.run(["-s", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + target]) == 0
+        )
         #expect(server.requestCount(target: target) == 3)
         #expect(try String(decoding: TempFiles.read(out), as: UTF8.self) == "ok after 2")
         // Fewer retries than failures: the last 503 is the result (22 with -f).
         let few = "/flaky?fail=5&id=b"
-        #expect(await GetCommand.run(["-s", "-f", "--retry", "2", "--retry-delay", "0", "-o", out, server.baseURL + few]) == 22)
+        #expect(
+            await GetCommand.run(["-s", "-f", "--retry", "2", "--retry-delay", "0", "-o", out, server.baseURL + few])
+                == 22
+        )
         #expect(server.requestCount(target: few) == 3)
         // curl counts the same way.
         let curls = "/flaky?fail=5&id=c"
-        #expect(try Curl.run(["-s", "-f", "--retry", "2", "--retry-delay", "0", "-o", out, server.baseURL + curls]) == 22)
+        #expect(
+            try Curl.run(["-s", "-f", "--retry", "2", "--retry-delay", "0", "-o", out, server.baseURL + curls]) == 22
+        )
         #expect(server.requestCount(target: curls) == 3)
         // Not transient: 404 is not retried.
         let notFound = "/flaky?fail=5&status=404&id=d"
-        #expect(await GetCommand.run(["-s", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + notFound]) == 0)
+        #expect(
+            await GetCommand.run(["-s", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + notFound])
+                == 0
+        )
         #expect(server.requestCount(target: notFound) == 1)
         // Not idempotent: a POST is not retried.
         let post = "/flaky?fail=1&id=e"
-        #expect(await GetCommand.run(["-s", "-d", "x", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + post]) == 0)
+        #expect(
+            await GetCommand.run([
+                "-s", "-d", "x", "--retry", "3", "--retry-delay", "0", "-o", out, server.baseURL + post,
+            ]) == 0
+        )
         #expect(server.requestCount(target: post) == 1)
         // A PUT is: the upload is sent again.
         let file = try t.file("put", Array("payload".utf8))
         let put = "/flaky?fail=1&id=f"
-        #expect(await GetCommand.run(["-s", "-T", file, "--retry", "1", "--retry-delay", "0", "-o", out, server.baseURL + put]) == 0)
+        #expect(
+            await GetCommand.run([
+                "-s", "-T", file, "--retry", "1", "--retry-delay", "0", "-o", out, server.baseURL + put,
+            ]) == 0
+        )
         #expect(server.requestCount(target: put) == 2)
     }
 
@@ -418,14 +506,22 @@ extension CurlSideBySideTests {
         defer { server.shutdown() }
         let t = TempFiles()
         let slow = "/delay/3000?id=retry"
-        #expect(await GetCommand.run(["-s", "--max-time", "0.2", "--retry", "2", "--retry-delay", "0", "-o", t.path("o"),
-                                      server.baseURL + slow]) == 28)
+        #expect(
+            await GetCommand.run([
+                "-s", "--max-time", "0.2", "--retry", "2", "--retry-delay", "0", "-o", t.path("o"),
+                server.baseURL + slow,
+            ]) == 28
+        )
         #expect(server.requestCount(target: slow) == 3)
         // The first retry waits for what is left of --retry-max-time (1 s of the 2 s delay); then
         // the time is up and no second retry is made, whatever --retry says.
         let capped = "/flaky?fail=5&id=max"
-        #expect(await GetCommand.run(["-s", "--retry", "5", "--retry-delay", "2", "--retry-max-time", "1", "-o", t.path("o"),
-                                      server.baseURL + capped]) == 0)
+        #expect(
+            await GetCommand.run([
+                "-s", "--retry", "5", "--retry-delay", "2", "--retry-max-time", "1", "-o", t.path("o"),
+                server.baseURL + capped,
+            ]) == 0
+        )
         #expect(server.requestCount(target: capped) == 2)
     }
 
@@ -436,7 +532,10 @@ extension CurlSideBySideTests {
         probe.shutdown()
         let with = try HawserBinary.run(["get", "--retry", "2", "--retry-delay", "0", "--retry-connrefused", url])
         #expect(with.status == 7)
-        #expect(with.stderr.components(separatedBy: "Warning: Problem : connection refused. Will retry").count - 1 == 2, "\(with.stderr)")
+        #expect(
+            with.stderr.components(separatedBy: "Warning: Problem : connection refused. Will retry").count - 1 == 2,
+            "\(with.stderr)"
+        )
         let without = try HawserBinary.run(["get", "--retry", "2", "--retry-delay", "0", url])
         #expect(without.status == 7)
         #expect(!without.stderr.contains("Will retry"), "\(without.stderr)")
@@ -448,27 +547,45 @@ extension CurlSideBySideTests {
         defer { server.shutdown() }
         let t = TempFiles()
         let out = t.path("out")
-        #expect(await GetCommand.run(["-s", "--limit-rate", "2M", "-o", out, server.baseURL + "/stream/1000000?chunked=1"]) == 0)
+        #expect(
+            await GetCommand.run(["-s", "--limit-rate", "2M", "-o", out, server.baseURL + "/stream/1000000?chunked=1"])
+                == 0
+        )
         #expect(firstDifference(try TempFiles.read(out), (0..<1_000_000).map { UInt8($0 % 251) }) == nil)
         let file = try t.file("up", (0..<300_000).map { UInt8($0 % 251) })
         let heads = t.path("h")
-        #expect(await GetCommand.run(["-s", "--limit-rate", "1M", "-T", file, "-D", heads, "-o", out, server.baseURL + "/sink"]) == 0)
-        #expect(echoed(try TempFiles.read(heads), ["X-Sink-Length", "X-Sink-Pattern"]) == ["X-Sink-Length: 300000", "X-Sink-Pattern: ok"])
+        #expect(
+            await GetCommand.run([
+                "-s", "--limit-rate", "1M", "-T", file, "-D", heads, "-o", out, server.baseURL + "/sink",
+            ]) == 0
+        )
+        #expect(
+            echoed(try TempFiles.read(heads), ["X-Sink-Length", "X-Sink-Pattern"]) == [
+                "X-Sink-Length: 300000", "X-Sink-Pattern: ok",
+            ]
+        )
     }
 }
 
 @Suite("hawser get: the TLS policy, -v and help", .serialized)
 struct ToolTLSAndVerboseTests {
     static func tlsServer(_ leaf: TestPKI.Leaf) throws -> TestServer {
-        try TestServer(host: "127.0.0.1", tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath))
+        try TestServer(
+            host: "127.0.0.1",
+            tls: .init(certificateChainPath: leaf.chainPath, privateKeyPath: leaf.keyPath)
+        )
     }
 
-    @Test("-x https://: TLS to the proxy with --proxy-cacert, --proxy-insecure, -U; its refusal as curl's: the same exit and body")
+    @Test(
+        "-x https://: TLS to the proxy with --proxy-cacert, --proxy-insecure, -U; its refusal as curl's: the same exit and body"
+    )
     func httpsProxy() async throws {
         let pki = try TestPKI.shared()
         let creds = ProxyCredentials(user: "ada", password: "lovelace")
-        let proxy = try TestProxy(tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath),
-                                  credentials: creds)
+        let proxy = try TestProxy(
+            tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath),
+            credentials: creds
+        )
         defer { proxy.shutdown() }
         let origin = try Self.tlsServer(pki.valid)
         defer { origin.shutdown() }
@@ -476,20 +593,28 @@ struct ToolTLSAndVerboseTests {
         defer { plain.shutdown() }
         let t = TempFiles()
         let viaProxy = ["-x", "https://ada:lovelace@127.0.0.1:\(proxy.port)"]
-        let secure = "https://localhost:\(origin.port)/hello", insecure = plain.baseURL + "/hello"
+        let secure = "https://localhost:\(origin.port)/hello"
+        let insecure = plain.baseURL + "/hello"
         let cases: [([String], String, Int32)] = [
-            (viaProxy + ["--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath], secure, 0),    // TLS inside TLS
-            (viaProxy + ["--proxy-cacert", pki.rootPath], insecure, 0),                            // forwarded over TLS
+            (viaProxy + ["--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath], secure, 0),  // TLS inside TLS
+            (viaProxy + ["--proxy-cacert", pki.rootPath], insecure, 0),  // forwarded over TLS
             (viaProxy + ["--proxy-insecure", "--cacert", pki.rootPath], secure, 0),
-            (["-x", "https://127.0.0.1:\(proxy.port)", "-U", "ada:lovelace", "--proxy-cacert", pki.rootPath], insecure, 0),
-            (viaProxy + ["--cacert", pki.rootPath], secure, 60),     // the proxy's chain: the system store refuses it
-            (viaProxy + ["-k"], insecure, 60),                       // -k is about origins, not the proxy
+            (
+                ["-x", "https://127.0.0.1:\(proxy.port)", "-U", "ada:lovelace", "--proxy-cacert", pki.rootPath],
+                insecure, 0
+            ),
+            (viaProxy + ["--cacert", pki.rootPath], secure, 60),  // the proxy's chain: the system store refuses it
+            (viaProxy + ["-k"], insecure, 60),  // -k is about origins, not the proxy
         ]
         for (args, target, expected) in cases {
-            let ours = t.path("ours"), theirs = t.path("theirs")
+            let ours = t.path("ours")
+            let theirs = t.path("theirs")
             let status = await GetCommand.run(["-s", "-o", ours] + args + [target])
             let curlStatus = try Curl.run(["-s", "-o", theirs] + args + [target])
-            #expect(status == expected && curlStatus == expected, "\(args) \(target): hawser \(status), curl \(curlStatus)")
+            #expect(
+                status == expected && curlStatus == expected,
+                "\(args) \(target): hawser \(status), curl \(curlStatus)"
+            )
             if expected == 0 {
                 #expect(try TempFiles.read(ours) == Array("Hello, World!".utf8))
                 #expect(try TempFiles.read(ours) == (try TempFiles.read(theirs)))
@@ -497,31 +622,45 @@ struct ToolTLSAndVerboseTests {
         }
         // The origin's chain, refused inside the tunnel: 60 (curl 7.88 exits 35 here, reporting
         // its own SSL_ERROR_SYSCALL after the "unknown CA" alert instead of the verify failure).
-        let inside = try HawserBinary.run(["get", "-o", "/dev/null", "--proxy-cacert", pki.rootPath] + viaProxy + [secure])
+        let inside = try HawserBinary.run(
+            ["get", "-o", "/dev/null", "--proxy-cacert", pki.rootPath] + viaProxy + [secure]
+        )
         #expect(inside.status == 60)
-        #expect(inside.stderr.contains("the certificate of localhost:\(origin.port) is not trusted"), "\(inside.stderr)")
+        #expect(
+            inside.stderr.contains("the certificate of localhost:\(origin.port) is not trusted"),
+            "\(inside.stderr)"
+        )
         let refused = try HawserBinary.run(["get", "-o", "/dev/null"] + viaProxy + [insecure])
         #expect(refused.status == 60)
-        #expect(refused.stderr.contains("the certificate of the proxy https://127.0.0.1:\(proxy.port) is not trusted"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("the certificate of the proxy https://127.0.0.1:\(proxy.port) is not trusted"),
+            "\(refused.stderr)"
+        )
         #expect(!refused.stderr.contains("lovelace"))
         // Without credentials: a forward proxy's 407 is the response (22 with -f); CONNECT fails.
         let anonymous = ["-x", "https://127.0.0.1:\(proxy.port)", "--proxy-cacert", pki.rootPath]
         #expect(await GetCommand.run(["-s", "-f", "-o", t.path("o")] + anonymous + [insecure]) == 22)
         #expect(await GetCommand.run(["-s", "-o", t.path("o"), "--cacert", pki.rootPath] + anonymous + [secure]) == 5)
-        let unreadable = await GetCommand.run(["-s", "-o", t.path("o"), "--proxy-cacert", "/nonexistent/ca.pem"] + viaProxy + [insecure])
+        let unreadable = await GetCommand.run(
+            ["-s", "-o", t.path("o"), "--proxy-cacert", "/nonexistent/ca.pem"] + viaProxy + [insecure]
+        )
         #expect(unreadable == 77)
     }
 
     @Test("https_proxy from the environment; an unparsable proxy variable is exit 5 with a message naming it")
     func proxyEnvironment() throws {
         let pki = try TestPKI.shared()
-        let proxy = try TestProxy(tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath))
+        let proxy = try TestProxy(
+            tls: .init(certificateChainPath: pki.valid.chainPath, privateKeyPath: pki.valid.keyPath)
+        )
         defer { proxy.shutdown() }
         let origin = try Self.tlsServer(pki.valid)
         defer { origin.shutdown() }
         let secure = "https://localhost:\(origin.port)/hello"
-        let ok = try HawserBinary.run(["get", "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
-                                      environment: ["https_proxy": proxy.url])
+        let ok = try HawserBinary.run(
+            ["get", "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
+            environment: ["https_proxy": proxy.url]
+        )
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout == Array("Hello, World!".utf8))
         #expect(proxy.requestLines == ["CONNECT localhost:\(origin.port) HTTP/1.1"])
@@ -529,12 +668,20 @@ struct ToolTLSAndVerboseTests {
         let bad = ["HTTPS_PROXY": "https://ada:lovelace@proxy.example:99999"]
         let r = try HawserBinary.run(["get", "--cacert", pki.rootPath, secure], environment: bad)
         #expect(r.status == 5)
-        #expect(try Curl.run(["-s", "--cacert", pki.rootPath, secure], environment: bad) == 5, "curl's exit for a bad proxy port")
+        #expect(
+            try Curl.run(["-s", "--cacert", pki.rootPath, secure], environment: bad) == 5,
+            "curl's exit for a bad proxy port"
+        )
         #expect(r.stderr.contains("HTTPS_PROXY") && r.stderr.contains("bad port '99999'"), "\(r.stderr)")
-        #expect(r.stderr.contains("https://ada:***@proxy.example:99999") && !r.stderr.contains("lovelace"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("https://ada:***@proxy.example:99999") && !r.stderr.contains("lovelace"),
+            "\(r.stderr)"
+        )
         // -x replaces the environment's proxies, the broken one included (as curl).
-        let overridden = try HawserBinary.run(["get", "-x", proxy.url, "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
-                                              environment: bad)
+        let overridden = try HawserBinary.run(
+            ["get", "-x", proxy.url, "--proxy-cacert", pki.rootPath, "--cacert", pki.rootPath, secure],
+            environment: bad
+        )
         #expect(overridden.status == 0, "\(overridden.stderr)")
         // A broken variable for https does not touch http URLs.
         let plain = try TestServer()
@@ -543,28 +690,42 @@ struct ToolTLSAndVerboseTests {
         #expect(direct.status == 0 && direct.stdout == Array("Hello, World!".utf8))
     }
 
-    @Test("--pinning, --pinned-cert (PEM and DER), --allow-invalid-certificates, --no-validate-domain-name: 0, 60 or 90")
+    @Test(
+        "--pinning, --pinned-cert (PEM and DER), --allow-invalid-certificates, --no-validate-domain-name: 0, 60 or 90"
+    )
     func policyFlags() async throws {
         let pki = try TestPKI.shared()
         let server = try Self.tlsServer(pki.valid)
         let wrongHost = try Self.tlsServer(pki.wrongHost)
-        defer { server.shutdown(); wrongHost.shutdown() }
+        defer {
+            server.shutdown()
+            wrongHost.shutdown()
+        }
         let t = TempFiles()
         let u = "https://localhost:\(server.port)/hello"
         let ca = ["--cacert", pki.rootPath]
-        func run(_ args: [String], _ url: String = u) async -> Int32 { await GetCommand.run(["-s", "-o", t.path("o")] + args + [url]) }
+        func run(_ args: [String], _ url: String = u) async -> Int32 {
+            await GetCommand.run(["-s", "-o", t.path("o")] + args + [url])
+        }
         // Certificate pinning (PEM or DER): the chain must also verify, as AFSecurityPolicy's does
         // unless invalid certificates are allowed, and contain a pinned certificate.
         #expect(await run(ca + ["--pinning", "certificate", "--pinned-cert", pki.rootPath]) == 0)
         #expect(await run(ca + ["--pinned-cert", pki.valid.derPath]) == 0, "--pinned-cert alone pins certificates")
         #expect(await run(ca + ["--pinned-cert", pki.untrustedRootPath]) == 90)
-        #expect(await run(["--pinned-cert", pki.rootPath]) == 60, "the chain does not verify against the system's roots")
+        #expect(
+            await run(["--pinned-cert", pki.rootPath]) == 60,
+            "the chain does not verify against the system's roots"
+        )
         #expect(await run(["--allow-invalid-certificates", "--pinned-cert", pki.rootPath]) == 0)
         // Public-key pinning from certificates: the intermediate's key is in the verified chain.
         #expect(await run(ca + ["--pinning", "public-key", "--pinned-cert", pki.intermediatePath]) == 0)
         #expect(await run(ca + ["--pinning", "public-key", "--pinned-cert", pki.untrustedRootPath]) == 90)
         // An invalid chain with a matching pin on the leaf.
-        #expect(await run(["--allow-invalid-certificates", "--pinning", "public-key", "--pinned-cert", pki.valid.certificatePath]) == 0)
+        #expect(
+            await run([
+                "--allow-invalid-certificates", "--pinning", "public-key", "--pinned-cert", pki.valid.certificatePath,
+            ]) == 0
+        )
         // Invalid certificates with the domain name checked need pins (AFSecurityPolicy's rule): 60, saying so.
         #expect(await run(["--allow-invalid-certificates"]) == 60)
         #expect(await run(["--allow-invalid-certificates", "--no-validate-domain-name"]) == 0)
@@ -578,7 +739,9 @@ struct ToolTLSAndVerboseTests {
         #expect(await run(["--pinned-cert", "/nonexistent/pin.pem"]) == 26)
     }
 
-    @Test("a refused certificate exits as curl does: 60 untrusted, 90 for a pinned key that does not match; the reason is printed")
+    @Test(
+        "a refused certificate exits as curl does: 60 untrusted, 90 for a pinned key that does not match; the reason is printed"
+    )
     func refusedLikeCurl() async throws {
         let pki = try TestPKI.shared()
         let server = try Self.tlsServer(pki.valid)
@@ -591,12 +754,16 @@ struct ToolTLSAndVerboseTests {
             let theirs = try Curl.run(["-s", "-o", t.path("o")] + args + [u])
             #expect(ours == theirs, "\(args): hawser \(ours), curl \(theirs)")
         }
-        let r = try HawserBinary.run(["get", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey", wrongPin, u])
+        let r = try HawserBinary.run([
+            "get", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey", wrongPin, u,
+        ])
         #expect(r.status == 90)
         #expect(r.stderr.contains("hawser: (90)") && r.stderr.contains("pinned public keys"), "\(r.stderr)")
     }
 
-    @Test("-v shows the connection, TLS version, cipher, ALPN, the certificate, the pin verdict, the request head as sent, reuse and resumption")
+    @Test(
+        "-v shows the connection, TLS version, cipher, ALPN, the certificate, the pin verdict, the request head as sent, reuse and resumption"
+    )
     func verbose() async throws {
         let pki = try TestPKI.shared()
         let server = try Self.tlsServer(pki.valid)
@@ -606,8 +773,10 @@ struct ToolTLSAndVerboseTests {
         // First request on a connection that closes (Connection: close), the redirect on a new
         // connection (a resumed TLS session), the last one on that connection again (reused).
         let target = base + "/redirect-to?close=1&url=" + "/redirect-to%3Furl%3D%252Fhello"
-        let r = try HawserBinary.run(["get", "-v", "-L", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey", pin,
-                                      "-H", "X-Mine: 1", target])
+        let r = try HawserBinary.run([
+            "get", "-v", "-L", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey", pin,
+            "-H", "X-Mine: 1", target,
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stderr.split(separator: "\n").map(String.init)
         func has(_ prefix: String) -> Bool { lines.contains { $0.hasPrefix(prefix) } }
@@ -618,17 +787,25 @@ struct ToolTLSAndVerboseTests {
         #expect(has("*  SSL certificate verify ok."))
         #expect(has("*  pinning (public-key): matched"))
         #expect(has("> GET /redirect-to?close=1&url=/redirect-to%3Furl%3D%252Fhello HTTP/1.1"))
-        #expect(has("> Host: localhost:\(server.port)") && has("> User-Agent: hawser/0.1") && has("> Accept: */*") && has("> X-Mine: 1"))
+        #expect(
+            has("> Host: localhost:\(server.port)") && has("> User-Agent: hawser/0.1") && has("> Accept: */*")
+                && has("> X-Mine: 1")
+        )
         #expect(has("< HTTP/1.1 302 Found") && has("< Connection: close") && has("< HTTP/1.1 200 OK"))
         #expect(has("* SSL session resumed"), "\(r.stderr)")
         #expect(has("* Re-using existing connection with host localhost"))
         #expect(lines.filter { $0.hasPrefix("> GET ") }.count == 3)
 
         // A refused pin: the certificate and the verdict, no request.
-        let bad = try HawserBinary.run(["get", "-v", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey",
-                                        "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", base + "/hello"])
+        let bad = try HawserBinary.run([
+            "get", "-v", "-o", "/dev/null", "--cacert", pki.rootPath, "--pinnedpubkey",
+            "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", base + "/hello",
+        ])
         #expect(bad.status == 90)
-        #expect(bad.stderr.contains("*  pinning (public-key): no match") && bad.stderr.contains("*  subject: "), "\(bad.stderr)")
+        #expect(
+            bad.stderr.contains("*  pinning (public-key): no match") && bad.stderr.contains("*  subject: "),
+            "\(bad.stderr)"
+        )
         #expect(!bad.stderr.contains("> GET"))
     }
 
@@ -640,13 +817,18 @@ struct ToolTLSAndVerboseTests {
         probe.shutdown()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", pki.valid.certificatePath, "-key", pki.valid.keyPath,
-                       "-alpn", "http/1.1", "-www", "-quiet"]
+        p.arguments = [
+            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", pki.valid.certificatePath, "-key", pki.valid.keyPath,
+            "-alpn", "http/1.1", "-www", "-quiet",
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         // SIGKILL: a child of the test runner may inherit a mask that blocks SIGTERM.
-        defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        defer {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+        }
         // Wait until it listens (bounded): a refused connect is retried, nothing else.
         var ready = false
         for _ in 0..<200 where !ready {
@@ -656,7 +838,9 @@ struct ToolTLSAndVerboseTests {
             addr.sin_port = in_port_t(UInt16(port).bigEndian)
             addr.sin_addr.s_addr = inet_addr("127.0.0.1")
             ready = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
             close(fd)
             if !ready { usleep(25_000) }
@@ -672,7 +856,9 @@ struct ToolTLSAndVerboseTests {
         let server = try Self.tlsServer(pki.valid)
         defer { server.shutdown() }
         let u = "https://localhost:\(server.port)/hello"
-        let trusted = try HawserBinary.run(["get", "-s", "-o", "/dev/null", "--cacert", pki.rootPath, "-w", "%{ssl_verify_result}", u])
+        let trusted = try HawserBinary.run([
+            "get", "-s", "-o", "/dev/null", "--cacert", pki.rootPath, "-w", "%{ssl_verify_result}", u,
+        ])
         #expect(String(decoding: trusted.stdout, as: UTF8.self) == "0")
         let insecure = try HawserBinary.run(["get", "-s", "-k", "-o", "/dev/null", "-w", "%{ssl_verify_result}", u])
         #expect(String(decoding: insecure.stdout, as: UTF8.self) == "20", "unable to get local issuer certificate")
@@ -682,12 +868,14 @@ struct ToolTLSAndVerboseTests {
     func help() throws {
         let get = try HawserBinary.run(["get"])
         #expect(get.status == 2)
-        for flag in ["--pinning", "--pinned-cert", "--allow-invalid-certificates", "--no-validate-domain-name", "--resolve",
-                     "-F, --form", "-A, --user-agent", "-e, --referer", "-G, --get", "-T, --upload-file", "-O, --remote-name",
-                     "--json", "--retry", "--retry-delay", "--retry-max-time", "--limit-rate", "--unix-socket",
-                     "%{time_namelookup}", "%{time_appconnect}", "%{time_redirect}", "%{speed_download}",
-                     "%{ssl_verify_result}", "%{http_version}", "%{num_redirects}", "%{errormsg}",
-                     "18 partial body", "52 empty reply", "1 unsupported protocol", "90 pinned"] {
+        for flag in [
+            "--pinning", "--pinned-cert", "--allow-invalid-certificates", "--no-validate-domain-name", "--resolve",
+            "-F, --form", "-A, --user-agent", "-e, --referer", "-G, --get", "-T, --upload-file", "-O, --remote-name",
+            "--json", "--retry", "--retry-delay", "--retry-max-time", "--limit-rate", "--unix-socket",
+            "%{time_namelookup}", "%{time_appconnect}", "%{time_redirect}", "%{speed_download}",
+            "%{ssl_verify_result}", "%{http_version}", "%{num_redirects}", "%{errormsg}",
+            "18 partial body", "52 empty reply", "1 unsupported protocol", "90 pinned",
+        ] {
             #expect(get.stderr.contains(flag), "\(flag) is not in the help")
         }
         let serve = try HawserBinary.run(["serve", "--help"])

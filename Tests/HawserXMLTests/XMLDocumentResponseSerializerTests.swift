@@ -7,20 +7,30 @@ import HawserXML
 import Testing
 
 private func response(_ status: Int = 200, _ contentType: String = "application/xml") -> HTTPResponse {
-    HTTPResponse(url: URL(string: "http://example.com/doc")!, statusCode: status, headers: ["Content-Type": contentType])
+    HTTPResponse(
+        url: URL(string: "http://example.com/doc")!,
+        statusCode: status,
+        headers: ["Content-Type": contentType]
+    )
 }
 
 /// AF's AFXMLTestData().
-private let xml = Array(#"<?xml version="1.0" encoding="UTF-8"?><foo attr1="1" attr2="2"><bar>someText</bar></foo>"#.utf8)
+private let xml = Array(
+    #"<?xml version="1.0" encoding="UTF-8"?><foo attr1="1" attr2="2"><bar>someText</bar></foo>"#.utf8
+)
 
 @Suite struct XMLDocumentResponseSerializerTests {
     let serializer = XMLDocumentResponseSerializer()
 
-    @Test("application/xml and text/xml are accepted; nonstandard/xml is not (…AcceptsApplicationXMLMimeType, …TextXML, …DoesNotAccept…)")
+    @Test(
+        "application/xml and text/xml are accepted; nonstandard/xml is not (…AcceptsApplicationXMLMimeType, …TextXML, …DoesNotAccept…)"
+    )
     func contentTypes() throws {
         try serializer.validate(response: response(200, "application/xml"), data: xml)
         try serializer.validate(response: response(200, "text/xml"), data: xml)
-        #expect(throws: SerializationError.self) { try serializer.validate(response: response(200, "nonstandard/xml"), data: xml) }
+        #expect(throws: SerializationError.self) {
+            try serializer.validate(response: response(200, "nonstandard/xml"), data: xml)
+        }
     }
 
     @Test("valid XML gives an XMLDocument (…ReturnsNSXMLDocumentObjectForValidXML)")
@@ -54,7 +64,10 @@ private let xml = Array(#"<?xml version="1.0" encoding="UTF-8"?><foo attr1="1" a
         s.acceptableStatusCodes = RangeSet(100..<101)
         s.acceptableContentTypes = ["test/type"]
         let copied = s.copy()
-        #expect(copied.acceptableStatusCodes == s.acceptableStatusCodes && copied.acceptableContentTypes == s.acceptableContentTypes)
+        #expect(
+            copied.acceptableStatusCodes == s.acceptableStatusCodes
+                && copied.acceptableContentTypes == s.acceptableContentTypes
+        )
         #expect(copied.options == s.options)
         let back = try JSONDecoder().decode(XMLDocumentResponseSerializer.self, from: JSONEncoder().encode(s))
         #expect(back.options == .nodePreserveWhitespace && back.acceptableStatusCodes == RangeSet(100..<101))
@@ -66,7 +79,9 @@ private let xml = Array(#"<?xml version="1.0" encoding="UTF-8"?><foo attr1="1" a
         CompoundResponseSerializer.register(XMLDocumentResponseSerializer.self)
         let compound = CompoundResponseSerializer([s, JSONResponseSerializer()])
         let decoded = try JSONDecoder().decode(CompoundResponseSerializer.self, from: JSONEncoder().encode(compound))
-        #expect((decoded.responseSerializers.first as? XMLDocumentResponseSerializer)?.options == .nodePreserveWhitespace)
+        #expect(
+            (decoded.responseSerializers.first as? XMLDocumentResponseSerializer)?.options == .nodePreserveWhitespace
+        )
     }
 
     @Test("an external entity is never loaded, whatever the options say")

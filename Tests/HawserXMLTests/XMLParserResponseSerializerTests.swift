@@ -27,13 +27,15 @@ private func response(_ status: Int = 200, _ contentType: String? = "application
             _ = try serializer.responseObject(for: response(200, "application/json"), data: Array("<a/>".utf8))
         } throws: { e in
             let s = e as? SerializationError
-            return s?.code == .unacceptableContentType && s?.errorCode == -1016 && s?.domain == SerializationError.responseDomain
+            return s?.code == .unacceptableContentType && s?.errorCode == -1016
+                && s?.domain == SerializationError.responseDomain
         }
     }
 
     @Test("a document becomes a tree of elements, attributes, text and CDATA")
     func tree() throws {
-        let xml = #"<?xml version="1.0"?><feed lang="en"><entry id="1"><title>One &amp; two</title></entry><entry id="2"><title><![CDATA[<b>]]></title></entry></feed>"#
+        let xml =
+            #"<?xml version="1.0"?><feed lang="en"><entry id="1"><title>One &amp; two</title></entry><entry id="2"><title><![CDATA[<b>]]></title></entry></feed>"#
         let root = try #require(try serializer.document(for: response(), data: Array(xml.utf8)))
         #expect(root.name == "feed")
         #expect(root.attributes == ["lang": "en"])

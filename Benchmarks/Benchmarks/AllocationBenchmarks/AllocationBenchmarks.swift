@@ -1,3 +1,4 @@
+import BenchSupport
 // Allocations per keep-alive request, with thresholds CI checks (issue 15).
 //
 //   swift package --package-path Benchmarks benchmark --target AllocationBenchmarks --no-progress
@@ -23,7 +24,6 @@
 // files. Measured here: 9.0 mallocs per request (Session, delegate), 13.9–14.0 (Session, async;
 // manager, HTTP serializer), 16.9–17.0 (manager, JSON serializer), 1.0 per parse of R1.
 import Benchmark
-import BenchSupport
 import FoundationEssentials
 import Hawser
 import HawserCore
@@ -68,7 +68,7 @@ final class CannedServer: @unchecked Sendable {
                 let fd = accept(self.listener, nil, nil)
                 if fd < 0 {
                     if errno == EINTR { continue }
-                    return   // the listener was shut down
+                    return  // the listener was shut down
                 }
                 var one: Int32 = 1
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -86,8 +86,11 @@ final class CannedServer: @unchecked Sendable {
         let response = UnsafeRawBufferPointer(self.response)
         let capacity = 16 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        defer { buffer.deallocate(); close(fd) }
-        var matched = 0   // how much of "\r\n\r\n" the bytes so far end with
+        defer {
+            buffer.deallocate()
+            close(fd)
+        }
+        var matched = 0  // how much of "\r\n\r\n" the bytes so far end with
         while true {
             let n = read(fd, buffer, capacity)
             if n < 0 && errno == EINTR { continue }
@@ -97,7 +100,9 @@ final class CannedServer: @unchecked Sendable {
                 switch (matched, buffer.load(fromByteOffset: i, as: UInt8.self)) {
                 case (0, 13), (2, 13): matched += 1
                 case (1, 10): matched = 2
-                case (3, 10): matched = 0; heads += 1
+                case (3, 10):
+                    matched = 0
+                    heads += 1
                 case (_, 13): matched = 1
                 default: matched = 0
                 }
@@ -117,13 +122,21 @@ final class CannedServer: @unchecked Sendable {
 
 /// Runs `body` on a new detached pthread.
 func spawn(_ body: @escaping @Sendable () -> Void) {
-    final class Box { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+    final class Box {
+        let body: @Sendable () -> Void
+        init(_ b: @escaping @Sendable () -> Void) { body = b }
+    }
     var thread = pthread_t()
     let arg = Unmanaged.passRetained(Box(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { arg in
-        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
-        return nil
-    }, arg)
+    let rc = pthread_create(
+        &thread,
+        nil,
+        { arg in
+            Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+            return nil
+        },
+        arg
+    )
     precondition(rc == 0, "pthread_create: \(rc)")
     pthread_detach(thread)
 }
@@ -133,12 +146,18 @@ final class Done: ResponseDelegate, @unchecked Sendable {
     private var m = pthread_mutex_t()
     private var c = pthread_cond_t()
     private var finished = false
-    init() { pthread_mutex_init(&m, nil); pthread_cond_init(&c, nil) }
+    init() {
+        pthread_mutex_init(&m, nil)
+        pthread_cond_init(&c, nil)
+    }
     func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {}
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {}
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
         if case .failure(let e) = result { fatalError("request failed: \(e)") }
-        pthread_mutex_lock(&m); finished = true; pthread_cond_signal(&c); pthread_mutex_unlock(&m)
+        pthread_mutex_lock(&m)
+        finished = true
+        pthread_cond_signal(&c)
+        pthread_mutex_unlock(&m)
     }
     /// Waits for the request to complete and re-arms for the next one.
     func wait() {
@@ -199,7 +218,8 @@ let benchmarks: @Sendable () -> Void = {
         "Session-GET-delegate",
         configuration: allocationConfiguration(),
         closure: { benchmark in
-            let session = fixture.session!, done = fixture.done
+            let session = fixture.session!
+            let done = fixture.done
             let request = HTTPClientRequest(url: URL(string: fixture.url + "hello")!)
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
@@ -211,7 +231,10 @@ let benchmarks: @Sendable () -> Void = {
         setup: {
             fixture = Fixture(response: helloResponse)
             fixture.session = Session(eventLoop: fixture.loop)
-            fixture.session!.execute(HTTPClientRequest(url: URL(string: fixture.url + "hello")!), delegate: fixture.done)
+            fixture.session!.execute(
+                HTTPClientRequest(url: URL(string: fixture.url + "hello")!),
+                delegate: fixture.done
+            )
             fixture.done.wait()
         },
         teardown: { fixture.shutdown() }
@@ -237,12 +260,14 @@ let benchmarks: @Sendable () -> Void = {
         teardown: { fixture.shutdown() }
     )
 
-    for (serializer, response) in [("HTTPResponseSerializer", helloResponse), ("JSONResponseSerializer", jsonResponse)] {
+    for (serializer, response) in [("HTTPResponseSerializer", helloResponse), ("JSONResponseSerializer", jsonResponse)]
+    {
         Benchmark(
             "HTTPSessionManager-GET-\(serializer)",
             configuration: allocationConfiguration(),
             closure: { benchmark in
-                let manager = fixture.manager!, url = fixture.url + "hello"
+                let manager = fixture.manager!
+                let url = fixture.url + "hello"
                 benchmark.startMeasurement()
                 for _ in benchmark.scaledIterations {
                     blackHole(try await manager.get(url))
@@ -254,7 +279,8 @@ let benchmarks: @Sendable () -> Void = {
                 var configuration = SessionConfiguration()
                 configuration.httpCookieStorage = nil
                 let manager = HTTPSessionManager(configuration: configuration, eventLoop: fixture.loop)
-                manager.responseSerializer = serializer == "HTTPResponseSerializer"
+                manager.responseSerializer =
+                    serializer == "HTTPResponseSerializer"
                     ? HTTPResponseSerializer() as any ResponseSerialization : JSONResponseSerializer()
                 fixture.manager = manager
                 _ = try await manager.get(fixture.url + "hello")

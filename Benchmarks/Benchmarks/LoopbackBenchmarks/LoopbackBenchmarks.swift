@@ -17,23 +17,39 @@ final class Done: ResponseDelegate, @unchecked Sendable {
     private var m = pthread_mutex_t()
     private var c = pthread_cond_t()
     private var finished = false
-    init() { pthread_mutex_init(&m, nil); pthread_cond_init(&c, nil) }
-    func reset() { pthread_mutex_lock(&m); finished = false; pthread_mutex_unlock(&m) }
+    init() {
+        pthread_mutex_init(&m, nil)
+        pthread_cond_init(&c, nil)
+    }
+    func reset() {
+        pthread_mutex_lock(&m)
+        finished = false
+        pthread_mutex_unlock(&m)
+    }
     func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {}
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {}
     func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
         if case .failure(let e) = result { fatalError("request failed: \(e)") }
-        pthread_mutex_lock(&m); finished = true; pthread_cond_signal(&c); pthread_mutex_unlock(&m)
+        pthread_mutex_lock(&m)
+        finished = true
+        pthread_cond_signal(&c)
+        pthread_mutex_unlock(&m)
     }
-    func wait() { pthread_mutex_lock(&m); while !finished { pthread_cond_wait(&c, &m) }; pthread_mutex_unlock(&m) }
+    func wait() {
+        pthread_mutex_lock(&m)
+        while !finished { pthread_cond_wait(&c, &m) }
+        pthread_mutex_unlock(&m)
+    }
 }
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration.maxDuration = .seconds(3)
     let metrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal]
 
-    Benchmark("Session GET /hello, streaming delegate, sequential",
-              configuration: .init(metrics: metrics, scalingFactor: .kilo)) { benchmark in
+    Benchmark(
+        "Session GET /hello, streaming delegate, sequential",
+        configuration: .init(metrics: metrics, scalingFactor: .kilo)
+    ) { benchmark in
         let server = try! TestServer()
         let loop = try! EventLoop()
         let session = Session(eventLoop: loop)
@@ -51,8 +67,10 @@ let benchmarks: @Sendable () -> Void = {
         server.shutdown()
     }
 
-    Benchmark("Session GET /hello, async response(for:), sequential",
-              configuration: .init(metrics: metrics, scalingFactor: .kilo)) { benchmark in
+    Benchmark(
+        "Session GET /hello, async response(for:), sequential",
+        configuration: .init(metrics: metrics, scalingFactor: .kilo)
+    ) { benchmark in
         let server = try! TestServer()
         let loop = try! EventLoop()
         let session = Session(eventLoop: loop)

@@ -1,9 +1,9 @@
+import BenchSupport
 // HTTP1ResponseParser on the three reference messages (see docs/PERFORMANCE.md).
 //   swift package --package-path Benchmarks benchmark --target ParserBenchmarks --no-progress
 // One parser is reused across iterations (a keep-alive connection's steady state);
 // each scaled iteration parses one complete message from one buffer.
 import Benchmark
-import BenchSupport
 import HawserHTTP1
 
 let benchmarks: @Sendable () -> Void = {

@@ -8,7 +8,10 @@ import HawserHTTP1
 /// Returns a checksum (events + body bytes + keep-alive) so the work can't be
 /// optimised away; it is deterministic for a given message.
 @inline(never)
-public func parseOne(_ buffer: UnsafeRawBufferPointer, _ parser: inout HTTP1ResponseParser) throws(HTTP1ParseError) -> Int {
+public func parseOne(
+    _ buffer: UnsafeRawBufferPointer,
+    _ parser: inout HTTP1ResponseParser
+) throws(HTTP1ParseError) -> Int {
     parser.expectResponse(to: .get)
     var offset = 0
     var checksum = 0
@@ -49,7 +52,10 @@ public func describeOne(_ buffer: UnsafeRawBufferPointer) -> [String] {
             var event = step.event
             if event == nil, step.consumed == 0 {
                 event = try parser.finish()
-                if event == nil { out.append("stalled at byte \(offset)"); return out }
+                if event == nil {
+                    out.append("stalled at byte \(offset)")
+                    return out
+                }
             }
             switch event {
             case .head(let head)?:

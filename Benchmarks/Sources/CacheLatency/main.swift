@@ -50,7 +50,8 @@ while let a = args.popFirst() {
     case "--rounds": rounds = args.popFirst().flatMap(Int.init) ?? rounds
     case "--idle-seconds": idleSeconds = args.popFirst().flatMap(Double.init) ?? idleSeconds
     case "--dir": directory = args.popFirst() ?? directory
-    default: fail("unknown argument \(a); usage: cache-latency [--size BYTES] [--rounds N] [--idle-seconds S] [--dir PATH]")
+    default:
+        fail("unknown argument \(a); usage: cache-latency [--size BYTES] [--rounds N] [--idle-seconds S] [--dir PATH]")
     }
 }
 
@@ -111,7 +112,8 @@ final class CountingDelegate: ResponseDelegate, @unchecked Sendable {
 }
 
 func fetch(_ session: Session, _ url: URL) async -> (Int, TaskMetrics.CacheUse?) {
-    let result = await withCheckedContinuation { (c: CheckedContinuation<Result<(Int, TaskMetrics.CacheUse?), HawserError>, Never>) in
+    let result = await withCheckedContinuation {
+        (c: CheckedContinuation<Result<(Int, TaskMetrics.CacheUse?), HawserError>, Never>) in
         session.execute(HTTPClientRequest(url: url), delegate: CountingDelegate { c.resume(returning: $0) })
     }
     switch result {
@@ -124,7 +126,9 @@ func report(_ phase: String, _ samples: [UInt64]) {
     let sorted = samples.sorted()
     guard !sorted.isEmpty else { fail("phase \(phase): no probes completed") }
     func pct(_ p: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
-    print("RESULT phase=\(phase) probes=\(sorted.count) p50_us=\(Int(pct(0.50))) p99_us=\(Int(pct(0.99))) max_us=\(Int(Double(sorted.last!) / 1000))")
+    print(
+        "RESULT phase=\(phase) probes=\(sorted.count) p50_us=\(Int(pct(0.50))) p99_us=\(Int(pct(0.99))) max_us=\(Int(Double(sorted.last!) / 1000))"
+    )
 }
 
 let bulkServerLoop = try EventLoop(name: "bulk-server")
@@ -157,7 +161,11 @@ for round in 0..<rounds {
     let (served, secondUse) = await fetch(bulk, url)
     let t2 = now()
     guard stored == size, served == size else { fail("round \(round): \(stored) and \(served) bytes of \(size)") }
-    guard firstUse == nil, secondUse == .fresh else { fail("round \(round): cache use \(String(describing: firstUse)), \(String(describing: secondUse)); the entry was not stored on disk") }
+    guard firstUse == nil, secondUse == .fresh else {
+        fail(
+            "round \(round): cache use \(String(describing: firstUse)), \(String(describing: secondUse)); the entry was not stored on disk"
+        )
+    }
     print("ROUND \(round) store_s=\(Double(t1 - t0) / 1e9) serve_s=\(Double(t2 - t1) / 1e9)")
 }
 let (busy, busyFailure) = await prober.collect()

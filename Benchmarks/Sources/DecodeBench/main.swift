@@ -29,16 +29,21 @@ func makeBody(bytes target: Int) -> [UInt8] {
     let tags = ["swift", "linux", "http", "zlib", "epoll", "tls", "json", "cookie"]
     var x: UInt64 = 0x9E37_79B9_7F4A_7C15
     func next() -> UInt64 {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17
+        x ^= x << 13
+        x ^= x >> 7
+        x ^= x << 17
         return x
     }
     var s = "[\n"
     var id = 0
     while s.utf8.count < target {
         let n = names[Int(next() % 10)]
-        let t1 = tags[Int(next() % 8)], t2 = tags[Int(next() % 8)]
-        s += #"  {"id": \#(id), "user": "\#(n)\#(next() % 1000)", "email": "\#(n)@example.com", "score": \#(next() % 100_000), "#
-        s += #""active": \#(next() & 1 == 0), "tags": ["\#(t1)", "\#(t2)"], "balance": \#(next() % 1_000_000).\#(next() % 100), "#
+        let t1 = tags[Int(next() % 8)]
+        let t2 = tags[Int(next() % 8)]
+        s +=
+            #"  {"id": \#(id), "user": "\#(n)\#(next() % 1000)", "email": "\#(n)@example.com", "score": \#(next() % 100_000), "#
+        s +=
+            #""active": \#(next() & 1 == 0), "tags": ["\#(t1)", "\#(t2)"], "balance": \#(next() % 1_000_000).\#(next() % 100), "#
         s += #""token": "\#(String(next(), radix: 36))"},"# + "\n"
         id += 1
     }
@@ -54,8 +59,10 @@ func gzip(_ input: [UInt8]) -> [UInt8] {
     var inp = input
     let n = inp.withUnsafeMutableBufferPointer { i in
         out.withUnsafeMutableBufferPointer { o in
-            s.next_in = i.baseAddress; s.avail_in = uInt(i.count)
-            s.next_out = o.baseAddress; s.avail_out = uInt(o.count)
+            s.next_in = i.baseAddress
+            s.avail_in = uInt(i.count)
+            s.next_out = o.baseAddress
+            s.avail_out = uInt(o.count)
             precondition(deflate(&s, Z_FINISH) == Z_STREAM_END)
             return o.count - Int(s.avail_out)
         }
@@ -81,7 +88,9 @@ final class ZlibLoop {
         var offset = 0
         while offset < input.count {
             let n = min(piece, input.count - offset)
-            self.stream.pointee.next_in = UnsafeMutablePointer(mutating: (input.baseAddress! + offset).assumingMemoryBound(to: Bytef.self))
+            self.stream.pointee.next_in = UnsafeMutablePointer(
+                mutating: (input.baseAddress! + offset).assumingMemoryBound(to: Bytef.self)
+            )
             self.stream.pointee.avail_in = uInt(n)
             offset += n
             repeat {
@@ -144,15 +153,21 @@ let piece = args.count > 2 ? Int(args[2]) ?? 65536 : 65536
 let body = makeBody(bytes: 1 << 20)
 let encoded = gzip(body)
 let loop = ZlibLoop()
-print("body \(body.count) bytes, gzip \(encoded.count) bytes (ratio \(fmt(Double(body.count) / Double(encoded.count), 2))), \(rounds) rounds, \(piece)-byte pieces")
+print(
+    "body \(body.count) bytes, gzip \(encoded.count) bytes (ratio \(fmt(Double(body.count) / Double(encoded.count), 2))), \(rounds) rounds, \(piece)-byte pieces"
+)
 
 encoded.withUnsafeBytes { raw in
     // Same output from both, and a warm-up.
-    let a = hawser(raw, piece: piece), b = loop.run(raw, piece: piece)
+    let a = hawser(raw, piece: piece)
+    let b = loop.run(raw, piece: piece)
     precondition(a == b && a.0 == body.count, "outputs differ: \(a) vs \(b)")
-    var hawserMBs: [Double] = [], zlibMBs: [Double] = [], ratios: [Double] = []
+    var hawserMBs: [Double] = []
+    var zlibMBs: [Double] = []
+    var ratios: [Double] = []
     for round in 0..<rounds {
-        var th = 0.0, tz = 0.0
+        var th = 0.0
+        var tz = 0.0
         for step in 0..<2 {
             let t0 = nowNanos()
             if (round + step) % 2 == 0 { _ = hawser(raw, piece: piece) } else { _ = loop.run(raw, piece: piece) }
@@ -163,8 +178,13 @@ encoded.withUnsafeBytes { raw in
         zlibMBs.append(Double(body.count) / tz / 1e6)
         ratios.append(tz / th)
     }
-    let h = median(hawserMBs), z = median(zlibMBs)
-    print("ContentDecoder  \(fmt(h, 1, width: 8)) MB/s (median; min \(fmt(hawserMBs.min()!, 1)), max \(fmt(hawserMBs.max()!, 1)))")
-    print("zlib inflate    \(fmt(z, 1, width: 8)) MB/s (median; min \(fmt(zlibMBs.min()!, 1)), max \(fmt(zlibMBs.max()!, 1)))")
+    let h = median(hawserMBs)
+    let z = median(zlibMBs)
+    print(
+        "ContentDecoder  \(fmt(h, 1, width: 8)) MB/s (median; min \(fmt(hawserMBs.min()!, 1)), max \(fmt(hawserMBs.max()!, 1)))"
+    )
+    print(
+        "zlib inflate    \(fmt(z, 1, width: 8)) MB/s (median; min \(fmt(zlibMBs.min()!, 1)), max \(fmt(zlibMBs.max()!, 1)))"
+    )
     print("RESULT ratio ContentDecoder/zlib = \(fmt(median(ratios), 3)) (median of per-round ratios)")
 }

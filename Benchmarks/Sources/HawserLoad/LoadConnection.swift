@@ -10,7 +10,7 @@ import Glibc
 
 /// Per-loop statistics (one per event loop, so no locking on the hot path).
 final class LoopStats: @unchecked Sendable {
-    var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three) // µs
+    var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)  // µs
     var requests = 0
     var errors = 0
     var bytesRead = 0
@@ -22,7 +22,7 @@ final class LoadConnection: EventLoopIOHandler {
     let address: SocketAddress
     let request: [UInt8]
     unowned let stats: LoopStats
-    let quota: Int            // requests this connection may send (Int.max: until stopped)
+    let quota: Int  // requests this connection may send (Int.max: until stopped)
     var fd: Int32 = -1
     var parser = HTTP1ResponseParser()
     let buffer: UnsafeMutableRawBufferPointer
@@ -61,7 +61,10 @@ final class LoadConnection: EventLoopIOHandler {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, 4)
         let rc = LoadAddress.connect(fd, self.address)
-        if rc != 0 { close(fd); return false }
+        if rc != 0 {
+            close(fd)
+            return false
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.fd = fd
         do {
@@ -116,7 +119,10 @@ final class LoadConnection: EventLoopIOHandler {
                 return
             }
             self.start += step.consumed
-            if self.start == self.end { self.start = 0; self.end = 0 }
+            if self.start == self.end {
+                self.start = 0
+                self.end = 0
+            }
             guard let event = step.event else { return }
             if case .end(let keepAlive) = event {
                 let latency = (Clock.nowNanos() - self.sentAt) / 1000
@@ -139,8 +145,16 @@ final class LoadConnection: EventLoopIOHandler {
         self.parser = HTTP1ResponseParser()
         self.start = 0
         self.end = 0
-        if self.stopping || self.sent >= self.quota { self.finish(); return }
-        if self.connect() { self.sendRequest() } else { self.stats.connectErrors += 1; self.finish() }
+        if self.stopping || self.sent >= self.quota {
+            self.finish()
+            return
+        }
+        if self.connect() {
+            self.sendRequest()
+        } else {
+            self.stats.connectErrors += 1
+            self.finish()
+        }
     }
 
     private func fail() {

@@ -46,7 +46,8 @@ struct Options {
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--api async|completion] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
+    let text =
+        "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--api async|completion] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -97,7 +98,9 @@ func parseOptions() -> Options {
     guard o.connections > 0, o.loops > 0 else { usage("-c and -t must be positive") }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
     if !o.session && (o.caCert != nil || !o.resumption || o.newConnection || o.url?.scheme == "https") {
-        usage("https, --cacert, --no-resumption and --new-connection need --session (the raw mode speaks plain HTTP only)")
+        usage(
+            "https, --cacert, --no-resumption and --new-connection need --session (the raw mode speaks plain HTTP only)"
+        )
     }
     return o
 }
@@ -115,7 +118,10 @@ func resolve(_ url: URL) -> SocketAddress {
     if let a = SocketAddress(ipAddress: host, port: port) { return a }
     let box = Mutex<[SocketAddress]?>(nil)
     let done = DispatchSemaphoreLite()
-    Resolver.shared.resolve(host: host, port: port) { r in box.withLock { $0 = (try? r.get()) ?? [] }; done.signal() }
+    Resolver.shared.resolve(host: host, port: port) { r in
+        box.withLock { $0 = (try? r.get()) ?? [] }
+        done.signal()
+    }
     done.wait()
     guard let a = box.withLock({ $0 })?.first else { usage("cannot resolve \(host)") }
     return a
@@ -126,9 +132,22 @@ final class DispatchSemaphoreLite: @unchecked Sendable {
     private var m = pthread_mutex_t()
     private var c = pthread_cond_t()
     private var count = 0
-    init() { pthread_mutex_init(&m, nil); pthread_cond_init(&c, nil) }
-    func signal() { pthread_mutex_lock(&m); count += 1; pthread_cond_signal(&c); pthread_mutex_unlock(&m) }
-    func wait() { pthread_mutex_lock(&m); while count == 0 { pthread_cond_wait(&c, &m) }; count -= 1; pthread_mutex_unlock(&m) }
+    init() {
+        pthread_mutex_init(&m, nil)
+        pthread_cond_init(&c, nil)
+    }
+    func signal() {
+        pthread_mutex_lock(&m)
+        count += 1
+        pthread_cond_signal(&c)
+        pthread_mutex_unlock(&m)
+    }
+    func wait() {
+        pthread_mutex_lock(&m)
+        while count == 0 { pthread_cond_wait(&c, &m) }
+        count -= 1
+        pthread_mutex_unlock(&m)
+    }
 }
 
 struct Totals {
@@ -179,7 +198,10 @@ func runRaw(_ o: Options) -> (Totals, Double) {
     var hostHeader = url.host(percentEncoded: false) ?? "127.0.0.1"
     if let p = url.port { hostHeader += ":\(p)" }
     var request: [UInt8] = []
-    try! HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: .get, target: target, headers: ["Host": hostHeader]), into: &request)
+    try! HTTP1Encoder.writeRequestHead(
+        HTTPRequestHead(method: .get, target: target, headers: ["Host": hostHeader]),
+        into: &request
+    )
 
     let group = try! EventLoopGroup(numberOfThreads: o.loops)
     let stats = group.loops.map { _ in LoopStats() }
@@ -189,7 +211,13 @@ func runRaw(_ o: Options) -> (Totals, Double) {
     let quota = o.requests.map { max(1, ($0 + o.connections - 1) / o.connections) } ?? Int.max
     for i in 0..<o.connections {
         let li = i % o.loops
-        let c = LoadConnection(loop: group.loops[li], address: address, request: request, stats: stats[li], quota: quota)
+        let c = LoadConnection(
+            loop: group.loops[li],
+            address: address,
+            request: request,
+            stats: stats[li],
+            quota: quota
+        )
         connections.append(UnsafeTransferBox(c))
     }
     let start = TaskMetrics.now()
@@ -210,7 +238,9 @@ func runRaw(_ o: Options) -> (Totals, Double) {
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
     var t = Totals()
     for (i, s) in stats.enumerated() {
-        let r = try! group.loops[i].submitAndWait { UnsafeTransferBox((s.requests, s.errors + s.connectErrors, s.bytesRead, s.histogram)) }.value
+        let r = try! group.loops[i].submitAndWait {
+            UnsafeTransferBox((s.requests, s.errors + s.connectErrors, s.bytesRead, s.histogram))
+        }.value
         t.requests += r.0
         t.errors += r.1
         t.bytes += r.2
@@ -240,7 +270,9 @@ func runSession(_ o: Options) async -> (Totals, Double) {
     config.tls.sessionResumption = o.resumption
     if let path = o.caCert {
         do {
-            config.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom(try Certificate.load(contentsOf: path)))
+            config.serverTrustEvaluator = DefaultTrustEvaluator(
+                anchors: .custom(try Certificate.load(contentsOf: path))
+            )
         } catch {
             usage("cannot read --cacert \(path): \(error)")
         }
@@ -253,10 +285,23 @@ func runSession(_ o: Options) async -> (Totals, Double) {
     let deadline = o.seconds.map { TaskMetrics.now() + UInt64($0 * 1e9) } ?? UInt64.max
     let budget = Budget(o.requests ?? Int.max)
     let start = TaskMetrics.now()
-    let t = o.completionAPI
-        ? await runCompletionChains(session: session, request: request, connections: o.connections, deadline: deadline, budget: budget)
-        : await runAsyncCallers(session: session, request: request, connections: o.connections, onLoop: o.onLoop ? loop : nil,
-                                deadline: deadline, budget: budget)
+    let t =
+        o.completionAPI
+        ? await runCompletionChains(
+            session: session,
+            request: request,
+            connections: o.connections,
+            deadline: deadline,
+            budget: budget
+        )
+        : await runAsyncCallers(
+            session: session,
+            request: request,
+            connections: o.connections,
+            onLoop: o.onLoop ? loop : nil,
+            deadline: deadline,
+            budget: budget
+        )
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
     session.shutdown()
     loop.shutdown()
@@ -267,8 +312,14 @@ func runSession(_ o: Options) async -> (Totals, Double) {
 
 /// The default mode: `connections` Swift tasks, each awaiting `response(for:)` in a loop, on
 /// the global executor or (`--executor loop`) preferring the session's loop.
-func runAsyncCallers(session: Session, request: HTTPClientRequest, connections: Int, onLoop: EventLoop?,
-                     deadline: UInt64, budget: Budget) async -> Totals {
+func runAsyncCallers(
+    session: Session,
+    request: HTTPClientRequest,
+    connections: Int,
+    onLoop: EventLoop?,
+    deadline: UInt64,
+    budget: Budget
+) async -> Totals {
     await withTaskGroup(of: Totals.self) { g in
         for _ in 0..<connections {
             g.addTask(executorPreference: onLoop) {
@@ -294,8 +345,13 @@ func runAsyncCallers(session: Session, request: HTTPClientRequest, connections: 
 /// its next request from the previous one's completion handler (which runs on the session's
 /// loop): the callback style NSURLSession and the AFNetworking layer use, with no Swift task
 /// hop per request.
-func runCompletionChains(session: Session, request: HTTPClientRequest, connections: Int,
-                         deadline: UInt64, budget: Budget) async -> Totals {
+func runCompletionChains(
+    session: Session,
+    request: HTTPClientRequest,
+    connections: Int,
+    deadline: UInt64,
+    budget: Budget
+) async -> Totals {
     /// Loop-confined: every chain's completion runs on the session's one loop.
     final class Chains: @unchecked Sendable {
         var totals = Totals()
@@ -358,7 +414,9 @@ func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0,
 func cpuSeconds() -> Double {
     var u = rusage()
     getrusage(RUSAGE_SELF.rawValue, &u)
-    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(
+        u.ru_stime.tv_usec
+    ) / 1e6
 }
 
 /// Resident set size now (VmRSS), in KiB.
@@ -389,8 +447,12 @@ func runIdle(_ seconds: Double) {
     usleep(UInt32(seconds * 1e6))
     let used = cpuSeconds() - before
     let wall = Double(TaskMetrics.now() - start) / 1e9
-    print("idle EventLoopGroup: \(group.loops.count) loops for \(String(format2: wall)) s used \(String(format2: used * 1000)) ms CPU (\(String(format2: used / wall * 100))%)")
-    print("RESULT idle_seconds=\(String(format2: wall)) cpu_ms=\(String(format2: used * 1000)) loops=\(group.loops.count)")
+    print(
+        "idle EventLoopGroup: \(group.loops.count) loops for \(String(format2: wall)) s used \(String(format2: used * 1000)) ms CPU (\(String(format2: used / wall * 100))%)"
+    )
+    print(
+        "RESULT idle_seconds=\(String(format2: wall)) cpu_ms=\(String(format2: used * 1000)) loops=\(group.loops.count)"
+    )
     session.shutdown()
     group.shutdown()
 }
@@ -408,7 +470,10 @@ final class HoldDelegate: ResponseDelegate, @unchecked Sendable {
         let release: [RequestTask] = self.state.withLock { s in
             s.heads += 1
             s.paused.append(task)
-            if s.heads == self.total { defer { s.paused = [] }; return s.paused }
+            if s.heads == self.total {
+                defer { s.paused = [] }
+                return s.paused
+            }
             return []
         }
         for t in release { t.resumeReading() }
@@ -443,9 +508,15 @@ func runHold(_ o: Options) {
     usleep(UInt32((o.seconds ?? 5) * 1e6))
     let still = session.poolStatistics()
     let holding = currentRSSKiB()
-    print("held \(still.idleConnections) idle keep-alive connections (\(ok) requests answered; \(stats.openConnections) open after the burst)")
-    print("RSS while holding \(holding / 1024) MiB; peak RSS \(maxRSSKiB() / 1024) MiB (the burst of requests included); \(rssBefore / 1024) MiB before connecting")
-    print("RESULT connections=\(still.idleConnections) ok=\(ok) rss_holding_kb=\(holding) maxrss_kb=\(maxRSSKiB()) rss_before_kb=\(rssBefore)")
+    print(
+        "held \(still.idleConnections) idle keep-alive connections (\(ok) requests answered; \(stats.openConnections) open after the burst)"
+    )
+    print(
+        "RSS while holding \(holding / 1024) MiB; peak RSS \(maxRSSKiB() / 1024) MiB (the burst of requests included); \(rssBefore / 1024) MiB before connecting"
+    )
+    print(
+        "RESULT connections=\(still.idleConnections) ok=\(ok) rss_holding_kb=\(holding) maxrss_kb=\(maxRSSKiB()) rss_before_kb=\(rssBefore)"
+    )
     session.shutdown()
     loop.shutdown()
 }
@@ -461,10 +532,15 @@ if options.hold {
     runHold(options)
     exit(0)
 }
-let mode = !options.session ? "raw engine"
-    : options.completionAPI ? "Session API (completion handlers on the session's loop)"
-    : "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))"
-print("Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)")
+let mode =
+    !options.session
+    ? "raw engine"
+    : options.completionAPI
+        ? "Session API (completion handlers on the session's loop)"
+        : "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))"
+print(
+    "Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)"
+)
 print("  \(options.session ? 1 : options.loops) loop(s) and \(options.connections) connections, \(mode)")
 let (totals, elapsed) = options.session ? await runSession(options) : runRaw(options)
 var usage = rusage()
@@ -474,7 +550,9 @@ let sys = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 let h = totals.histogram
 print("  Thread Stats   Avg      Stdev     Max   +/- Stdev")
 let rpsMean = totals.perLoopRPS.reduce(0, +) / Double(max(1, totals.perLoopRPS.count))
-let rpsStd = (totals.perLoopRPS.map { ($0 - rpsMean) * ($0 - rpsMean) }.reduce(0, +) / Double(max(1, totals.perLoopRPS.count))).squareRoot()
+let rpsStd =
+    (totals.perLoopRPS.map { ($0 - rpsMean) * ($0 - rpsMean) }.reduce(0, +) / Double(max(1, totals.perLoopRPS.count)))
+    .squareRoot()
 print("    Latency \(pad(fmtTime(h.mean), 9)) \(pad(fmtTime(h.stdDeviation), 9)) \(pad(fmtTime(Double(h.max)), 9))")
 print("    Req/Sec \(pad(String(format2: rpsMean / 1000) + "k", 9)) \(pad(String(format2: rpsStd / 1000) + "k", 9))")
 if options.latency {
@@ -491,7 +569,11 @@ if options.url?.scheme == "https" {
     let full = totals.handshakes - totals.resumed
     let fullUs = full > 0 ? Double(totals.handshakeNanos - totals.resumedNanos) / Double(full) / 1000 : 0
     let resUs = totals.resumed > 0 ? Double(totals.resumedNanos) / Double(totals.resumed) / 1000 : 0
-    print("TLS handshakes=\(totals.handshakes) resumed=\(totals.resumed) full_us=\(String(format2: fullUs)) resumed_us=\(String(format2: resUs)) (secureConnectionEnd - secureConnectionStart, means)")
+    print(
+        "TLS handshakes=\(totals.handshakes) resumed=\(totals.resumed) full_us=\(String(format2: fullUs)) resumed_us=\(String(format2: resUs)) (secureConnectionEnd - secureConnectionStart, means)"
+    )
 }
-print("RESULT requests=\(totals.requests) errors=\(totals.errors) seconds=\(String(format2: elapsed)) rps=\(String(format2: Double(totals.requests) / elapsed)) cpu_user=\(String(format2: user)) cpu_sys=\(String(format2: sys)) maxrss_kb=\(usage.ru_maxrss)\(options.url?.scheme == "https" ? " handshakes=\(totals.handshakes) resumed=\(totals.resumed)" : "")")
+print(
+    "RESULT requests=\(totals.requests) errors=\(totals.errors) seconds=\(String(format2: elapsed)) rps=\(String(format2: Double(totals.requests) / elapsed)) cpu_user=\(String(format2: user)) cpu_sys=\(String(format2: sys)) maxrss_kb=\(usage.ru_maxrss)\(options.url?.scheme == "https" ? " handshakes=\(totals.handshakes) resumed=\(totals.resumed)" : "")"
+)
 exit(totals.requests > 0 ? 0 : 1)

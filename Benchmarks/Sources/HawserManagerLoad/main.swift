@@ -1,3 +1,7 @@
+import Hawser
+import HawserCore
+import Synchronization
+
 // hawser-manager-load: load through the AFNetworking layer — `HTTPSessionManager.get` (async)
 // with the JSON or the HTTP response serializer — to set against hawser-load's raw engine and
 // --session modes.
@@ -31,9 +35,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Hawser
-import HawserCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -50,7 +51,8 @@ struct Options {
 }
 
 func usage(_ message: String) -> Never {
-    let text = "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http] [--cacert FILE] URL\n"
+    let text =
+        "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http] [--cacert FILE] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -149,14 +151,17 @@ if let path = o.caCert {
 let url = o.url!
 
 print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
-print("  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")")
+print(
+    "  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
+)
 let deadline = o.seconds.map { now() + UInt64($0 * 1e9) } ?? UInt64.max
 let budget = Budget(o.requests ?? Int.max)
 let start = now()
 let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?).self) { group in
     for _ in 0..<o.concurrency {
         group.addTask(executorPreference: o.onLoop ? loop : nil) {
-            var ok = 0, failed = 0
+            var ok = 0
+            var failed = 0
             var first: String? = nil
             while now() < deadline && budget.take() {
                 do {
@@ -187,9 +192,13 @@ let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
 let sys = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 let cpu = user + sys
 let hwm = vmHWMKiB()
-print("  \(requests) requests in \(f2(elapsed))s, \(f2(cpu)) CPU s (\(f2(user)) user, \(f2(sys)) sys), peak RSS \(hwm / 1024) MiB")
+print(
+    "  \(requests) requests in \(f2(elapsed))s, \(f2(cpu)) CPU s (\(f2(user)) user, \(f2(sys)) sys), peak RSS \(hwm / 1024) MiB"
+)
 if errors > 0 { print("  Non-2xx, serializer or socket errors: \(errors) (first: \(firstError ?? "?"))") }
 print("Requests/sec: \(f2(Double(requests) / elapsed))")
 print("Requests/CPU-s: \(f2(cpu > 0 ? Double(requests) / cpu : 0))")
-print("RESULT requests=\(requests) errors=\(errors) seconds=\(f2(elapsed)) rps=\(f2(Double(requests) / elapsed)) cpu_user=\(f2(user)) cpu_sys=\(f2(sys)) maxrss_kb=\(usage.ru_maxrss) cpu_s=\(f2(cpu)) req_per_cpu_s=\(f2(cpu > 0 ? Double(requests) / cpu : 0)) vmhwm_kb=\(hwm)")
+print(
+    "RESULT requests=\(requests) errors=\(errors) seconds=\(f2(elapsed)) rps=\(f2(Double(requests) / elapsed)) cpu_user=\(f2(user)) cpu_sys=\(f2(sys)) maxrss_kb=\(usage.ru_maxrss) cpu_s=\(f2(cpu)) req_per_cpu_s=\(f2(cpu > 0 ? Double(requests) / cpu : 0)) vmhwm_kb=\(hwm)"
+)
 exit(requests > 0 ? 0 : 1)

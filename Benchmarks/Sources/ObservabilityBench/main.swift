@@ -12,6 +12,7 @@
 // N: the difference divided by the difference in N is the instruction count per request.
 import FoundationEssentials
 import HawserCore
+
 #if !OBS_BASELINE
 import Logging
 #endif

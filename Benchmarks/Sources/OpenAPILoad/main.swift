@@ -60,15 +60,22 @@ func parse() -> (PeerOptions, String, Bool) {
             o.url = a
         }
     }
-    guard transport == "hawser" || transport == "ahc" else { peerUsage(tool, "--transport takes hawser or ahc", extra: extra) }
-    guard !onLoop || transport == "hawser" else { peerUsage(tool, "--executor loop is for the hawser transport", extra: extra) }
+    guard transport == "hawser" || transport == "ahc" else {
+        peerUsage(tool, "--transport takes hawser or ahc", extra: extra)
+    }
+    guard !onLoop || transport == "hawser" else {
+        peerUsage(tool, "--executor loop is for the hawser transport", extra: extra)
+    }
     guard !o.url.isEmpty else { peerUsage(tool, "no base URL", extra: extra) }
-    guard o.connections > 0, o.threads >= 0 else { peerUsage(tool, "-c must be positive, -t not negative", extra: extra) }
+    guard o.connections > 0, o.threads >= 0 else {
+        peerUsage(tool, "-c must be positive, -t not negative", extra: extra)
+    }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
     return (o, transport, onLoop)
 }
 
-func run(_ o: PeerOptions, client: Client, counters: PeerCounters, executor: (any TaskExecutor)? = nil) async -> UInt64 {
+func run(_ o: PeerOptions, client: Client, counters: PeerCounters, executor: (any TaskExecutor)? = nil) async -> UInt64
+{
     let start = peerNow()
     let budget = PeerBudget(o, start: start)
     await withTaskGroup(of: Void.self) { g in
@@ -77,7 +84,11 @@ func run(_ o: PeerOptions, client: Client, counters: PeerCounters, executor: (an
                 while budget.next() {
                     do {
                         let message = try await client.getGreeting().ok.body.json.message
-                        if message == "Hello, World!" { counters.ok(bytes: message.utf8.count) } else { counters.error() }
+                        if message == "Hello, World!" {
+                            counters.ok(bytes: message.utf8.count)
+                        } else {
+                            counters.error()
+                        }
                     } catch {
                         counters.error()
                     }
@@ -101,19 +112,30 @@ struct OpenAPILoad {
             var config = SessionConfiguration()
             config.maximumConnectionsPerHost = o.connections
             let session = Session(configuration: config)
-            print("  HawserTransport, one Session (1 event loop), \(o.connections) callers on \(onLoop ? "the session's loop" : "the global executor")")
-            elapsed = await run(o, client: Client(serverURL: base, transport: HawserTransport(session: session)), counters: counters,
-                                executor: onLoop ? session.eventLoop : nil)
+            print(
+                "  HawserTransport, one Session (1 event loop), \(o.connections) callers on \(onLoop ? "the session's loop" : "the global executor")"
+            )
+            elapsed = await run(
+                o,
+                client: Client(serverURL: base, transport: HawserTransport(session: session)),
+                counters: counters,
+                executor: onLoop ? session.eventLoop : nil
+            )
             session.shutdown()
         } else {
             let threads = o.threads > 0 ? o.threads : (o.connections == 1 ? 1 : peerCoreCount())
             let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
             var config = HTTPClient.Configuration()
-            config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: o.connections)
+            config.connectionPool = .init(
+                idleTimeout: .seconds(60),
+                concurrentHTTP1ConnectionsPerHostSoftLimit: o.connections
+            )
             config.timeout = .init(connect: .seconds(10), read: .seconds(30))
             config.httpVersion = .http1Only
             let http = HTTPClient(eventLoopGroup: group, configuration: config)
-            print("  AsyncHTTPClientTransport 1.5.0 (AsyncHTTPClient 1.37.0), \(threads) event loop thread(s), \(o.connections) callers")
+            print(
+                "  AsyncHTTPClientTransport 1.5.0 (AsyncHTTPClient 1.37.0), \(threads) event loop thread(s), \(o.connections) callers"
+            )
             let transport = AsyncHTTPClientTransport(configuration: .init(client: http, timeout: .seconds(30)))
             elapsed = await run(o, client: Client(serverURL: base, transport: transport), counters: counters)
             try await http.shutdown()

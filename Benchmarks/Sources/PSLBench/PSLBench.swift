@@ -60,16 +60,19 @@ struct LibPSL {
 
     init?() {
         guard let h = dlopen("libpsl.so.5", RTLD_NOW),
-              let latest = dlsym(h, "psl_latest"), let isPS = dlsym(h, "psl_is_public_suffix"),
-              let unreg = dlsym(h, "psl_unregistrable_domain"), let ver = dlsym(h, "psl_get_version"),
-              let ctx = unsafeBitCast(latest, to: Latest.self)(nil) else { return nil }
+            let latest = dlsym(h, "psl_latest"), let isPS = dlsym(h, "psl_is_public_suffix"),
+            let unreg = dlsym(h, "psl_unregistrable_domain"), let ver = dlsym(h, "psl_get_version"),
+            let ctx = unsafeBitCast(latest, to: Latest.self)(nil)
+        else { return nil }
         self.ctx = ctx
         self.cIsPublicSuffix = unsafeBitCast(isPS, to: IsPublicSuffix.self)
         self.cUnregistrable = unsafeBitCast(unreg, to: Unregistrable.self)
         self.version = unsafeBitCast(ver, to: Version.self)().map { String(cString: $0) } ?? "?"
     }
 
-    func isPublicSuffix(_ name: [CChar]) -> Bool { name.withUnsafeBufferPointer { self.cIsPublicSuffix(self.ctx, $0.baseAddress) != 0 } }
+    func isPublicSuffix(_ name: [CChar]) -> Bool {
+        name.withUnsafeBufferPointer { self.cIsPublicSuffix(self.ctx, $0.baseAddress) != 0 }
+    }
 
     func publicSuffix(_ name: [CChar]) -> String? {
         name.withUnsafeBufferPointer { self.cUnregistrable(self.ctx, $0.baseAddress).map { String(cString: $0) } }
@@ -96,7 +99,10 @@ func check(_ path: String, _ psl: LibPSL) -> Int32 {
         }
         text = String(decoding: all, as: UTF8.self)
     } else {
-        guard let f = fopen(path, "r") else { print("psl-bench: cannot open \(path)"); return 2 }
+        guard let f = fopen(path, "r") else {
+            print("psl-bench: cannot open \(path)")
+            return 2
+        }
         var all: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -107,7 +113,8 @@ func check(_ path: String, _ psl: LibPSL) -> Int32 {
         fclose(f)
         text = String(decoding: all, as: UTF8.self)
     }
-    var count = 0, differ = 0
+    var count = 0
+    var differ = 0
     for line in text.split(separator: "\n") where !line.isEmpty {
         let name = String(line)
         let c = Array(name.utf8CString)
@@ -126,7 +133,10 @@ func check(_ path: String, _ psl: LibPSL) -> Int32 {
 let args = CommandLine.arguments
 let psl = LibPSL()
 if args.count > 2 && args[1] == "--check" {
-    guard let psl else { print("psl-bench: libpsl.so.5 not found"); exit(2) }
+    guard let psl else {
+        print("psl-bench: libpsl.so.5 not found")
+        exit(2)
+    }
     exit(check(args[2], psl))
 }
 let rounds = args.count > 1 ? Int(args[1]) ?? 21 : 21
@@ -142,7 +152,9 @@ for (n, c) in zip(names, cNames) {
         exit(1)
     }
 }
-print("\(names.count) names (\(suffixes) public suffixes), \(rounds) rounds of \(iterations) passes; libpsl: \(psl.map { "\($0.version), psl_latest(NULL)" } ?? "not found")")
+print(
+    "\(names.count) names (\(suffixes) public suffixes), \(rounds) rounds of \(iterations) passes; libpsl: \(psl.map { "\($0.version), psl_latest(NULL)" } ?? "not found")"
+)
 
 func timeHawser() -> Double {
     var hits = 0
@@ -168,18 +180,33 @@ func timeLibPSL(_ psl: LibPSL) -> Double {
     return Double(dt) / Double(iterations * names.count)
 }
 
-var hawserNs: [Double] = [], pslNs: [Double] = [], ratios: [Double] = []
+var hawserNs: [Double] = []
+var pslNs: [Double] = []
+var ratios: [Double] = []
 for round in 0..<rounds {
     if let psl {
-        var h = 0.0, p = 0.0
-        if round % 2 == 0 { h = timeHawser(); p = timeLibPSL(psl) } else { p = timeLibPSL(psl); h = timeHawser() }
-        hawserNs.append(h); pslNs.append(p); ratios.append(p / h)
+        var h = 0.0
+        var p = 0.0
+        if round % 2 == 0 {
+            h = timeHawser()
+            p = timeLibPSL(psl)
+        } else {
+            p = timeLibPSL(psl)
+            h = timeHawser()
+        }
+        hawserNs.append(h)
+        pslNs.append(p)
+        ratios.append(p / h)
     } else {
         hawserNs.append(timeHawser())
     }
 }
-print("Hawser PublicSuffixes.isPublicSuffix \(fmt(median(hawserNs), 1, width: 7)) ns/lookup (median; min \(fmt(hawserNs.min()!, 1)), max \(fmt(hawserNs.max()!, 1)))")
+print(
+    "Hawser PublicSuffixes.isPublicSuffix \(fmt(median(hawserNs), 1, width: 7)) ns/lookup (median; min \(fmt(hawserNs.min()!, 1)), max \(fmt(hawserNs.max()!, 1)))"
+)
 if !pslNs.isEmpty {
-    print("libpsl psl_is_public_suffix         \(fmt(median(pslNs), 1, width: 7)) ns/lookup (median; min \(fmt(pslNs.min()!, 1)), max \(fmt(pslNs.max()!, 1)))")
+    print(
+        "libpsl psl_is_public_suffix         \(fmt(median(pslNs), 1, width: 7)) ns/lookup (median; min \(fmt(pslNs.min()!, 1)), max \(fmt(pslNs.max()!, 1)))"
+    )
     print("RESULT ratio libpsl/Hawser = \(fmt(median(ratios), 2)) (median of per-round ratios; above 1: Hawser faster)")
 }

@@ -40,7 +40,7 @@ let extra = " [--api future|future-channel|async]"
 /// previous one completes.  Reused for its sequential requests: its state is touched only
 /// on `loop`.
 final class Worker: HTTPClientResponseDelegate, @unchecked Sendable {
-    typealias Response = Int   // body bytes, or -1 for a non-2xx status
+    typealias Response = Int  // body bytes, or -1 for a non-2xx status
 
     let client: HTTPClient
     let loop: any EventLoop
@@ -52,8 +52,15 @@ final class Worker: HTTPClientResponseDelegate, @unchecked Sendable {
     private var status: UInt = 0
     private var bytes = 0
 
-    init(client: HTTPClient, loop: any EventLoop, request: HTTPClient.Request, budget: PeerBudget,
-         counters: PeerCounters, requireChannelOnLoop: Bool, finished: @escaping @Sendable () -> Void) {
+    init(
+        client: HTTPClient,
+        loop: any EventLoop,
+        request: HTTPClient.Request,
+        budget: PeerBudget,
+        counters: PeerCounters,
+        requireChannelOnLoop: Bool,
+        finished: @escaping @Sendable () -> Void
+    ) {
         self.preference = requireChannelOnLoop ? .delegateAndChannel(on: loop) : .delegate(on: loop)
         self.client = client
         self.loop = loop
@@ -100,8 +107,13 @@ final class Worker: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 }
 
-func runFuture(_ o: PeerOptions, client: HTTPClient, group: MultiThreadedEventLoopGroup, counters: PeerCounters,
-               requireChannelOnLoop: Bool) -> UInt64 {
+func runFuture(
+    _ o: PeerOptions,
+    client: HTTPClient,
+    group: MultiThreadedEventLoopGroup,
+    counters: PeerCounters,
+    requireChannelOnLoop: Bool
+) -> UInt64 {
     let request: HTTPClient.Request
     do {
         request = try HTTPClient.Request(url: o.url, method: .GET)
@@ -114,8 +126,14 @@ func runFuture(_ o: PeerOptions, client: HTTPClient, group: MultiThreadedEventLo
     let start = peerNow()
     let budget = PeerBudget(o, start: start)
     let workers = (0..<o.connections).map { i in
-        Worker(client: client, loop: loops[i % loops.count], request: request, budget: budget, counters: counters,
-               requireChannelOnLoop: requireChannelOnLoop) {
+        Worker(
+            client: client,
+            loop: loops[i % loops.count],
+            request: request,
+            budget: budget,
+            counters: counters,
+            requireChannelOnLoop: requireChannelOnLoop
+        ) {
             if remaining.arrive() { done.signal() }
         }
     }
@@ -162,18 +180,31 @@ struct PeerAHC {
         let threads = o.threads > 0 ? o.threads : (o.connections == 1 ? 1 : peerCoreCount())
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         var config = HTTPClient.Configuration()
-        config.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: o.connections)
+        config.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: o.connections
+        )
         config.timeout = .init(connect: .seconds(10), read: .seconds(30))
         config.httpVersion = .http1Only
         let client = HTTPClient(eventLoopGroup: group, configuration: config)
         print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)")
-        print("  AsyncHTTPClient 1.37.0, \(threads) event loop thread(s), \(o.connections) connections, "
-              + (api == "async" ? "async/await execute from \(o.connections) tasks on the global executor"
-                 : "execute(request:delegate:eventLoop: \(api == "future" ? ".delegate(on:)" : ".delegateAndChannel(on:)")) chained on the loops"))
+        print(
+            "  AsyncHTTPClient 1.37.0, \(threads) event loop thread(s), \(o.connections) connections, "
+                + (api == "async"
+                    ? "async/await execute from \(o.connections) tasks on the global executor"
+                    : "execute(request:delegate:eventLoop: \(api == "future" ? ".delegate(on:)" : ".delegateAndChannel(on:)")) chained on the loops")
+        )
         let counters = PeerCounters()
-        let elapsed = api == "async"
+        let elapsed =
+            api == "async"
             ? await runAsync(o, client: client, counters: counters)
-            : runFuture(o, client: client, group: group, counters: counters, requireChannelOnLoop: api == "future-channel")
+            : runFuture(
+                o,
+                client: client,
+                group: group,
+                counters: counters,
+                requireChannelOnLoop: api == "future-channel"
+            )
         let status = peerReport(counters, elapsedNanos: elapsed)
         try await client.shutdown()
         try await group.shutdownGracefully()

@@ -60,7 +60,9 @@ public func parsePeerOptions(_ tool: String, extra: String = "") -> PeerOptions 
         }
     }
     guard !o.url.isEmpty else { peerUsage(tool, "no URL", extra: extra) }
-    guard o.connections > 0, o.threads >= 0 else { peerUsage(tool, "-c must be positive, -t not negative", extra: extra) }
+    guard o.connections > 0, o.threads >= 0 else {
+        peerUsage(tool, "-c must be positive, -t not negative", extra: extra)
+    }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
     return o
 }
@@ -105,9 +107,22 @@ public final class PeerSemaphore: @unchecked Sendable {
     private var m = pthread_mutex_t()
     private var c = pthread_cond_t()
     private var count = 0
-    public init() { pthread_mutex_init(&m, nil); pthread_cond_init(&c, nil) }
-    public func signal() { pthread_mutex_lock(&m); count += 1; pthread_cond_signal(&c); pthread_mutex_unlock(&m) }
-    public func wait() { pthread_mutex_lock(&m); while count == 0 { pthread_cond_wait(&c, &m) }; count -= 1; pthread_mutex_unlock(&m) }
+    public init() {
+        pthread_mutex_init(&m, nil)
+        pthread_cond_init(&c, nil)
+    }
+    public func signal() {
+        pthread_mutex_lock(&m)
+        count += 1
+        pthread_cond_signal(&c)
+        pthread_mutex_unlock(&m)
+    }
+    public func wait() {
+        pthread_mutex_lock(&m)
+        while count == 0 { pthread_cond_wait(&c, &m) }
+        count -= 1
+        pthread_mutex_unlock(&m)
+    }
 }
 
 /// VmHWM (peak resident set size) in KiB, from /proc/self/status; ru_maxrss if unreadable.
@@ -156,8 +171,12 @@ public func peerReport(_ c: PeerCounters, elapsedNanos: UInt64) -> Int32 {
     print("  \(n) requests in \(fixed(seconds))s, \(b) body bytes read")
     if e > 0 { print("  Non-2xx or socket errors: \(e)") }
     print("Requests/sec: \(fixed(rps))")
-    print("CPU: \(fixed(cpu, 3))s (user \(fixed(user, 3)) sys \(fixed(sys, 3))), \(fixed(rpc, 0)) req/cpu-s, peak RSS \(fixed(Double(rss) / 1024, 1)) MiB")
-    print("RESULT requests=\(n) errors=\(e) seconds=\(fixed(seconds, 3)) rps=\(fixed(rps, 1)) cpu_user=\(fixed(user, 3)) cpu_sys=\(fixed(sys, 3)) maxrss_kb=\(rss) cpu_s=\(fixed(cpu, 3)) req_per_cpu_s=\(fixed(rpc, 0)) peak_rss_mib=\(fixed(Double(rss) / 1024, 1))")
+    print(
+        "CPU: \(fixed(cpu, 3))s (user \(fixed(user, 3)) sys \(fixed(sys, 3))), \(fixed(rpc, 0)) req/cpu-s, peak RSS \(fixed(Double(rss) / 1024, 1)) MiB"
+    )
+    print(
+        "RESULT requests=\(n) errors=\(e) seconds=\(fixed(seconds, 3)) rps=\(fixed(rps, 1)) cpu_user=\(fixed(user, 3)) cpu_sys=\(fixed(sys, 3)) maxrss_kb=\(rss) cpu_s=\(fixed(cpu, 3)) req_per_cpu_s=\(fixed(rpc, 0)) peak_rss_mib=\(fixed(Double(rss) / 1024, 1))"
+    )
     return n > 0 ? 0 : 1
 }
 

@@ -24,8 +24,13 @@ final class Worker: Sendable {
     let counters: PeerCounters
     let finished: @Sendable () -> Void
 
-    init(session: URLSession, request: URLRequest, budget: PeerBudget, counters: PeerCounters,
-         finished: @escaping @Sendable () -> Void) {
+    init(
+        session: URLSession,
+        request: URLRequest,
+        budget: PeerBudget,
+        counters: PeerCounters,
+        finished: @escaping @Sendable () -> Void
+    ) {
         self.session = session
         self.request = request
         self.budget = budget
@@ -64,7 +69,9 @@ let session = URLSession(configuration: config)
 let request = URLRequest(url: url)
 
 print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)")
-print("  URLSession (FoundationNetworking), httpMaximumConnectionsPerHost \(o.connections), \(o.connections) dataTasks in flight")
+print(
+    "  URLSession (FoundationNetworking), httpMaximumConnectionsPerHost \(o.connections), \(o.connections) dataTasks in flight"
+)
 let counters = PeerCounters()
 let done = PeerSemaphore()
 let remaining = PeerCountdown(o.connections)

@@ -34,7 +34,9 @@ func now() -> UInt64 {
 func cpuSeconds() -> Double {
     var u = rusage()
     getrusage(RUSAGE_SELF.rawValue, &u)
-    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(
+        u.ru_stime.tv_usec
+    ) / 1e6
 }
 
 func peakRSSKiB() -> Int {
@@ -108,12 +110,16 @@ struct StreamBench {
             let cpu0 = cpuSeconds()
             let t0 = now()
             do {
-                let (bytes, expected) = api == "delegate" ? try await viaDelegate(session, request) : try await viaSequence(session, request)
+                let (bytes, expected) =
+                    api == "delegate"
+                    ? try await viaDelegate(session, request) : try await viaSequence(session, request)
                 let seconds = Double(now() - t0) / 1e9
                 let cpu = cpuSeconds() - cpu0
                 if let expected, expected != bytes { failed = true }
                 let mbps = Double(bytes) / seconds / 1e6
-                print("RESULT api=\(api) bytes=\(bytes) seconds=\(Self.fixed(seconds, 3)) mb_per_s=\(Self.fixed(mbps, 1)) cpu_s=\(Self.fixed(cpu, 3)) peak_rss_mib=\(Self.fixed(Double(peakRSSKiB()) / 1024, 1))")
+                print(
+                    "RESULT api=\(api) bytes=\(bytes) seconds=\(Self.fixed(seconds, 3)) mb_per_s=\(Self.fixed(mbps, 1)) cpu_s=\(Self.fixed(cpu, 3)) peak_rss_mib=\(Self.fixed(Double(peakRSSKiB()) / 1024, 1))"
+                )
             } catch {
                 print("stream-bench: \(error)")
                 failed = true

@@ -1,3 +1,10 @@
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserHTTP1
+import HawserPosix
+import HawserReachability
+
 // The session's HTTP cache in the request path: a fresh stored response is served without a
 // request, a stale one is revalidated (a 304 serves it), and storable responses are recorded
 // as they stream and stored at the end. Loop-confined.
@@ -6,12 +13,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserAuth
-import HawserBase
-import HawserCache
-import HawserPosix
-import HawserReachability
 
 extension RequestTask {
     var effectiveCachePolicy: CachePolicy {
@@ -35,9 +36,18 @@ extension RequestTask {
         var first = true
         var i = 0
         while i + 1 < head.count {
-            guard head[i] == 0x0D, head[i + 1] == 0x0A else { i += 1; continue }
-            defer { lineStart = i + 2; i += 2 }
-            if first { first = false; continue }
+            guard head[i] == 0x0D, head[i + 1] == 0x0A else {
+                i += 1
+                continue
+            }
+            defer {
+                lineStart = i + 2
+                i += 2
+            }
+            if first {
+                first = false
+                continue
+            }
             let line = head[lineStart..<i]
             if line.isEmpty { break }
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
@@ -63,7 +73,7 @@ extension RequestTask {
         cache.lookup(self.cacheRequest, policy: policy, on: self.eventLoop) { lookup in
             // On the loop: inline for a memory hit, else from the IO pool by `execute`.
             let task = task.value
-            guard !task.isFinished else { return }   // cancelled or timed out while the file was read
+            guard !task.isFinished else { return }  // cancelled or timed out while the file was read
             decide.value(task.answer(lookup, policy: policy))
         }
     }
@@ -81,17 +91,23 @@ extension RequestTask {
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
-                self.prepared.head = try Session.prepare(conditional, configuration: self.context.configuration,
-                                                         addedFields: self.observer?.headerFields).head
+                self.prepared.head = try Session.prepare(
+                    conditional,
+                    configuration: self.context.configuration,
+                    addedFields: self.observer?.headerFields
+                ).head
             } catch {
-                return false   // the original head stands; the response is simply not revalidated
+                return false  // the original head stands; the response is simply not revalidated
             }
             self.cacheCandidate = cached
             return false
         case .miss:
             if policy == .returnCacheDataDontLoad {
-                let e = HawserError(.resourceUnavailable, "returnCacheDataDontLoad: no stored response for \(self.request.url.absoluteString)",
-                                    url: self.request.url)
+                let e = HawserError(
+                    .resourceUnavailable,
+                    "returnCacheDataDontLoad: no stored response for \(self.request.url.absoluteString)",
+                    url: self.request.url
+                )
                 self.eventLoop.executeInLoop { [self] in self.complete(.failure(e)) }
                 return true
             }
@@ -126,7 +142,9 @@ extension RequestTask {
             return
         }
         let end = min(body.count, offset + Self.cachedBodyChunk)
-        body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: UnsafeRawBufferPointer(rebasing: $0[offset..<end])) }
+        body.withUnsafeBytes {
+            self.delegate.task(self, didReceiveBody: UnsafeRawBufferPointer(rebasing: $0[offset..<end]))
+        }
         if end == body.count && self.cacheServeError == nil {
             self.complete(.success(nil))
             return
@@ -141,8 +159,15 @@ extension RequestTask {
         guard let cache = self.context.urlCache else { return head }
         let responseTime = Date()
         if head.status == 304, let candidate = self.cacheCandidate,
-           let updated = cache.updateAfterNotModified(head, revalidating: candidate, for: self.cacheRequest,
-                                                      requestTime: self.requestTime, responseTime: responseTime, on: self.eventLoop) {
+            let updated = cache.updateAfterNotModified(
+                head,
+                revalidating: candidate,
+                for: self.cacheRequest,
+                requestTime: self.requestTime,
+                responseTime: responseTime,
+                on: self.eventLoop
+            )
+        {
             self.cacheCandidate = nil
             self.servedFromCache = true
             self.metrics.cacheUse = .validated
@@ -158,8 +183,9 @@ extension RequestTask {
             var stored = head
             var body: [UInt8] = []
             if self.decoder == nil, let length = head.headers["Content-Length"].flatMap(Int.init),
-               length > 0, length <= cache.maximumEntrySize {
-                body.reserveCapacity(length)   // no reallocation (a copy of the body so far) on the loop
+                length > 0, length <= cache.maximumEntrySize
+            {
+                body.reserveCapacity(length)  // no reallocation (a copy of the body so far) on the loop
             }
             if self.decoder != nil {
                 // The body is kept as delivered (decoded): the stored head must not claim a coding.
@@ -175,7 +201,7 @@ extension RequestTask {
     func recordForCache(_ bytes: UnsafeRawBufferPointer) {
         guard self.cacheRecording != nil, let cache = self.context.urlCache else { return }
         if self.cacheRecording!.body.count + bytes.count > cache.maximumEntrySize {
-            self.cacheRecording = nil   // too large to be kept: stop copying
+            self.cacheRecording = nil  // too large to be kept: stop copying
             return
         }
         self.cacheRecording!.body.append(contentsOf: bytes)
@@ -187,8 +213,14 @@ extension RequestTask {
     func storeInCache(_ recording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)) {
         let request = self.cacheRequest
         guard let cache = self.context.urlCache,
-              let proposed = HTTPCache.cacheableResponse(recording.head, body: recording.body, for: request,
-                                                         requestTime: recording.requestTime, responseTime: Date()) else { return }
+            let proposed = HTTPCache.cacheableResponse(
+                recording.head,
+                body: recording.body,
+                for: request,
+                requestTime: recording.requestTime,
+                responseTime: Date()
+            )
+        else { return }
         let loop = self.eventLoop
         self.delegate.task(self, willCacheResponse: proposed) { chosen in
             if let chosen { cache.store(chosen, for: request, on: loop) }

@@ -25,8 +25,14 @@ public struct AuthenticationChallenge: Sendable {
 
     /// Creates a challenge; the engine makes these, and tests make them to drive a delegate.
     /// Each parameter sets the property of the same name.
-    public init(protectionSpace: ProtectionSpace, serverTrust: ServerTrust? = nil, httpChallenges: [HTTPAuthChallenge] = [],
-                previousFailureCount: Int = 0, failureResponse: HTTPResponseHead? = nil, proposedCredential: Credential? = nil) {
+    public init(
+        protectionSpace: ProtectionSpace,
+        serverTrust: ServerTrust? = nil,
+        httpChallenges: [HTTPAuthChallenge] = [],
+        previousFailureCount: Int = 0,
+        failureResponse: HTTPResponseHead? = nil,
+        proposedCredential: Credential? = nil
+    ) {
         self.protectionSpace = protectionSpace
         self.serverTrust = serverTrust
         self.httpChallenges = httpChallenges
@@ -58,13 +64,19 @@ public enum ChallengeDisposition: Sendable {
 public protocol SessionDelegate: AnyObject, Sendable {
     /// A challenge the task's delegate left to default handling. Call `completion` exactly
     /// once, from any thread. Default: `.performDefaultHandling`.
-    func session(_ session: Session, didReceive challenge: AuthenticationChallenge,
-                 completion: @escaping @Sendable (ChallengeDisposition) -> Void)
+    func session(
+        _ session: Session,
+        didReceive challenge: AuthenticationChallenge,
+        completion: @escaping @Sendable (ChallengeDisposition) -> Void
+    )
 }
 
 extension SessionDelegate {
-    public func session(_ session: Session, didReceive challenge: AuthenticationChallenge,
-                        completion: @escaping @Sendable (ChallengeDisposition) -> Void) {
+    public func session(
+        _ session: Session,
+        didReceive challenge: AuthenticationChallenge,
+        completion: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) {
         completion(.performDefaultHandling)
     }
 }

@@ -89,8 +89,10 @@ struct ConnectStateMachine {
             case (.startAttempt(let i, let x), .startAttempt(let j, let y)): return i == j && x == y
             case (.armAttemptTimer(let x), .armAttemptTimer(let y)): return x == y
             case (.closeAttempt(let x), .closeAttempt(let y)), (.startProxyExchange(let x), .startProxyExchange(let y)),
-                 (.startProxyTLS(let x), .startProxyTLS(let y)), (.evaluateProxyTrust(let x), .evaluateProxyTrust(let y)),
-                 (.startTLS(let x), .startTLS(let y)), (.evaluateTrust(let x), .evaluateTrust(let y)), (.succeed(let x), .succeed(let y)):
+                (.startProxyTLS(let x), .startProxyTLS(let y)),
+                (.evaluateProxyTrust(let x), .evaluateProxyTrust(let y)),
+                (.startTLS(let x), .startTLS(let y)), (.evaluateTrust(let x), .evaluateTrust(let y)),
+                (.succeed(let x), .succeed(let y)):
                 return x == y
             case (.fail(let x), .fail(let y)): return x.code == y.code && x.message == y.message
             default: return false
@@ -156,7 +158,15 @@ struct ConnectStateMachine {
         case .failure(let error):
             self.phase = .failed
             let prefix = self.viaProxy ? "the proxy: " : ""
-            return [.fail(HawserError(self.viaProxy ? .proxyError : .cannotResolveHost, prefix + error.description, underlying: error))]
+            return [
+                .fail(
+                    HawserError(
+                        self.viaProxy ? .proxyError : .cannotResolveHost,
+                        prefix + error.description,
+                        underlying: error
+                    )
+                )
+            ]
         }
     }
 
@@ -355,7 +365,9 @@ struct ConnectStateMachine {
     /// RFC 8305 §4: IPv6 first, then the families alternate; within a family the resolver's
     /// order (RFC 6724) is kept. Unix-domain addresses keep their order, after the others.
     static func happyEyeballsOrder(_ addresses: [SocketAddress]) -> [SocketAddress] {
-        var v6: [SocketAddress] = [], v4: [SocketAddress] = [], other: [SocketAddress] = []
+        var v6: [SocketAddress] = []
+        var v4: [SocketAddress] = []
+        var other: [SocketAddress] = []
         for a in addresses {
             switch a.storage {
             case .v6: if !v6.contains(a) { v6.append(a) }
@@ -376,6 +388,8 @@ struct ConnectStateMachine {
 
     /// The attempts as the task metrics report them.
     var reportedAttempts: [ConnectAttempt] {
-        self.attempts.map { ConnectAttempt(address: $0.address, start: $0.startedAt, end: $0.endedAt, outcome: $0.outcome) }
+        self.attempts.map {
+            ConnectAttempt(address: $0.address, start: $0.startedAt, end: $0.endedAt, outcome: $0.outcome)
+        }
     }
 }

@@ -1,11 +1,12 @@
+import HawserBase
+import HawserHTTP1
+import HawserProxy
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserBase
-import HawserHTTP1
-import HawserProxy
 
 /// Where a request goes on the wire: what the pool keys connections by.
 public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
@@ -44,7 +45,9 @@ extension HTTPClientRequest {
         guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
             throw HawserError(.invalidRequest, "URL has no host", url: self.url)
         }
-        if host.utf8.first == UInt8(ascii: "["), host.utf8.last == UInt8(ascii: "]") { host = String(host.dropFirst().dropLast()) }
+        if host.utf8.first == UInt8(ascii: "["), host.utf8.last == UInt8(ascii: "]") {
+            host = String(host.dropFirst().dropLast())
+        }
         let defaultPort = scheme == "https" ? 443 : 80
         let port = self.url.port ?? defaultPort
         guard (1...65535).contains(port) else {
@@ -57,7 +60,10 @@ extension HTTPClientRequest {
         let hostHeader = port == defaultPort ? hostForHeader : "\(hostForHeader):\(port)"
         // Most hosts are lower-case ASCII already; only the others pay for lowercased().
         let needsLowering = host.utf8.contains { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }
-        return (ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target, hostHeader)
+        return (
+            ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target,
+            hostHeader
+        )
     }
 }
 
@@ -65,19 +71,32 @@ extension HTTPClientRequest {
     /// `http+unix://%2Fvar%2Frun%2Fapp.sock/path` (AsyncHTTPClient's spelling): the socket path,
     /// percent-encoded, is the authority. The Host field says `localhost`, as curl's
     /// `--unix-socket` does for a local name.
-    private func unixWireInfo(scheme: String) throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
+    private func unixWireInfo(
+        scheme: String
+    ) throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
         guard let path = self.url.host(percentEncoded: false), !path.isEmpty else {
-            throw HawserError(.invalidRequest, "a \(scheme)+unix URL names the socket path, percent-encoded, as its host", url: self.url)
+            throw HawserError(
+                .invalidRequest,
+                "a \(scheme)+unix URL names the socket path, percent-encoded, as its host",
+                url: self.url
+            )
         }
         guard SocketAddress(unixPath: path) != nil else {
-            throw HawserError(.invalidRequest,
+            throw HawserError(
+                .invalidRequest,
                 "'\(path)' cannot be a Unix-domain socket path (empty, a NUL byte, or longer than \(SocketAddress.maximumUnixPathLength) bytes)",
-                url: self.url)
+                url: self.url
+            )
         }
         var target = self.url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let q = self.url.query(percentEncoded: true) { target += "?" + q }
-        let key = ConnectionKey(scheme: scheme, host: "localhost", port: scheme == "https" ? 443 : 80, unixSocketPath: path)
+        let key = ConnectionKey(
+            scheme: scheme,
+            host: "localhost",
+            port: scheme == "https" ? 443 : 80,
+            unixSocketPath: path
+        )
         return (key, target, "localhost")
     }
 }

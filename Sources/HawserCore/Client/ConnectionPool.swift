@@ -27,8 +27,10 @@ final class ConnectionPool: @unchecked Sendable {
     init(context: SessionContext) {
         self.loop = context.loop
         self.context = context
-        self.machine = Machine(maximumPerOrigin: context.configuration.maximumConnectionsPerHost,
-                               idleTimeout: SessionContext.nanos(context.configuration.idleConnectionTimeout))
+        self.machine = Machine(
+            maximumPerOrigin: context.configuration.maximumConnectionsPerHost,
+            idleTimeout: SessionContext.nanos(context.configuration.idleConnectionTimeout)
+        )
         self.actions.reserveCapacity(8)
         self.instrumentation = context.configuration.instrumentation
     }
@@ -48,8 +50,13 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     func snapshot() -> Snapshot {
-        Snapshot(openConnections: self.machine.connectionCount, idleConnections: self.machine.idleCount,
-                 waitingTasks: self.machine.waitingCount, runningTasks: self.tasks.count, connecting: self.machine.connectingCount)
+        Snapshot(
+            openConnections: self.machine.connectionCount,
+            idleConnections: self.machine.idleCount,
+            waitingTasks: self.machine.waitingCount,
+            runningTasks: self.tasks.count,
+            connecting: self.machine.connectingCount
+        )
     }
 
     // MARK: - Tasks
@@ -125,7 +132,8 @@ final class ConnectionPool: @unchecked Sendable {
         case .failRequest(let task, let error):
             task.failWaiting(error)
         case .armIdleTimer(let connection, let after):
-            self.idleTimers[ObjectIdentifier(connection)] = self.loop.scheduleInLoop(in: after) { [unowned(unsafe) self] in
+            self.idleTimers[ObjectIdentifier(connection)] = self.loop.scheduleInLoop(in: after) {
+                [unowned(unsafe) self] in
                 self.idleTimers.removeValue(forKey: ObjectIdentifier(connection))
                 self.machine.idleTimerFired(connection, now: self.loop.now, into: &self.actions)
                 self.run()
@@ -151,15 +159,24 @@ final class ConnectionPool: @unchecked Sendable {
                 return
             }
         }
-        let connector = Connector(key: key, loop: self.loop, timeoutSeconds: self.context.configuration.connectTimeout,
-                                  dnsOverride: self.context.configuration.dnsOverride, tlsContext: tls,
-                                  trustHook: tls == nil ? nil : { [unowned(unsafe) self] connector, chain, decide in
-                                      self.context.evaluateTrust(connector.key, chain, task: self.machine.firstWaiting(origin), decide)
-                                  },
-                                  proxyTLSContext: proxyTLS,
-                                  proxyTrustHook: httpsProxy.map { server in { [unowned(unsafe) self] _, chain, decide in
-                                      self.context.evaluateProxyTrust(server, chain, decide)
-                                  } }) { [unowned(unsafe) self] connector, result in
+        let connector = Connector(
+            key: key,
+            loop: self.loop,
+            timeoutSeconds: self.context.configuration.connectTimeout,
+            dnsOverride: self.context.configuration.dnsOverride,
+            tlsContext: tls,
+            trustHook: tls == nil
+                ? nil
+                : { [unowned(unsafe) self] connector, chain, decide in
+                    self.context.evaluateTrust(connector.key, chain, task: self.machine.firstWaiting(origin), decide)
+                },
+            proxyTLSContext: proxyTLS,
+            proxyTrustHook: httpsProxy.map { server in
+                { [unowned(unsafe) self] _, chain, decide in
+                    self.context.evaluateProxyTrust(server, chain, decide)
+                }
+            }
+        ) { [unowned(unsafe) self] connector, result in
             self.connectors.removeValue(forKey: ObjectIdentifier(connector))
             self.connectFinished(origin: origin, key: key, result: result)
         }
@@ -167,17 +184,31 @@ final class ConnectionPool: @unchecked Sendable {
         connector.start()
     }
 
-    private func connectFinished(origin: Machine.OriginID, key: ConnectionKey, result: Result<Connector.Established, HawserError>) {
+    private func connectFinished(
+        origin: Machine.OriginID,
+        key: ConnectionKey,
+        result: Result<Connector.Established, HawserError>
+    ) {
         switch result {
         case .success(let r):
-            let c = HTTP1Connection(fd: r.fd, remoteAddress: r.address, key: key, context: self.context, pool: self,
-                                    timings: r.timings, tls: r.tls)
+            let c = HTTP1Connection(
+                fd: r.fd,
+                remoteAddress: r.address,
+                key: key,
+                context: self.context,
+                pool: self,
+                timings: r.timings,
+                tls: r.tls
+            )
             do {
                 try self.loop.register(fd: r.fd, handler: c, readable: true, writable: false)
             } catch {
                 Posix.close(r.fd)
-                self.machine.connectFailed(origin: origin, error: HawserError(.ioError, "cannot register the connection: \(error)", underlying: error),
-                                           into: &self.actions)
+                self.machine.connectFailed(
+                    origin: origin,
+                    error: HawserError(.ioError, "cannot register the connection: \(error)", underlying: error),
+                    into: &self.actions
+                )
                 self.run()
                 return
             }

@@ -4,14 +4,14 @@
 // proxy's TLS, if any) and hands the origin's chain to the trust hook — and asks the machine
 // what to do after each of those. Loop-confined.
 import CHawser
-
-#if canImport(Glibc)
-import Glibc
-#endif
 import HawserBase
 import HawserPosix
 import HawserProxy
 import HawserTLS
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 final class Connector: EventLoopIOHandler {
     /// A connected (and for https, handshaken and trusted) socket.
@@ -45,8 +45,10 @@ final class Connector: EventLoopIOHandler {
     /// Decides whether the server's chain (leaf first, or why a certificate in it is unusable)
     /// is trusted for `key.host`; calls `decide` exactly once, with nil to accept or the error
     /// that refuses it. May answer later.
-    typealias TrustHook = (_ connector: Connector, _ chain: Result<[Certificate], CertificateError>,
-                           _ decide: @escaping (HawserError?) -> Void) -> Void
+    typealias TrustHook = (
+        _ connector: Connector, _ chain: Result<[Certificate], CertificateError>,
+        _ decide: @escaping (HawserError?) -> Void
+    ) -> Void
 
     /// One racing connect: its socket, registered for writability until it connects or fails.
     private final class AttemptSocket: EventLoopIOHandler {
@@ -108,10 +110,18 @@ final class Connector: EventLoopIOHandler {
     private var dialHost: String { self.key.proxy?.server.host ?? self.key.host }
     private var dialPort: Int { self.key.proxy?.server.port ?? self.key.port }
 
-    init(key: ConnectionKey, loop: EventLoop, timeoutSeconds: Double, dnsOverride: [String: [String]] = [:],
-         attemptDelay: UInt64 = ConnectStateMachine.defaultAttemptDelay, tlsContext: TLSContext? = nil,
-         trustHook: TrustHook? = nil, proxyTLSContext: TLSContext? = nil, proxyTrustHook: TrustHook? = nil,
-         completion: @escaping Completion) {
+    init(
+        key: ConnectionKey,
+        loop: EventLoop,
+        timeoutSeconds: Double,
+        dnsOverride: [String: [String]] = [:],
+        attemptDelay: UInt64 = ConnectStateMachine.defaultAttemptDelay,
+        tlsContext: TLSContext? = nil,
+        trustHook: TrustHook? = nil,
+        proxyTLSContext: TLSContext? = nil,
+        proxyTrustHook: TrustHook? = nil,
+        completion: @escaping Completion
+    ) {
         self.key = key
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
@@ -131,10 +141,17 @@ final class Connector: EventLoopIOHandler {
         }
         var proxyTLS = false
         if case .https? = key.proxy?.server.kind { proxyTLS = proxyTLSContext != nil }
-        let steps = ConnectStateMachine.Steps(proxyTLS: proxyTLS, proxyExchange: key.proxy.map { $0.mode != .forward } ?? false,
-                                              tls: tlsContext != nil)
-        self.machine = ConnectStateMachine(steps: steps, destination: destination, viaProxy: key.proxy != nil,
-                                           attemptDelay: attemptDelay)
+        let steps = ConnectStateMachine.Steps(
+            proxyTLS: proxyTLS,
+            proxyExchange: key.proxy.map { $0.mode != .forward } ?? false,
+            tls: tlsContext != nil
+        )
+        self.machine = ConnectStateMachine(
+            steps: steps,
+            destination: destination,
+            viaProxy: key.proxy != nil,
+            attemptDelay: attemptDelay
+        )
     }
 
     func start() {
@@ -143,8 +160,10 @@ final class Connector: EventLoopIOHandler {
             let via = self.key.proxy.map { " via \($0.server)" } ?? ""
             let tried = self.machine.attempts.map { "\($0.address)" }
             let attempts = tried.isEmpty ? "" : " (tried \(tried.joined(separator: ", ")))"
-            let error = HawserError(.connectTimeout,
-                                    "connecting to \(self.key.host):\(self.key.port)\(via) took longer than \(self.timeoutSeconds) s\(attempts)")
+            let error = HawserError(
+                .connectTimeout,
+                "connecting to \(self.key.host):\(self.key.port)\(via) took longer than \(self.timeoutSeconds) s\(attempts)"
+            )
             self.feed(self.machine.abort(error, now: self.loop.now))
         }
         let known: [SocketAddress]?
@@ -290,7 +309,13 @@ final class Connector: EventLoopIOHandler {
             return
         }
         if error != 0 {
-            self.feed(self.machine.attemptFailed(socket.id, reason: "\(IOError(errnoCode: error, function: "connect"))", now: self.loop.now))
+            self.feed(
+                self.machine.attemptFailed(
+                    socket.id,
+                    reason: "\(IOError(errnoCode: error, function: "connect"))",
+                    now: self.loop.now
+                )
+            )
             return
         }
         self.timings.connectEnd = self.loop.now
@@ -360,7 +385,9 @@ final class Connector: EventLoopIOHandler {
         do {
             try self.setInterest(read: true, write: false)
         } catch {
-            self.proxyFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)))
+            self.proxyFinished(
+                .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
+            )
             return
         }
         switch proxy.mode {
@@ -369,8 +396,11 @@ final class Connector: EventLoopIOHandler {
             return
         case .connectTunnel:
             do {
-                self.proxyOutbox = try HTTPConnectTunnel.requestHead(host: self.key.host, port: self.key.port,
-                                                                     credentials: proxy.server.credentials)
+                self.proxyOutbox = try HTTPConnectTunnel.requestHead(
+                    host: self.key.host,
+                    port: self.key.port,
+                    credentials: proxy.server.credentials
+                )
             } catch {
                 self.proxyFinished(.failure(error.hawserError))
                 return
@@ -379,7 +409,9 @@ final class Connector: EventLoopIOHandler {
         case .socks5(let remoteDNS):
             if let literal = SocketAddress(ipAddress: self.key.host, port: self.key.port) {
                 self.beginSOCKS(.address(literal), proxy)
-            } else if let override = try? self.overridden(self.key.host, port: self.key.port), let first = override.first {
+            } else if let override = try? self.overridden(self.key.host, port: self.key.port),
+                let first = override.first
+            {
                 // The override says where the origin is, wherever the proxy is.
                 self.beginSOCKS(.address(first), proxy)
             } else if remoteDNS {
@@ -410,7 +442,11 @@ final class Connector: EventLoopIOHandler {
 
     private func beginSOCKS(_ destination: SOCKS5Handshake.Destination, _ proxy: ProxyTarget) {
         do {
-            var handshake = try SOCKS5Handshake(destination: destination, port: self.key.port, credentials: proxy.server.credentials)
+            var handshake = try SOCKS5Handshake(
+                destination: destination,
+                port: self.key.port,
+                credentials: proxy.server.credentials
+            )
             self.proxyOutbox = handshake.start()
             self.proxyExchange = .socks(handshake)
         } catch {
@@ -437,9 +473,12 @@ final class Connector: EventLoopIOHandler {
             case .bytes(let n): return .bytes(n)
             case .wantWrite: return .wait(writable: true)
             case .wantRead: return .wait(writable: false)
-            case .closed: return .failed(HawserError(.proxyError, "the proxy \(self.proxyName) closed the TLS connection"))
+            case .closed:
+                return .failed(HawserError(.proxyError, "the proxy \(self.proxyName) closed the TLS connection"))
             case .failed(let message, _):
-                return .failed(HawserError(.proxyError, "writing to the proxy \(self.proxyName) over TLS failed: \(message)"))
+                return .failed(
+                    HawserError(.proxyError, "writing to the proxy \(self.proxyName) over TLS failed: \(message)")
+                )
             }
         }
         do {
@@ -448,7 +487,9 @@ final class Connector: EventLoopIOHandler {
             case .wouldBlock: return .wait(writable: true)
             }
         } catch {
-            return .failed(HawserError(.proxyError, "writing to the proxy \(self.proxyName) failed: \(error)", underlying: error))
+            return .failed(
+                HawserError(.proxyError, "writing to the proxy \(self.proxyName) failed: \(error)", underlying: error)
+            )
         }
     }
 
@@ -460,7 +501,9 @@ final class Connector: EventLoopIOHandler {
             case .wantWrite: return .wait(writable: true)
             case .closed: return .eof
             case .failed(let message, _):
-                return .failed(HawserError(.proxyError, "reading from the proxy \(self.proxyName) over TLS failed: \(message)"))
+                return .failed(
+                    HawserError(.proxyError, "reading from the proxy \(self.proxyName) over TLS failed: \(message)")
+                )
             }
         }
         do {
@@ -470,7 +513,9 @@ final class Connector: EventLoopIOHandler {
             case .wouldBlock: return .wait(writable: false)
             }
         } catch {
-            return .failed(HawserError(.proxyError, "reading from the proxy \(self.proxyName) failed: \(error)", underlying: error))
+            return .failed(
+                HawserError(.proxyError, "reading from the proxy \(self.proxyName) failed: \(error)", underlying: error)
+            )
         }
     }
 
@@ -483,7 +528,9 @@ final class Connector: EventLoopIOHandler {
                 self.loop.setInterest(fd: self.fd, readable: true, writable: writable)
                 return
             case .eof:
-                self.proxyFinished(.failure(HawserError(.proxyError, "the proxy \(self.proxyName) closed the connection")))
+                self.proxyFinished(
+                    .failure(HawserError(.proxyError, "the proxy \(self.proxyName) closed the connection"))
+                )
                 return
             case .failed(let error):
                 self.proxyFinished(.failure(error))
@@ -506,12 +553,17 @@ final class Connector: EventLoopIOHandler {
         let bytes: [UInt8]
         switch buffer.withUnsafeMutableBytes({ self.proxyReceive($0) }) {
         case .wait(let writable):
-            if writable || !self.proxyOutbox.isEmpty { self.loop.setInterest(fd: self.fd, readable: true, writable: true) }
+            if writable || !self.proxyOutbox.isEmpty {
+                self.loop.setInterest(fd: self.fd, readable: true, writable: true)
+            }
             return
         case .eof:
             switch exchange {
             case .connect(var reader): self.proxyFinished(.failure(reader.finish().hawserError))
-            case .socks: self.proxyFinished(.failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake")))
+            case .socks:
+                self.proxyFinished(
+                    .failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake"))
+                )
             }
             return
         case .bytes(let n): bytes = Array(buffer[0..<n])
@@ -549,7 +601,14 @@ final class Connector: EventLoopIOHandler {
             }
         }
         guard leftover.isEmpty else {
-            self.proxyFinished(.failure(HawserError(.proxyError, "the proxy sent \(leftover.count) bytes before the origin could have spoken")))
+            self.proxyFinished(
+                .failure(
+                    HawserError(
+                        .proxyError,
+                        "the proxy sent \(leftover.count) bytes before the origin could have spoken"
+                    )
+                )
+            )
             return
         }
         self.loop.setInterest(fd: self.fd, readable: false, writable: false)
@@ -564,14 +623,23 @@ final class Connector: EventLoopIOHandler {
         do {
             let host = proxy.server.host
             let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host.lowercased() : nil
-            self.proxyTLS = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: Self.proxyTLSOrigin(proxy.server))
+            self.proxyTLS = try TLSStream(
+                client: context,
+                fd: self.fd,
+                serverName: sni,
+                origin: Self.proxyTLSOrigin(proxy.server)
+            )
             try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
             self.feed(self.machine.proxyTLSFinished(.failure(HawserError(e))))
             return
         } catch {
-            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))))
+            self.feed(
+                self.machine.proxyTLSFinished(
+                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
+                )
+            )
             return
         }
         self.continueHandshake()
@@ -600,7 +668,11 @@ final class Connector: EventLoopIOHandler {
             self.feed(self.machine.handshakeFinished(.failure(HawserError(e))))
             return
         } catch {
-            self.feed(self.machine.handshakeFinished(.failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))))
+            self.feed(
+                self.machine.handshakeFinished(
+                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
+                )
+            )
             return
         }
         self.continueHandshake()
@@ -626,9 +698,16 @@ final class Connector: EventLoopIOHandler {
         case .failed(let message, let reasons):
             self.tlsContext?.removeSession(for: tls.origin)
             let code: HawserError.Code =
-                reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)) || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
+                reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED))
+                    || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
                 ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(self.machine.handshakeFinished(.failure(HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)"))))
+            self.feed(
+                self.machine.handshakeFinished(
+                    .failure(
+                        HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")
+                    )
+                )
+            )
         case .done:
             self.timings.secureConnectionEnd = self.loop.now
             self.timings.tlsResumed = tls.isResumed
@@ -650,8 +729,13 @@ final class Connector: EventLoopIOHandler {
             self.setHandshakeInterest(read: false, write: true)
         case .failed(let message, let reasons):
             self.proxyTLSContext?.removeSession(for: tls.origin)
-            let code: HawserError.Code = TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)"))))
+            let code: HawserError.Code =
+                TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
+            self.feed(
+                self.machine.proxyTLSFinished(
+                    .failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)"))
+                )
+            )
         case .done:
             self.setHandshakeInterest(read: false, write: false)
             let resumed = tls.isResumed

@@ -68,8 +68,15 @@ final class HTTP1Connection: EventLoopIOHandler {
     private var streamWritten: Int64 = 0
     private var bodyProgress: Int64 = 0
 
-    init(fd: Int32, remoteAddress: SocketAddress, key: ConnectionKey, context: SessionContext, pool: ConnectionPool,
-         timings: ConnectTimings, tls: TLSStream? = nil) {
+    init(
+        fd: Int32,
+        remoteAddress: SocketAddress,
+        key: ConnectionKey,
+        context: SessionContext,
+        pool: ConnectionPool,
+        timings: ConnectTimings,
+        tls: TLSStream? = nil
+    ) {
         self.fd = fd
         self.tls = tls
         self.remoteAddress = remoteAddress
@@ -167,7 +174,10 @@ final class HTTP1Connection: EventLoopIOHandler {
         }
         self.streamWritten += Int64(bytes.count)
         if let length = self.streamLength, self.streamWritten > length {
-            let e = HawserError(.invalidRequest, "the body stream wrote \(self.streamWritten) bytes, more than its declared length \(length)")
+            let e = HawserError(
+                .invalidRequest,
+                "the body stream wrote \(self.streamWritten) bytes, more than its declared length \(length)"
+            )
             completion(e)
             task.bodyStreamFailed(e)
             return
@@ -204,7 +214,12 @@ final class HTTP1Connection: EventLoopIOHandler {
         if let length = self.streamLength {
             // A body of known length was complete at its last byte (see writeBodyChunk).
             if self.streamWritten == length { return }
-            task.bodyStreamFailed(HawserError(.invalidRequest, "the body stream ended after \(self.streamWritten) of its declared \(length) bytes"))
+            task.bodyStreamFailed(
+                HawserError(
+                    .invalidRequest,
+                    "the body stream ended after \(self.streamWritten) of its declared \(length) bytes"
+                )
+            )
             return
         }
         var last: [UInt8] = []
@@ -323,7 +338,8 @@ final class HTTP1Connection: EventLoopIOHandler {
                 return
             case .failed(let message, let reasons):
                 self.releaseBuffer(b)
-                let code: HawserError.Code = TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
+                let code: HawserError.Code =
+                    TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
                 self.connectionFailed(HawserError(code, "TLS read from \(self.remoteAddress) failed: \(message)"))
                 return
             }
@@ -332,7 +348,13 @@ final class HTTP1Connection: EventLoopIOHandler {
                 result = try Posix.read(self.fd, space)
             } catch {
                 self.releaseBuffer(b)
-                self.connectionFailed(HawserError(.connectionLost, "reading from \(self.remoteAddress) failed: \(error)", underlying: error))
+                self.connectionFailed(
+                    HawserError(
+                        .connectionLost,
+                        "reading from \(self.remoteAddress) failed: \(error)",
+                        underlying: error
+                    )
+                )
                 return
             }
         }
@@ -421,7 +443,11 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     static func parseError(_ error: HTTP1ParseError, from address: SocketAddress) -> HawserError {
         if error.kind.isLimitExceeded {
-            return HawserError(.limitExceeded, "the response from \(address) exceeds a parser limit: \(error)", underlying: error)
+            return HawserError(
+                .limitExceeded,
+                "the response from \(address) exceeds a parser limit: \(error)",
+                underlying: error
+            )
         }
         return HawserError(.protocolError, "invalid response from \(address): \(error)", underlying: error)
     }
@@ -434,8 +460,12 @@ final class HTTP1Connection: EventLoopIOHandler {
             return
         }
         if !cleanTLSClose, self.tls != nil, self.parser.isReadingCloseDelimitedBody {
-            self.connectionFailed(HawserError(.connectionLost,
-                "\(self.remoteAddress) closed the TLS connection without close_notify during a close-delimited body: the response may be truncated"))
+            self.connectionFailed(
+                HawserError(
+                    .connectionLost,
+                    "\(self.remoteAddress) closed the TLS connection without close_notify during a close-delimited body: the response may be truncated"
+                )
+            )
             return
         }
         do {
@@ -446,9 +476,13 @@ final class HTTP1Connection: EventLoopIOHandler {
                 self.endResponse(task, action)
                 return
             }
-            self.connectionFailed(HawserError(.connectionLost, "\(self.remoteAddress) closed the connection before sending a response"))
+            self.connectionFailed(
+                HawserError(.connectionLost, "\(self.remoteAddress) closed the connection before sending a response")
+            )
         } catch {
-            self.connectionFailed(HawserError(.connectionLost, "\(self.remoteAddress) closed the connection: \(error)", underlying: error))
+            self.connectionFailed(
+                HawserError(.connectionLost, "\(self.remoteAddress) closed the connection: \(error)", underlying: error)
+            )
         }
     }
 
@@ -492,11 +526,17 @@ final class HTTP1Connection: EventLoopIOHandler {
             } catch {
                 if let tls = self.tls, let alert = tls.pendingAlert() {
                     // The peer said why before it went away (a refused client certificate…).
-                    let code: HawserError.Code = TLSStream.isClientCertificateRefusal(alert.reasons) ? .clientCertificateRequired : .secureConnectionFailed
-                    self.connectionFailed(HawserError(code, "\(self.remoteAddress) ended the TLS connection: \(alert.message)"))
+                    let code: HawserError.Code =
+                        TLSStream.isClientCertificateRefusal(alert.reasons)
+                        ? .clientCertificateRequired : .secureConnectionFailed
+                    self.connectionFailed(
+                        HawserError(code, "\(self.remoteAddress) ended the TLS connection: \(alert.message)")
+                    )
                     return
                 }
-                self.connectionFailed(HawserError(.connectionLost, "writing to \(self.remoteAddress) failed: \(error)", underlying: error))
+                self.connectionFailed(
+                    HawserError(.connectionLost, "writing to \(self.remoteAddress) failed: \(error)", underlying: error)
+                )
                 return
             }
             switch result {
@@ -536,7 +576,9 @@ final class HTTP1Connection: EventLoopIOHandler {
             let w = self.writes[0]
             if w.bytes.count == w.offset { return .processed(0) }
             let r = w.bytes.withUnsafeBytes { raw in
-                Result { () throws(IOError) in try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset...])) }
+                Result { () throws(IOError) in
+                    try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset...]))
+                }
             }
             return try r.get()
         }
@@ -555,8 +597,10 @@ final class HTTP1Connection: EventLoopIOHandler {
         let w = self.writes[i]
         let r = w.bytes.withUnsafeBytes { raw in
             Result { () throws(IOError) in
-                iov[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress.map { $0 + w.offset }),
-                               iov_len: raw.count - w.offset)
+                iov[i] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress.map { $0 + w.offset }),
+                    iov_len: raw.count - w.offset
+                )
                 return try self.gather(i + 1, n, &iov)
             }
         }

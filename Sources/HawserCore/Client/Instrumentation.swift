@@ -1,3 +1,7 @@
+import HawserBase
+import HawserHTTP1
+import HawserPosix
+
 // The hook tracing and metrics (HawserTracing, HawserMetrics, or an application's own) plug into.
 // It costs nothing when unused: the session keeps an optional, and a task without an observer
 // checks one nil per event. Nothing here depends on a package.
@@ -6,9 +10,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserBase
-import HawserHTTP1
-import HawserPosix
 
 /// Watches a session's requests: the hook tracing and metrics plug into
 /// (`SessionConfiguration.instrumentation`).
@@ -74,8 +75,14 @@ public struct ExchangeInfo: Sendable {
     public var reusedConnection: Bool
 
     /// Describes an exchange.
-    public init(reason: ExchangeReason, resendCount: Int, request: HTTPClientRequest, wireHead: [UInt8],
-                remoteAddress: SocketAddress?, reusedConnection: Bool) {
+    public init(
+        reason: ExchangeReason,
+        resendCount: Int,
+        request: HTTPClientRequest,
+        wireHead: [UInt8],
+        remoteAddress: SocketAddress?,
+        reusedConnection: Bool
+    ) {
         self.reason = reason
         self.resendCount = resendCount
         self.request = request
@@ -164,7 +171,8 @@ extension HTTPClientRequest {
     /// (scheme, host, port, path, query) as given.
     public var urlWithoutCredentials: String {
         guard self.url.user != nil || self.url.password != nil,
-              var components = URLComponents(url: self.url, resolvingAgainstBaseURL: false) else {
+            var components = URLComponents(url: self.url, resolvingAgainstBaseURL: false)
+        else {
             return self.url.absoluteString
         }
         components.user = nil

@@ -129,7 +129,8 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
     private mutating func connectIfNeeded(_ origin: OriginID, into actions: inout [Action]) {
         guard !self.isShutDown else { return }
         while self.origins[origin].waiting.count > self.origins[origin].connecting,
-              self.origins[origin].total < self.maximumPerOrigin {
+            self.origins[origin].total < self.maximumPerOrigin
+        {
             self.origins[origin].total += 1
             self.origins[origin].connecting += 1
             actions.append(.createConnection(origin, self.origins[origin].key))
@@ -146,7 +147,12 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
     /// Opening a connection for `origin` failed: the first waiter gets the error; the others get
     /// attempts of their own (unless `retryOthers` is false: the error would be the same, as for
     /// a TLS context that cannot be made).
-    mutating func connectFailed(origin: OriginID, error: HawserError, retryOthers: Bool = true, into actions: inout [Action]) {
+    mutating func connectFailed(
+        origin: OriginID,
+        error: HawserError,
+        retryOthers: Bool = true,
+        into actions: inout [Action]
+    ) {
         self.origins[origin].connecting -= 1
         self.origins[origin].total -= 1
         if let w = self.origins[origin].waiting.popFirst() {
@@ -169,7 +175,13 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
     }
 
     /// Gives a usable connection to the first waiter it suits, or parks it.
-    private mutating func hand(_ connection: Connection, origin: OriginID, fresh: Bool, now: UInt64, into actions: inout [Action]) {
+    private mutating func hand(
+        _ connection: Connection,
+        origin: OriginID,
+        fresh: Bool,
+        now: UInt64,
+        into actions: inout [Action]
+    ) {
         if self.isShutDown {
             self.forget(connection, origin: origin)
             actions.append(.closeConnection(connection))

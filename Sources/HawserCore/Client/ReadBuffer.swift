@@ -5,6 +5,7 @@
 import HawserHTTP1
 import HawserReachability
 import HawserTLS
+
 final class ReadBuffer {
     private(set) var storage: UnsafeMutableRawPointer
     private(set) var capacity: Int
@@ -47,7 +48,10 @@ final class ReadBuffer {
             self.readerIndex = 0
             self.writerIndex = unread
         }
-        return UnsafeMutableRawBufferPointer(start: self.storage + self.writerIndex, count: self.capacity - self.writerIndex)
+        return UnsafeMutableRawBufferPointer(
+            start: self.storage + self.writerIndex,
+            count: self.capacity - self.writerIndex
+        )
     }
 
     func didWrite(_ n: Int) { self.writerIndex += n }

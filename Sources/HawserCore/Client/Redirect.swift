@@ -1,3 +1,10 @@
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCookies
+import HawserHTTP1
+import HawserPosix
+
 // Following redirects (RFC 9110 §15.4), as a pure function of the request and the response,
 // so every rule is testable without a socket.
 #if canImport(FoundationEssentials)
@@ -5,12 +12,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserHTTP1
-import HawserAuth
-import HawserBase
-import HawserCache
-import HawserCookies
-import HawserPosix
 
 /// How a session follows redirects.
 public struct RedirectConfiguration: Sendable, Hashable {
@@ -30,26 +31,42 @@ enum Redirect {
     static let statuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// Fields that describe a request body: dropped with the body.
-    static let bodyFields = ["Content-Length", "Content-Type", "Transfer-Encoding", "Content-Encoding",
-                             "Content-Language", "Content-Location", "Expect"]
+    static let bodyFields = [
+        "Content-Length", "Content-Type", "Transfer-Encoding", "Content-Encoding",
+        "Content-Language", "Content-Location", "Expect",
+    ]
     /// Credentials that must not follow a request to another origin.
     static let credentialFields = ["Authorization", "Cookie", "Proxy-Authorization"]
 
     /// The request that follows `response` to `request`, nil when the response is not a redirect
     /// to follow, or an error when it is one that must not be followed. `redirectsSoFar` counts
     /// the redirects already followed by this task.
-    static func nextRequest(after request: HTTPClientRequest, response: HTTPResponseHead,
-                            redirectsSoFar: Int, configuration: RedirectConfiguration) -> Result<HTTPClientRequest, HawserError>? {
+    static func nextRequest(
+        after request: HTTPClientRequest,
+        response: HTTPResponseHead,
+        redirectsSoFar: Int,
+        configuration: RedirectConfiguration
+    ) -> Result<HTTPClientRequest, HawserError>? {
         guard configuration.followsRedirects, Self.statuses.contains(response.status),
-              let location = response.headers["Location"] else { return nil }
+            let location = response.headers["Location"]
+        else { return nil }
         if redirectsSoFar >= configuration.maximumRedirects {
-            return .failure(HawserError(.tooManyRedirects,
-                "more than \(configuration.maximumRedirects) redirects (the last one, \(response.status), to \(location))",
-                url: request.url))
+            return .failure(
+                HawserError(
+                    .tooManyRedirects,
+                    "more than \(configuration.maximumRedirects) redirects (the last one, \(response.status), to \(location))",
+                    url: request.url
+                )
+            )
         }
         guard let target = Self.resolve(location, against: request.url) else {
-            return .failure(HawserError(.redirectRefused, "the \(response.status) redirect's Location '\(location)' is not a valid URL",
-                                        url: request.url))
+            return .failure(
+                HawserError(
+                    .redirectRefused,
+                    "the \(response.status) redirect's Location '\(location)' is not a valid URL",
+                    url: request.url
+                )
+            )
         }
         if let refusal = Self.refusal(of: target, from: request, configuration: configuration, source: "the Location") {
             return .failure(refusal)
@@ -82,10 +99,19 @@ enum Redirect {
     /// credentials the redirected `request` carried (the same Authorization, Cookie or
     /// Proxy-Authorization value) do not go to another origin. A credential field the hook set
     /// to a new value is its own choice and stays.
-    static func checkRewrite(_ chosen: HTTPClientRequest, proposed: HTTPClientRequest, from request: HTTPClientRequest,
-                             configuration: RedirectConfiguration) -> Result<HTTPClientRequest, HawserError> {
+    static func checkRewrite(
+        _ chosen: HTTPClientRequest,
+        proposed: HTTPClientRequest,
+        from request: HTTPClientRequest,
+        configuration: RedirectConfiguration
+    ) -> Result<HTTPClientRequest, HawserError> {
         guard chosen.url != proposed.url else { return .success(chosen) }
-        if let refusal = Self.refusal(of: chosen.url, from: request, configuration: configuration, source: "the redirect hook") {
+        if let refusal = Self.refusal(
+            of: chosen.url,
+            from: request,
+            configuration: configuration,
+            source: "the redirect hook"
+        ) {
             return .failure(refusal)
         }
         var checked = chosen
@@ -100,18 +126,26 @@ enum Redirect {
 
     /// Why a redirect from `request` may not go to `target` (which `source` named), or nil: only
     /// http and https URLs with a host, and no https → http unless the configuration allows it.
-    private static func refusal(of target: URL, from request: HTTPClientRequest, configuration: RedirectConfiguration,
-                                source: String) -> HawserError? {
+    private static func refusal(
+        of target: URL,
+        from request: HTTPClientRequest,
+        configuration: RedirectConfiguration,
+        source: String
+    ) -> HawserError? {
         let scheme = target.scheme?.lowercased() ?? ""
         guard scheme == "http" || scheme == "https", target.host(percentEncoded: false)?.isEmpty == false else {
-            return HawserError(.redirectRefused,
+            return HawserError(
+                .redirectRefused,
                 "refusing a redirect to \(target.absoluteString) (from \(source)): only http and https URLs with a host are followed",
-                url: request.url)
+                url: request.url
+            )
         }
         if request.url.scheme?.lowercased() == "https", scheme == "http", !configuration.allowsInsecureDowngrade {
-            return HawserError(.redirectRefused,
+            return HawserError(
+                .redirectRefused,
                 "refusing to follow a redirect from https to http (\(target.absoluteString), from \(source)); set allowsInsecureDowngrade to allow it",
-                url: request.url)
+                url: request.url
+            )
         }
         return nil
     }
@@ -122,14 +156,16 @@ enum Redirect {
         let trimmed = location.trimmingASCIIWhitespace()
         guard !trimmed.isEmpty, let url = URL(string: trimmed, relativeTo: base)?.absoluteURL else { return nil }
         if url.fragment(percentEncoded: true) == nil, let f = base.fragment(percentEncoded: true),
-           let withFragment = URL(string: url.absoluteString + "#" + f) {
+            let withFragment = URL(string: url.absoluteString + "#" + f)
+        {
             return withFragment
         }
         return url
     }
 
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        let sa = a.scheme?.lowercased(), sb = b.scheme?.lowercased()
+        let sa = a.scheme?.lowercased()
+        let sb = b.scheme?.lowercased()
         return sa == sb
             && a.host(percentEncoded: false)?.lowercased() == b.host(percentEncoded: false)?.lowercased()
             && Self.port(a) == Self.port(b)

@@ -264,7 +264,8 @@ struct RequestStateMachine {
 
     /// The delegate gave the new body stream a redirect needs (nil: it has none).
     mutating func bodyStreamProvided(_ next: HTTPClientRequest?, missing: @autoclosure () -> HawserError) -> Action {
-        guard case .awaitBodyStream = self.after, self.lifecycle == .executing || self.lifecycle == .awaitingBodyStream else {
+        guard case .awaitBodyStream = self.after, self.lifecycle == .executing || self.lifecycle == .awaitingBodyStream
+        else {
             return .none
         }
         guard let next else { return self.fail(missing()) }

@@ -1,3 +1,11 @@
+import HawserAuth
+import HawserBase
+import HawserCache
+import HawserCoding
+import HawserHTTP1
+import HawserPosix
+import Synchronization
+
 // The IO shell around RequestStateMachine for one task: it feeds the machine what the connection
 // and the delegates report, and runs what the machine answers — on the connection (write, hold
 // or send the body, read or stop reading, abort), with the pool (queue, replay), and with the
@@ -8,13 +16,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HawserAuth
-import HawserBase
-import HawserCache
-import HawserCoding
-import HawserHTTP1
-import HawserPosix
-import Synchronization
 
 /// One request being executed by a ``Session``. Thread-safe handle; the task's working state
 /// is confined to the session's event loop.
@@ -82,8 +83,13 @@ public final class RequestTask: @unchecked Sendable {
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)
 
-    init(request: HTTPClientRequest, prepared: Session.Prepared, context: SessionContext, pool: ConnectionPool,
-         delegate: any ResponseDelegate) {
+    init(
+        request: HTTPClientRequest,
+        prepared: Session.Prepared,
+        context: SessionContext,
+        pool: ConnectionPool,
+        delegate: any ResponseDelegate
+    ) {
         self.request = request
         self.originalRequest = request
         self.prepared = prepared
@@ -149,11 +155,23 @@ public final class RequestTask: @unchecked Sendable {
         self.armTimer(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
         guard self.context.urlCache != nil else {
-            self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: false))
+            self.run(
+                self.machine.submit(
+                    plan: self.prepared.plan,
+                    expectsContinue: self.prepared.expectsContinue,
+                    servedFromCache: false
+                )
+            )
             return
         }
         self.consultCache { [self] served in
-            self.run(self.machine.submit(plan: self.prepared.plan, expectsContinue: self.prepared.expectsContinue, servedFromCache: served))
+            self.run(
+                self.machine.submit(
+                    plan: self.prepared.plan,
+                    expectsContinue: self.prepared.expectsContinue,
+                    servedFromCache: served
+                )
+            )
         }
     }
 
@@ -168,7 +186,8 @@ public final class RequestTask: @unchecked Sendable {
         case .writeRequest(let holdBody):
             guard let c = self.connection else { return }
             if holdBody {
-                self.continueTimer = self.eventLoop.scheduleInLoop(in: self.context.expectContinueNanos) { [unowned(unsafe) self] in
+                self.continueTimer = self.eventLoop.scheduleInLoop(in: self.context.expectContinueNanos) {
+                    [unowned(unsafe) self] in
                     self.continueTimer = nil
                     self.run(self.machine.continueTimerFired())
                 }
@@ -182,7 +201,7 @@ public final class RequestTask: @unchecked Sendable {
             self.cancelContinueTimer()
             self.connection?.dropHeldBody()
         case .forwardInterim:
-            break   // receivedInterim, which has the head, delivers it
+            break  // receivedInterim, which has the head, delivers it
         case .deliverHead(let dropHeld):
             if dropHeld { self.run(.dropHeldBody) }
             self.deliverHead()
@@ -205,7 +224,12 @@ public final class RequestTask: @unchecked Sendable {
         case .restart(let next, let countsAsRedirect):
             self.restart(with: next, countsAsRedirect: countsAsRedirect)
         case .retry:
-            self.detachConnection(HawserError(.cancelled, "the request is replayed on a new connection; this body stream is no longer read"))
+            self.detachConnection(
+                HawserError(
+                    .cancelled,
+                    "the request is replayed on a new connection; this body stream is no longer read"
+                )
+            )
             self.metrics.retryCount += 1
             if self.observer != nil { self.nextExchange = .retry }
             self.pool.request(self, fresh: true)
@@ -302,7 +326,8 @@ public final class RequestTask: @unchecked Sendable {
     /// does not implement: a protocol error that names the 101, never an empty success.
     private func switchingProtocolsError(_ head: HTTPResponseHead) -> HawserError {
         let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
-        let asked = self.request.headers.contains(name: "Upgrade")
+        let asked =
+            self.request.headers.contains(name: "Upgrade")
             ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
             : "the request asked for no upgrade"
         let from = self.metrics.remoteAddress.map { "\($0)" } ?? self.prepared.key.description
@@ -344,7 +369,13 @@ public final class RequestTask: @unchecked Sendable {
         }
         // The connection closed itself: forget it before the machine's answer runs.
         self.connection = nil
-        self.run(self.machine.connectionFailed(error.with(url: self.request.url), retryable: retryable, replayable: replayable))
+        self.run(
+            self.machine.connectionFailed(
+                error.with(url: self.request.url),
+                retryable: retryable,
+                replayable: replayable
+            )
+        )
     }
 
     // MARK: - Streamed request bodies
@@ -373,7 +404,8 @@ public final class RequestTask: @unchecked Sendable {
         self.fail(error)
     }
 
-    fileprivate func sinkWrite(_ sink: BodyStreamSink, _ bytes: [UInt8], _ completion: @escaping (HawserError?) -> Void) {
+    fileprivate func sinkWrite(_ sink: BodyStreamSink, _ bytes: [UInt8], _ completion: @escaping (HawserError?) -> Void)
+    {
         guard self.bodySink === sink, let c = self.connection else {
             completion(sink.endedError ?? HawserError(.cancelled, "the task is no longer running"))
             return
@@ -469,9 +501,16 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Tells the observer a head is going out on `connection`.
     private func exchangeStarting(_ observer: any RequestObserver, on connection: HTTP1Connection) {
-        observer.exchangeStarted(ExchangeInfo(reason: self.nextExchange, resendCount: self.exchangeCount, request: self.request,
-                                              wireHead: self.prepared.head, remoteAddress: self.metrics.remoteAddress,
-                                              reusedConnection: connection.isReused))
+        observer.exchangeStarted(
+            ExchangeInfo(
+                reason: self.nextExchange,
+                resendCount: self.exchangeCount,
+                request: self.request,
+                wireHead: self.prepared.head,
+                remoteAddress: self.metrics.remoteAddress,
+                reusedConnection: connection.isReused
+            )
+        )
         self.exchangeCount += 1
     }
 

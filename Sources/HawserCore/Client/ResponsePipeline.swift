@@ -12,8 +12,10 @@ extension RequestTask {
     /// Classifies a final head for the machine (and stores its cookies).
     func classify(_ head: HTTPResponseHead) -> RequestStateMachine.HeadKind {
         let configuration = self.context.configuration
-        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
-           head.headers.contains(name: "Set-Cookie") {
+        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
+            let jar = configuration.httpCookieStorage,
+            head.headers.contains(name: "Set-Cookie")
+        {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
         }
         self.decidingHead = head
@@ -33,8 +35,12 @@ extension RequestTask {
                 return .challenge
             }
         }
-        switch Redirect.nextRequest(after: self.request, response: head, redirectsSoFar: self.metrics.redirectCount,
-                                    configuration: configuration.redirects) {
+        switch Redirect.nextRequest(
+            after: self.request,
+            response: head,
+            redirectsSoFar: self.metrics.redirectCount,
+            configuration: configuration.redirects
+        ) {
         case nil: return .deliver
         case .failure(let error)?: return .failure(error)
         case .success(let next)?: return .redirect(proposed: next)
@@ -51,14 +57,19 @@ extension RequestTask {
         let context = self.context
         self.decoder = nil
         if context.automaticallyDecodesContent, self.request.method != .head,
-           head.status != 204, head.status != 304,
-           let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding) {
+            head.status != 204, head.status != 304,
+            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding)
+        {
             if head.status == 206 {
                 // A 206's body is a byte range of the coded representation: decoding it alone
                 // gives garbage or an error, and splicing it after decoded bytes corrupts a file.
-                self.fail(HawserError(.cannotDecodeContent,
-                                      "206 Partial Content with Content-Encoding '\(coding)': a byte range of a coded representation cannot be decoded; send the Range request with Accept-Encoding: identity (the session does when it adds Accept-Encoding itself)",
-                                      url: self.request.url))
+                self.fail(
+                    HawserError(
+                        .cannotDecodeContent,
+                        "206 Partial Content with Content-Encoding '\(coding)': a byte range of a coded representation cannot be decoded; send the Range request with Accept-Encoding: identity (the session does when it adds Accept-Encoding itself)",
+                        url: self.request.url
+                    )
+                )
                 return
             }
             do {
@@ -144,17 +155,22 @@ extension RequestTask {
         guard case .awaitBodyStream(let chosen) = self.machine.after else { return }
         let status = self.decidingHead?.status ?? 307
         let task = UnsafeTransfer(self)
-        self.delegate.task(self, needNewBodyStream: { body in
-            task.value.eventLoop.execute {
-                let me = task.value
-                var next = chosen
-                next.body = body
-                let missing = HawserError(.invalidRequest,
-                    "the \(status) redirect needs the request body again, but it was a stream and needNewBodyStream gave none",
-                    url: me.request.url)
-                me.run(me.machine.bodyStreamProvided(body == nil ? nil : next, missing: missing))
+        self.delegate.task(
+            self,
+            needNewBodyStream: { body in
+                task.value.eventLoop.execute {
+                    let me = task.value
+                    var next = chosen
+                    next.body = body
+                    let missing = HawserError(
+                        .invalidRequest,
+                        "the \(status) redirect needs the request body again, but it was a stream and needNewBodyStream gave none",
+                        url: me.request.url
+                    )
+                    me.run(me.machine.bodyStreamProvided(body == nil ? nil : next, missing: missing))
+                }
             }
-        })
+        )
     }
 
     // MARK: - 401 / 407
@@ -173,24 +189,37 @@ extension RequestTask {
 
     /// Records the attempt and plans the answer; nil when the response is to be delivered as it
     /// is (nothing to answer with, a streamed body, or too many failures).
-    private func planAuthentication(_ head: HTTPResponseHead, _ challenges: [HTTPAuthChallenge], isProxy: Bool) -> ChallengePlan? {
+    private func planAuthentication(
+        _ head: HTTPResponseHead,
+        _ challenges: [HTTPAuthChallenge],
+        isProxy: Bool
+    ) -> ChallengePlan? {
         let configuration = self.context.configuration
         let chosen = HTTPAuthChallenge.strongest(of: challenges)
         let field = isProxy ? "Proxy-Authorization" : "Authorization"
         let sentCredentials = self.request.headers.contains(name: field)
-        var attempts = (isProxy ? self.proxyAuthAttempts : self.serverAuthAttempts)
+        var attempts =
+            (isProxy ? self.proxyAuthAttempts : self.serverAuthAttempts)
             ?? AuthenticationAttempts(maximumFailures: configuration.maximumAuthenticationFailures)
         let decision = attempts.record(chosen, sentCredentials: sentCredentials)
         if isProxy { self.proxyAuthAttempts = attempts } else { self.serverAuthAttempts = attempts }
         guard decision == .retry, let challenge = chosen ?? challenges.first,
-              let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy) else { return nil }
+            let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy)
+        else { return nil }
         // A proxy's protection space is the proxy's, not the origin's.
         let key = self.prepared.key
-        let space = isProxy && key.proxy != nil
-            ? ProtectionSpace(host: key.proxy!.server.host, port: key.proxy!.server.port, urlScheme: .http,
-                              realm: challenge.realm, authenticationMethod: originSpace.authenticationMethod, isProxy: true)
+        let space =
+            isProxy && key.proxy != nil
+            ? ProtectionSpace(
+                host: key.proxy!.server.host,
+                port: key.proxy!.server.port,
+                urlScheme: .http,
+                realm: challenge.realm,
+                authenticationMethod: originSpace.authenticationMethod,
+                isProxy: true
+            )
             : originSpace
-        if case .stream? = self.request.body { return nil }   // cannot be sent again
+        if case .stream? = self.request.body { return nil }  // cannot be sent again
         var proposed: Credential? = nil
         if let store = configuration.urlCredentialStorage {
             let stored = store.credentials(for: space)
@@ -200,17 +229,34 @@ extension RequestTask {
             proposed = Credential(user: c.user, password: c.password, persistence: .none)
         }
         if proposed == nil, !isProxy, let user = self.request.url.user(percentEncoded: false) {
-            proposed = Credential(user: user, password: self.request.url.password(percentEncoded: false) ?? "", persistence: .none)
+            proposed = Credential(
+                user: user,
+                password: self.request.url.password(percentEncoded: false) ?? "",
+                persistence: .none
+            )
         }
         // A credential the server just refused is not proposed again.
-        if sentCredentials, attempts.failureCount > 0, attempts.staleRetries == 0 || chosen?[parameter: "stale"]?.lowercased() != "true" {
+        if sentCredentials, attempts.failureCount > 0,
+            attempts.staleRetries == 0 || chosen?[parameter: "stale"]?.lowercased() != "true"
+        {
             proposed = nil
         }
-        let authChallenge = AuthenticationChallenge(protectionSpace: space, httpChallenges: challenges,
-                                                    previousFailureCount: attempts.failureCount, failureResponse: head,
-                                                    proposedCredential: proposed)
-        return ChallengePlan(head: head, challenge: challenge, answerable: chosen != nil, space: space, isProxy: isProxy,
-                             proposed: proposed, authenticationChallenge: authChallenge)
+        let authChallenge = AuthenticationChallenge(
+            protectionSpace: space,
+            httpChallenges: challenges,
+            previousFailureCount: attempts.failureCount,
+            failureResponse: head,
+            proposedCredential: proposed
+        )
+        return ChallengePlan(
+            head: head,
+            challenge: challenge,
+            answerable: chosen != nil,
+            space: space,
+            isProxy: isProxy,
+            proposed: proposed,
+            authenticationChallenge: authChallenge
+        )
     }
 
     /// Asks the delegates about the planned challenge; reading waits for the answer.
@@ -233,8 +279,15 @@ extension RequestTask {
                         me.decide(.deliver)
                     }
                 case .cancelAuthenticationChallenge:
-                    me.decide(.fail(HawserError(.userCancelledAuthentication,
-                        "the \(plan.head.status) challenge from \(plan.space.host) was cancelled by its handler", url: me.request.url)))
+                    me.decide(
+                        .fail(
+                            HawserError(
+                                .userCancelledAuthentication,
+                                "the \(plan.head.status) challenge from \(plan.space.host) was cancelled by its handler",
+                                url: me.request.url
+                            )
+                        )
+                    )
                 case .rejectProtectionSpace, .useServerTrust, .refuseServerTrust:
                     me.decide(.deliver)
                 }
@@ -258,8 +311,14 @@ extension RequestTask {
                 case .bytes(let b)?: body = b
                 case .stream?: body = nil
                 }
-                value = try self.context.digestAuthenticator.authorization(responding: plan.challenge, in: plan.space, credential: credential,
-                                                                           method: self.request.method, target: target, body: body)
+                value = try self.context.digestAuthenticator.authorization(
+                    responding: plan.challenge,
+                    in: plan.space,
+                    credential: credential,
+                    method: self.request.method,
+                    target: target,
+                    body: body
+                )
             } else if plan.challenge.hasScheme("Basic") {
                 value = try BasicAuthentication.authorizationValue(for: credential)
             } else {
@@ -267,8 +326,16 @@ extension RequestTask {
                 return
             }
         } catch {
-            self.decide(.fail(HawserError(.userAuthenticationRequired,
-                "cannot answer the \(plan.challenge.scheme) challenge of \(plan.space.host): \(error)", url: self.request.url, underlying: error)))
+            self.decide(
+                .fail(
+                    HawserError(
+                        .userAuthenticationRequired,
+                        "cannot answer the \(plan.challenge.scheme) challenge of \(plan.space.host): \(error)",
+                        url: self.request.url,
+                        underlying: error
+                    )
+                )
+            )
             return
         }
         var again = self.request
@@ -285,7 +352,11 @@ extension RequestTask {
         self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
         let prepared: Session.Prepared
         do {
-            prepared = try Session.prepare(next, configuration: self.context.configuration, addedFields: self.observer?.headerFields)
+            prepared = try Session.prepare(
+                next,
+                configuration: self.context.configuration,
+                addedFields: self.observer?.headerFields
+            )
         } catch {
             self.run(self.machine.fail(error.with(url: next.url)))
             return

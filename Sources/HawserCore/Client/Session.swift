@@ -1,18 +1,19 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-import HawserHTTP1
-import Synchronization
 import HawserAuth
 import HawserBase
 import HawserCache
 import HawserCoding
 import HawserCookies
+import HawserHTTP1
 import HawserPosix
 import HawserProxy
 import HawserTLS
+import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 #if Logging
 import Logging
 #endif
@@ -31,22 +32,25 @@ public final class Session: Sendable {
     private let pool: ConnectionPool
     /// The configuration's instrumentation, read once here.
     private let instrumentation: (any RequestInstrumentation)?
-#if Logging
+    #if Logging
     /// The configuration's logger, read once here (nil: no log call on the request path).
     private let logger: Logger?
-#endif
+    #endif
 
     /// Creates a session on `eventLoop` (by default the next loop of `EventLoopGroup/shared`).
     ///
     /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
     /// answers the challenges a task's delegate leaves to default handling.
-    public init(configuration: SessionConfiguration = .default, eventLoop: EventLoop? = nil,
-                delegate: (any SessionDelegate)? = nil) {
+    public init(
+        configuration: SessionConfiguration = .default,
+        eventLoop: EventLoop? = nil,
+        delegate: (any SessionDelegate)? = nil
+    ) {
         self.configuration = configuration
         self.instrumentation = configuration.instrumentation
-#if Logging
+        #if Logging
         self.logger = configuration.logger
-#endif
+        #endif
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         self.eventLoop = loop
         let context = SessionContext(loop: loop, configuration: configuration, sessionDelegate: delegate)
@@ -66,7 +70,7 @@ public final class Session: Sendable {
         let body: @Sendable () -> Void = {
             transfer.value.0.shutdown()
             loop.removeShutdownHook(for: ObjectIdentifier(transfer.value.0))
-            _ = transfer.value.1   // the context outlives the pool's last use
+            _ = transfer.value.1  // the context outlives the pool's last use
         }
         if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
     }
@@ -77,14 +81,14 @@ public final class Session: Sendable {
     /// The delegate's completion is called exactly once, also for an invalid request.
     @discardableResult
     public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
-#if Logging
+        #if Logging
         return self.start(request, observer: self.observer(for: request, logger: self.logger), delegate: delegate)
-#else
+        #else
         return self.start(request, observer: self.instrumentation?.observe(request), delegate: delegate)
-#endif
+        #endif
     }
 
-#if Logging
+    #if Logging
     /// Starts `request` as ``execute(_:delegate:)`` does, logging it to `logger` instead of the
     /// configuration's logger (nil: not logged at all).
     @discardableResult
@@ -95,15 +99,24 @@ public final class Session: Sendable {
     /// Starts `request` as ``execute(_:completion:)`` does, logging it to `logger` instead of the
     /// configuration's logger (nil: not logged at all).
     @discardableResult
-    public func execute(_ request: HTTPClientRequest, logger: Logger?,
-                        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask {
-        let collector = BufferedResponseCollector(limit: self.configuration.maximumBufferedBodySize, completion: completion)
+    public func execute(
+        _ request: HTTPClientRequest,
+        logger: Logger?,
+        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void
+    ) -> RequestTask {
+        let collector = BufferedResponseCollector(
+            limit: self.configuration.maximumBufferedBodySize,
+            completion: completion
+        )
         return self.execute(request, logger: logger, delegate: collector)
     }
 
     /// Executes `request` as ``response(for:)`` does, logging it to `logger` instead of the
     /// configuration's logger (nil: not logged at all).
-    public func response(for request: HTTPClientRequest, logger: Logger?) async throws(HawserError) -> HTTPClientResponse {
+    public func response(
+        for request: HTTPClientRequest,
+        logger: Logger?
+    ) async throws(HawserError) -> HTTPClientResponse {
         try await self.response(for: request) { self.execute(request, logger: logger, completion: $0) }
     }
 
@@ -115,10 +128,14 @@ public final class Session: Sendable {
         guard let instrumented else { return logging }
         return FanOutObserver([logging, instrumented])
     }
-#endif
+    #endif
 
     /// Prepares and submits a task; `observer` watches it (nil: nothing does).
-    private func start(_ request: HTTPClientRequest, observer: (any RequestObserver)?, delegate: any ResponseDelegate) -> RequestTask {
+    private func start(
+        _ request: HTTPClientRequest,
+        observer: (any RequestObserver)?,
+        delegate: any ResponseDelegate
+    ) -> RequestTask {
         var failure: HawserError? = nil
         let prepared: Prepared
         // Read before the call: asked between loading the configuration and the call, the
@@ -128,13 +145,26 @@ public final class Session: Sendable {
             prepared = try Self.prepare(request, configuration: self.configuration, addedFields: addedFields)
         } catch {
             failure = error
-            prepared = Prepared(key: ConnectionKey(scheme: "http", host: "", port: 0), head: [], body: nil, expectsContinue: false)
+            prepared = Prepared(
+                key: ConnectionKey(scheme: "http", host: "", port: 0),
+                head: [],
+                body: nil,
+                expectsContinue: false
+            )
         }
-        let task = RequestTask(request: request, prepared: prepared, context: self.context, pool: self.pool, delegate: delegate)
+        let task = RequestTask(
+            request: request,
+            prepared: prepared,
+            context: self.context,
+            pool: self.pool,
+            delegate: delegate
+        )
         task.observer = observer
         if self.eventLoop.isShutDown {
             // The loop will never run this task: complete it here, on the caller's thread.
-            task.completeWithoutLoop(HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url))
+            task.completeWithoutLoop(
+                HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url)
+            )
         } else if let failure {
             self.onLoop { task.fail(failure.with(url: request.url)) }
         } else {
@@ -146,9 +176,14 @@ public final class Session: Sendable {
     /// Starts `request` and collects the whole response in memory (up to
     /// `maximumBufferedBodySize`). `completion` runs exactly once, on the event loop.
     @discardableResult
-    public func execute(_ request: HTTPClientRequest,
-                        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask {
-        let collector = BufferedResponseCollector(limit: self.configuration.maximumBufferedBodySize, completion: completion)
+    public func execute(
+        _ request: HTTPClientRequest,
+        completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void
+    ) -> RequestTask {
+        let collector = BufferedResponseCollector(
+            limit: self.configuration.maximumBufferedBodySize,
+            completion: completion
+        )
         return self.execute(request, delegate: collector)
     }
 
@@ -159,9 +194,12 @@ public final class Session: Sendable {
     }
 
     /// Runs what `start` starts (an `execute` with a completion) as an async call, cancellable.
-    private func response(for request: HTTPClientRequest,
-                          start: (@escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask)
-        async throws(HawserError) -> HTTPClientResponse {
+    private func response(
+        for request: HTTPClientRequest,
+        start: (@escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) -> RequestTask
+    )
+        async throws(HawserError) -> HTTPClientResponse
+    {
         let handle = Mutex<RequestTask?>(nil)
         let result: Result<HTTPClientResponse, HawserError> = await withTaskCancellationHandler {
             // Unsafe is sound: `execute` calls its completion exactly once on every path (what
@@ -196,8 +234,13 @@ public final class Session: Sendable {
         let pool = UnsafeTransfer(self.pool)
         let read: @Sendable () -> PoolStatistics = {
             let s = pool.value.snapshot()
-            return PoolStatistics(openConnections: s.openConnections, idleConnections: s.idleConnections,
-                                  waitingTasks: s.waitingTasks, runningTasks: s.runningTasks, connecting: s.connecting)
+            return PoolStatistics(
+                openConnections: s.openConnections,
+                idleConnections: s.idleConnections,
+                waitingTasks: s.waitingTasks,
+                runningTasks: s.runningTasks,
+                connecting: s.connecting
+            )
         }
         if self.eventLoop.inEventLoop { return read() }
         return (try? self.eventLoop.submitAndWait(read)) ?? PoolStatistics()
@@ -213,7 +256,10 @@ public final class Session: Sendable {
         case .bytes(let b):
             return .bytes(try GzipEncoder.compress(b))
         case .stream:
-            throw HawserError(.invalidRequest, "compressesBody works on byte bodies; compress a streamed body in its producer (GzipEncoder)")
+            throw HawserError(
+                .invalidRequest,
+                "compressesBody works on byte bodies; compress a streamed body in its producer (GzipEncoder)"
+            )
         }
     }
 
@@ -247,8 +293,11 @@ public final class Session: Sendable {
 
     /// What `request` becomes on the wire.
     /// `addedFields`: an observer's fields (`traceparent`), added unless the request sets them.
-    static func prepare(_ request: HTTPClientRequest, configuration: SessionConfiguration,
-                        addedFields: [(name: String, value: String)]? = nil) throws(HawserError) -> Prepared {
+    static func prepare(
+        _ request: HTTPClientRequest,
+        configuration: SessionConfiguration,
+        addedFields: [(name: String, value: String)]? = nil
+    ) throws(HawserError) -> Prepared {
         var info = try request.wireInfo()
         var body = request.body
         var extra: [(name: String, value: String)] = []
@@ -264,7 +313,12 @@ public final class Session: Sendable {
             target = try configuration.proxy.proxy(for: request.url)
         } catch {
             let origin = error.variable == nil ? "the proxy setting" : "the proxy from the environment"
-            throw HawserError(.proxyError, "cannot use \(origin): \(error.message)", url: request.url, underlying: error)
+            throw HawserError(
+                .proxyError,
+                "cannot use \(origin): \(error.message)",
+                url: request.url,
+                underlying: error
+            )
         }
         if let proxy = target {
             info.key.proxy = proxy
@@ -279,18 +333,30 @@ public final class Session: Sendable {
             }
         }
         let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
-        let head = try Self.encodeHead(request, body: body, expectsContinue: expects, extra: extra, target: info.target,
-                                       hostHeader: info.hostHeader, configuration: configuration)
+        let head = try Self.encodeHead(
+            request,
+            body: body,
+            expectsContinue: expects,
+            extra: extra,
+            target: info.target,
+            hostHeader: info.hostHeader,
+            configuration: configuration
+        )
         return Prepared(key: info.key, head: head, body: body, expectsContinue: expects)
     }
 
     /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
     /// caller's fields, then what the session adds when the caller did not set it. No
     /// `HTTPHeaders` is built on the way; every field is checked as ``HTTP1Encoder`` checks them.
-    private static func encodeHead(_ request: HTTPClientRequest, body: RequestBody?, expectsContinue: Bool,
-                                   extra: [(name: String, value: String)],
-                                   target: String, hostHeader: String,
-                                   configuration: SessionConfiguration) throws(HawserError) -> [UInt8] {
+    private static func encodeHead(
+        _ request: HTTPClientRequest,
+        body: RequestBody?,
+        expectsContinue: Bool,
+        extra: [(name: String, value: String)],
+        target: String,
+        hostHeader: String,
+        configuration: SessionConfiguration
+    ) throws(HawserError) -> [UInt8] {
         let headers = request.headers
         var out: [UInt8] = []
         out.reserveCapacity(256)
@@ -308,8 +374,10 @@ public final class Session: Sendable {
             for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
                 try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
             }
-            if request.shouldHandleCookies ?? configuration.httpShouldSetCookies, let jar = configuration.httpCookieStorage,
-               !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url) {
+            if request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
+                let jar = configuration.httpCookieStorage,
+                !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url)
+            {
                 try HTTP1Encoder.writeField(name: "Cookie", value: cookies, into: &out)
             }
             if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
@@ -335,7 +403,12 @@ public final class Session: Sendable {
             }
             HTTP1Encoder.writeEndOfHead(into: &out)
         } catch {
-            throw HawserError(.invalidRequest, "cannot encode the request: \(error)", url: request.url, underlying: error)
+            throw HawserError(
+                .invalidRequest,
+                "cannot encode the request: \(error)",
+                url: request.url,
+                underlying: error
+            )
         }
         return out
     }
@@ -376,7 +449,12 @@ final class BufferedResponseCollector: ResponseDelegate, @unchecked Sendable {
 
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         if self.body.count + bytes.count > self.limit {
-            task.fail(HawserError(.limitExceeded, "the response body is larger than maximumBufferedBodySize (\(self.limit) bytes)"))
+            task.fail(
+                HawserError(
+                    .limitExceeded,
+                    "the response body is larger than maximumBufferedBodySize (\(self.limit) bytes)"
+                )
+            )
             return
         }
         self.body.append(contentsOf: bytes)
@@ -386,7 +464,9 @@ final class BufferedResponseCollector: ResponseDelegate, @unchecked Sendable {
         switch result {
         case .success:
             guard let head = self.head else {
-                self.completion(.failure(HawserError(.protocolError, "the response ended without a head", url: task.request.url)))
+                self.completion(
+                    .failure(HawserError(.protocolError, "the response ended without a head", url: task.request.url))
+                )
                 return
             }
             self.completion(.success(HTTPClientResponse(head: head, body: self.body, metrics: metrics)))

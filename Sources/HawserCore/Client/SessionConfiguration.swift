@@ -1,12 +1,13 @@
-import HawserHTTP1
 import CHawser
 import HawserAuth
 import HawserBase
 import HawserCache
 import HawserCoding
 import HawserCookies
+import HawserHTTP1
 import HawserProxy
 import HawserTLS
+
 #if Logging
 import Logging
 #endif
@@ -93,14 +94,14 @@ public struct SessionConfiguration: Sendable {
     /// `TracingInstrumentation`, `HawserMetrics`' `MetricsInstrumentation`; several at once with
     /// ``CombinedInstrumentation``). nil (the default): requests are not watched, at no cost.
     public var instrumentation: (any RequestInstrumentation)? = nil
-#if Logging
+    #if Logging
     /// Where the session logs its requests (swift-log; trait "Logging", on by default): one
     /// `debug` line per request when it ends, each head as sent and as received at `trace`
     /// (`Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` values redacted).
     /// A request given its own logger (`Session.execute(_:logger:delegate:)`) logs there instead.
     /// nil (the default): nothing is logged and no log call is made.
     public var logger: Logger? = nil
-#endif
+    #endif
 
     /// Creates the defaults documented on each property.
     public init() {}

@@ -55,15 +55,20 @@ final class SessionContext: @unchecked Sendable {
     /// The TLS context for https origins, made once per session.
     func clientTLSContext() -> Result<TLSContext, HawserError> {
         if let c = self.tlsContext { return c }
-        let made = Result { () throws(TLSError) in try TLSContext(client: self.configuration.tls) }.mapError { HawserError($0) }
+        let made = Result { () throws(TLSError) in try TLSContext(client: self.configuration.tls) }.mapError {
+            HawserError($0)
+        }
         self.tlsContext = made
         return made
     }
 
     /// A challenge for `task`: its delegate first; if that performs default handling, the
     /// session's delegate; `answer` gets what the last one in line said.
-    func askChallenge(_ challenge: AuthenticationChallenge, for task: RequestTask,
-                      _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) {
+    func askChallenge(
+        _ challenge: AuthenticationChallenge,
+        for task: RequestTask,
+        _ answer: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) {
         let askSession = self.sessionAsker(challenge, answer)
         task.delegate.task(task, didReceive: challenge) { disposition in
             guard case .performDefaultHandling = disposition else {
@@ -75,8 +80,10 @@ final class SessionContext: @unchecked Sendable {
     }
 
     /// Asks the session's delegate (on the loop), or answers default handling when there is none.
-    private func sessionAsker(_ challenge: AuthenticationChallenge,
-                              _ answer: @escaping @Sendable (ChallengeDisposition) -> Void) -> @Sendable () -> Void {
+    private func sessionAsker(
+        _ challenge: AuthenticationChallenge,
+        _ answer: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) -> @Sendable () -> Void {
         let loop = self.loop
         let context = UnsafeTransfer(self)
         return {
@@ -97,15 +104,23 @@ final class SessionContext: @unchecked Sendable {
     /// `proxyTrustEvaluator` (a `DefaultTrustEvaluator` when nil) for the proxy's host name.
     /// Delegates are not asked: their server-trust challenges are about origins. `decide` runs
     /// at once, on the loop.
-    func evaluateProxyTrust(_ proxy: ProxyServer, _ chain: Result<[Certificate], CertificateError>,
-                            _ decide: (HawserError?) -> Void) {
+    func evaluateProxyTrust(
+        _ proxy: ProxyServer,
+        _ chain: Result<[Certificate], CertificateError>,
+        _ decide: (HawserError?) -> Void
+    ) {
         let certificates: [Certificate]
         switch chain {
         case .success(let list):
             certificates = list
         case .failure(let error):
-            decide(HawserError(.secureConnectionFailed, "the proxy \(proxy) sent a certificate that cannot be parsed: \(error)",
-                               underlying: error))
+            decide(
+                HawserError(
+                    .secureConnectionFailed,
+                    "the proxy \(proxy) sent a certificate that cannot be parsed: \(error)",
+                    underlying: error
+                )
+            )
             return
         }
         if certificates.isEmpty {
@@ -117,8 +132,11 @@ final class SessionContext: @unchecked Sendable {
             try evaluator.evaluate(ServerTrust(host: proxy.host, certificates: certificates), forHost: proxy.host)
             decide(nil)
         } catch {
-            var e = HawserError(.serverCertificateUntrusted, "the certificate of the proxy \(proxy) is not trusted: \(error.message)",
-                                underlying: error)
+            var e = HawserError(
+                .serverCertificateUntrusted,
+                "the certificate of the proxy \(proxy) is not trusted: \(error.message)",
+                underlying: error
+            )
             e.peerCertificates = certificates
             decide(e)
         }
@@ -127,14 +145,24 @@ final class SessionContext: @unchecked Sendable {
     /// Decides about a server's chain after a handshake: `task`'s delegate first (the task first
     /// in line for the origin the connection is opened for), then the session's delegate, then
     /// the configuration's evaluator. `decide` runs on the loop, exactly once.
-    func evaluateTrust(_ key: ConnectionKey, _ chain: Result<[Certificate], CertificateError>, task: RequestTask?,
-                       _ decide: @escaping (HawserError?) -> Void) {
+    func evaluateTrust(
+        _ key: ConnectionKey,
+        _ chain: Result<[Certificate], CertificateError>,
+        task: RequestTask?,
+        _ decide: @escaping (HawserError?) -> Void
+    ) {
         let certificates: [Certificate]
         switch chain {
         case .success(let list):
             certificates = list
         case .failure(let error):
-            decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent a certificate that cannot be parsed: \(error)", underlying: error))
+            decide(
+                HawserError(
+                    .secureConnectionFailed,
+                    "\(key.host):\(key.port) sent a certificate that cannot be parsed: \(error)",
+                    underlying: error
+                )
+            )
             return
         }
         if certificates.isEmpty {
@@ -144,8 +172,11 @@ final class SessionContext: @unchecked Sendable {
         let trust = ServerTrust(host: key.host, certificates: certificates)
         let evaluator = self.configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()
         let untrusted = { @Sendable (failure: TrustFailure) -> HawserError in
-            var e = HawserError(.serverCertificateUntrusted,
-                                "the certificate of \(key.host):\(key.port) is not trusted: \(failure.message)", underlying: failure)
+            var e = HawserError(
+                .serverCertificateUntrusted,
+                "the certificate of \(key.host):\(key.port) is not trusted: \(failure.message)",
+                underlying: failure
+            )
             e.peerCertificates = certificates
             return e
         }
@@ -174,7 +205,13 @@ final class SessionContext: @unchecked Sendable {
             }
             if loop.inEventLoop { decideOnLoop.value(result) } else { loop.execute { decideOnLoop.value(result) } }
         }
-        let space = ProtectionSpace(host: key.host, port: key.port, urlScheme: .https, realm: nil, authenticationMethod: .serverTrust)
+        let space = ProtectionSpace(
+            host: key.host,
+            port: key.port,
+            urlScheme: .https,
+            realm: nil,
+            authenticationMethod: .serverTrust
+        )
         let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: trust)
         if let task {
             self.askChallenge(challenge, for: task, answer)

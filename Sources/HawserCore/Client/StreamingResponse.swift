@@ -314,7 +314,8 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
             var now: UInt64 = 0
             if s.bodyWaiter != nil {
                 now = TaskMetrics.now()
-                wakeNow = s.bufferedBytes + bytes.count >= ResponseBodyStream.wakeBatchBytes
+                wakeNow =
+                    s.bufferedBytes + bytes.count >= ResponseBodyStream.wakeBatchBytes
                     || now &- s.lastWake > ResponseBodyStream.coalescingInterval
             }
             Self.append(bytes, to: &s, gathering: !wakeNow)
@@ -363,7 +364,8 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     /// Everything buffered, for the waiting consumer (under the lock).
-    private static func handOver(_ s: inout State, now: UInt64) -> (UnsafeContinuation<BatchResult, Never>, [[UInt8]])? {
+    private static func handOver(_ s: inout State, now: UInt64) -> (UnsafeContinuation<BatchResult, Never>, [[UInt8]])?
+    {
         guard let w = s.bodyWaiter, !s.chunks.isEmpty else { return nil }
         s.bodyWaiter = nil
         var batch: [[UInt8]] = []
@@ -401,7 +403,9 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
                 case .failure(let e):
                     s.headResult = .failure(e)
                 case .success:
-                    s.headResult = .failure(HawserError(.protocolError, "the response ended without a head", url: task.request.url))
+                    s.headResult = .failure(
+                        HawserError(.protocolError, "the response ended without a head", url: task.request.url)
+                    )
                 }
                 headWaiter = s.headWaiter
                 s.headWaiter = nil
@@ -427,7 +431,9 @@ extension Session {
     /// Throws what failed before the head (resolution, connection, TLS, timeouts, redirects…).
     /// Cancelling the calling Swift task before the head cancels the request; afterwards, cancel
     /// the task iterating the body, or drop the body.
-    public func streamingResponse(for request: HTTPClientRequest) async throws(HawserError) -> HTTPClientStreamingResponse {
+    public func streamingResponse(
+        for request: HTTPClientRequest
+    ) async throws(HawserError) -> HTTPClientStreamingResponse {
         let delegate = StreamingResponseDelegate()
         let result = await withTaskCancellationHandler {
             let task = self.execute(request, delegate: delegate)
