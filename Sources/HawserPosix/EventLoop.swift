@@ -86,16 +86,50 @@ public final class EventLoop: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
 
     // Loop-confined state.
+    // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
+    // time; in release builds the hottest of them opt out with `@exclusivity(unchecked)` (the
+    // checks cost about an eighth of a keep-alive request's instructions:
+    // Benchmarks/results/2026-11-27-engine-regression/). Debug builds, where the tests run, keep
+    // every check. Nothing here can overlap: the state machines return actions that are
+    // performed after the mutation that produced them has returned.
+    #if DEBUG
     private var localTasks: [LoopWork] = []
+    #else
+    @exclusivity(unchecked) private var localTasks: [LoopWork] = []
+    #endif
     /// The batch being run, swapped with `localTasks` so neither array is reallocated per round.
+    #if DEBUG
     private var runningTasks: [LoopWork] = []
+    #else
+    @exclusivity(unchecked) private var runningTasks: [LoopWork] = []
+    #endif
     /// The batch taken from `pending`, swapped in under its lock (loop thread only).
+    #if DEBUG
     private var drainedTasks: [LoopWork] = []
+    #else
+    @exclusivity(unchecked) private var drainedTasks: [LoopWork] = []
+    #endif
+    #if DEBUG
     private var timers = TimerHeap()
+    #else
+    @exclusivity(unchecked) private var timers = TimerHeap()
+    #endif
+    #if DEBUG
     private var handlers: [Registration?] = []
+    #else
+    @exclusivity(unchecked) private var handlers: [Registration?] = []
+    #endif
     private var generation: UInt32 = 0
+    #if DEBUG
     private var eventsBuffer = [UInt32](repeating: 0, count: 256)
+    #else
+    @exclusivity(unchecked) private var eventsBuffer = [UInt32](repeating: 0, count: 256)
+    #endif
+    #if DEBUG
     private var dataBuffer = [UInt64](repeating: 0, count: 256)
+    #else
+    @exclusivity(unchecked) private var dataBuffer = [UInt64](repeating: 0, count: 256)
+    #endif
     private var shutdownHooks: [ObjectIdentifier: () -> Void] = [:]
     private let finished = Mutex<Bool>(false)
     private let finishedCondition = ConditionVariable()
@@ -112,7 +146,11 @@ public final class EventLoop: @unchecked Sendable {
     private let manualClock: ManualClock?
     /// The time at the start of this turn of the loop (libuv's `uv_now`): what ``now`` returns
     /// on the loop, so a turn reads the clock once however many requests it serves.
+    #if DEBUG
     private var turnStart: UInt64 = 0
+    #else
+    @exclusivity(unchecked) private var turnStart: UInt64 = 0
+    #endif
 
     /// Creates a loop and starts its thread. With a `clock`, time on this loop is virtual: its
     /// timers fire only when ``advanceTime(by:)`` moves the clock past their deadline.

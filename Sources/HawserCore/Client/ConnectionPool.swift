@@ -10,18 +10,46 @@ final class ConnectionPool: @unchecked Sendable {
 
     let loop: EventLoop
     unowned(unsafe) let context: SessionContext
+    // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
+    // time; in release builds the hottest of them opt out with `@exclusivity(unchecked)` (the
+    // checks cost about an eighth of a keep-alive request's instructions:
+    // Benchmarks/results/2026-11-27-engine-regression/). Debug builds, where the tests run, keep
+    // every check. Nothing here can overlap: the state machines return actions that are
+    // performed after the mutation that produced them has returned.
+    #if DEBUG
     private var machine: Machine
+    #else
+    @exclusivity(unchecked) private var machine: Machine
+    #endif
     /// The machine's actions, reused from event to event (no allocation per request), and
     /// whether they are being run (events reported meanwhile queue their actions behind).
+    #if DEBUG
     private var actions: [Machine.Action] = []
+    #else
+    @exclusivity(unchecked) private var actions: [Machine.Action] = []
+    #endif
+    #if DEBUG
     private var running = false
+    #else
+    @exclusivity(unchecked) private var running = false
+    #endif
     private var connectors: [ObjectIdentifier: Connector] = [:]
     /// Every live task, so that shutdown can fail each one, wherever it is.
+    #if DEBUG
     private var tasks: [ObjectIdentifier: RequestTask] = [:]
+    #else
+    @exclusivity(unchecked) private var tasks: [ObjectIdentifier: RequestTask] = [:]
+    #endif
     /// Idle timers by connection (one long-lived timer each, re-armed lazily by the machine).
+    #if DEBUG
     private var idleTimers: [ObjectIdentifier: Scheduled] = [:]
+    #else
+    @exclusivity(unchecked) private var idleTimers: [ObjectIdentifier: Scheduled] = [:]
+    #endif
     /// Told when the connection counts change (nil: no one is, and nothing is counted).
     private let instrumentation: (any RequestInstrumentation)?
+    /// `instrumentation != nil`, as a flag the pool's loop reads without copying an existential.
+    private let reportsCounts: Bool
     private var reportedCounts = PoolCounts(open: 0, idle: 0)
 
     init(context: SessionContext) {
@@ -33,6 +61,7 @@ final class ConnectionPool: @unchecked Sendable {
         )
         self.actions.reserveCapacity(8)
         self.instrumentation = context.configuration.instrumentation
+        self.reportsCounts = self.instrumentation != nil
     }
 
     var isShutDown: Bool { self.machine.isShutDown }
@@ -109,7 +138,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
         self.actions.removeAll(keepingCapacity: true)
         self.running = false
-        if let instrumentation = self.instrumentation { self.reportCounts(to: instrumentation) }
+        if self.reportsCounts, let instrumentation = self.instrumentation { self.reportCounts(to: instrumentation) }
     }
 
     /// Tells `instrumentation` the open and idle counts if they changed since it last heard.

@@ -47,21 +47,67 @@ final class HTTP1Connection: EventLoopIOHandler {
     let connectTimings: ConnectTimings
     private let readChunkSize: Int
 
+    // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
+    // time; in release builds the hottest of them opt out with `@exclusivity(unchecked)` (the
+    // checks cost about an eighth of a keep-alive request's instructions:
+    // Benchmarks/results/2026-11-27-engine-regression/). Debug builds, where the tests run, keep
+    // every check. Nothing here can overlap: the state machines return actions that are
+    // performed after the mutation that produced them has returned.
+    #if DEBUG
     private var machine = HTTP1ConnectionStateMachine()
+    #else
+    @exclusivity(unchecked) private var machine = HTTP1ConnectionStateMachine()
+    #endif
+    #if DEBUG
     private var parser: HTTP1ResponseParser
+    #else
+    @exclusivity(unchecked) private var parser: HTTP1ResponseParser
+    #endif
     /// This connection's unparsed bytes between reads: usually empty; at most a partial head or
     /// chunk-size line, or what arrived while reading was paused. Reads go into the session's one
     /// shared buffer (see `acquireBuffer`), so an idle connection holds no buffer at all.
+    #if DEBUG
     private var stash: [UInt8] = []
+    #else
+    @exclusivity(unchecked) private var stash: [UInt8] = []
+    #endif
     /// The task whose exchange is on this connection.
+    #if DEBUG
     private(set) var task: RequestTask?
+    #else
+    @exclusivity(unchecked) private(set) var task: RequestTask?
+    #endif
+    #if DEBUG
     private var writes: [PendingWrite] = []
+    #else
+    @exclusivity(unchecked) private var writes: [PendingWrite] = []
+    #endif
+    #if DEBUG
     private var writingInterest = false
+    #else
+    @exclusivity(unchecked) private var writingInterest = false
+    #endif
+    #if DEBUG
     private var readingInterest = true
+    #else
+    @exclusivity(unchecked) private var readingInterest = true
+    #endif
+    #if DEBUG
     private(set) var isClosed = false
+    #else
+    @exclusivity(unchecked) private(set) var isClosed = false
+    #endif
+    #if DEBUG
     private var trailers: HTTPHeaders?
+    #else
+    @exclusivity(unchecked) private var trailers: HTTPHeaders?
+    #endif
     /// The request body held back for 100 Continue.
+    #if DEBUG
     private var heldBody: RequestBody?
+    #else
+    @exclusivity(unchecked) private var heldBody: RequestBody?
+    #endif
     /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
     private var streamLength: Int64?
     private var streamChunked = false

@@ -163,15 +163,16 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
 
     /// A connection finished a response and can be reused.
     mutating func released(_ connection: Connection, now: UInt64, into actions: inout [Action]) {
-        let id = ObjectIdentifier(connection)
-        guard let record = self.records[id] else { return }
-        self.records[id]!.fresh = false
+        // One hash per lookup: the record is reached through its index from here on.
+        guard let index = self.records.index(forKey: ObjectIdentifier(connection)) else { return }
+        self.records.values[index].fresh = false
+        let origin = self.records.values[index].origin
         if self.isShutDown {
-            self.forget(connection, origin: record.origin)
+            self.forget(connection, origin: origin)
             actions.append(.closeConnection(connection))
             return
         }
-        self.hand(connection, origin: record.origin, fresh: false, now: now, into: &actions)
+        self.hand(connection, origin: origin, fresh: false, now: now, into: &actions)
     }
 
     /// Gives a usable connection to the first waiter it suits, or parks it.
@@ -199,10 +200,10 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
             return
         }
         self.origins[origin].idle.append(connection)
-        let id = ObjectIdentifier(connection)
-        self.records[id]!.idleSince = now
-        if !self.records[id]!.timerArmed {
-            self.records[id]!.timerArmed = true
+        let index = self.records.index(forKey: ObjectIdentifier(connection))!
+        self.records.values[index].idleSince = now
+        if !self.records.values[index].timerArmed {
+            self.records.values[index].timerArmed = true
             actions.append(.armIdleTimer(connection, after: self.idleTimeout))
         }
     }

@@ -32,10 +32,28 @@ public final class RequestTask: @unchecked Sendable {
     unowned(unsafe) let pool: ConnectionPool
 
     // Loop-confined state.
+    // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
+    // time; in release builds the hottest of them opt out with `@exclusivity(unchecked)` (the
+    // checks cost about an eighth of a keep-alive request's instructions:
+    // Benchmarks/results/2026-11-27-engine-regression/). Debug builds, where the tests run, keep
+    // every check. Nothing here can overlap: the state machines return actions that are
+    // performed after the mutation that produced them has returned.
+    #if DEBUG
     var machine = RequestStateMachine()
+    #else
+    @exclusivity(unchecked) var machine = RequestStateMachine()
+    #endif
     /// The connection the current exchange runs on.
+    #if DEBUG
     private var connection: HTTP1Connection?
+    #else
+    @exclusivity(unchecked) private var connection: HTTP1Connection?
+    #endif
+    #if DEBUG
     var metrics = TaskMetrics()
+    #else
+    @exclusivity(unchecked) var metrics = TaskMetrics()
+    #endif
     /// The current request as it goes on the wire (Session.prepare).
     var prepared: Session.Prepared
     /// The pool's origin for `prepared.key`.
@@ -44,11 +62,19 @@ public final class RequestTask: @unchecked Sendable {
     var decidingHead: HTTPResponseHead?
     /// The 401/407 answer being decided.
     var pendingChallenge: ChallengePlan?
+    #if DEBUG
     var lastActivity: UInt64 = 0
+    #else
+    @exclusivity(unchecked) var lastActivity: UInt64 = 0
+    #endif
     private var idleTimeoutNanos: UInt64 = 0
     private var resourceDeadline: UInt64 = 0
     /// The task's one timer: due at the earlier of the idle and the resource deadline.
+    #if DEBUG
     private var timer: Scheduled?
+    #else
+    @exclusivity(unchecked) private var timer: Scheduled?
+    #endif
     private var continueTimer: Scheduled?
     /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
     var serverAuthAttempts: AuthenticationAttempts?
@@ -58,7 +84,11 @@ public final class RequestTask: @unchecked Sendable {
     /// A response being stored: its head (Content-Encoding removed: the body is kept decoded),
     /// the body so far, and when the request went out. nil when it is not to be stored, or
     /// after the body outgrew what the cache would keep.
+    #if DEBUG
     var cacheRecording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)?
+    #else
+    @exclusivity(unchecked) var cacheRecording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)?
+    #endif
     /// The network body is ignored: a cached response was delivered in its place (after a 304).
     var servedFromCache = false
     var pendingCachedBody: [UInt8]?
@@ -68,12 +98,20 @@ public final class RequestTask: @unchecked Sendable {
     var cacheServeError: HawserError?
     var requestTime = Date()
     /// Undoes the response's Content-Encoding as body bytes arrive.
+    #if DEBUG
     var decoder: ContentDecoder?
+    #else
+    @exclusivity(unchecked) var decoder: ContentDecoder?
+    #endif
     /// The sink of the current streamed body, if any.
     private var bodySink: BodyStreamSink?
     /// What watches this task (instrumentation, a logger); nil for most tasks, and then the
     /// request path checks this one optional and nothing else.
+    #if DEBUG
     var observer: (any RequestObserver)?
+    #else
+    @exclusivity(unchecked) var observer: (any RequestObserver)?
+    #endif
     /// Why the next exchange starts, and how many started (for the observer only).
     var nextExchange: ExchangeReason = .initial
     private var exchangeCount = 0

@@ -11,9 +11,9 @@ import HawserPosix
 extension RequestTask {
     /// Classifies a final head for the machine (and stores its cookies).
     func classify(_ head: HTTPResponseHead) -> RequestStateMachine.HeadKind {
-        let configuration = self.context.configuration
-        if self.request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
-            let jar = configuration.httpCookieStorage,
+        let context = self.context
+        if self.request.shouldHandleCookies ?? context.httpShouldSetCookies,
+            let jar = context.httpCookieStorage,
             head.headers.contains(name: "Set-Cookie")
         {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
@@ -39,7 +39,7 @@ extension RequestTask {
             after: self.request,
             response: head,
             redirectsSoFar: self.metrics.redirectCount,
-            configuration: configuration.redirects
+            configuration: context.redirects
         ) {
         case nil: return .deliver
         case .failure(let error)?: return .failure(error)

@@ -32,6 +32,9 @@ public final class Session: Sendable {
     private let pool: ConnectionPool
     /// The configuration's instrumentation, read once here.
     private let instrumentation: (any RequestInstrumentation)?
+    /// Whether a task can have an observer at all (an instrumentation or a logger is set): a
+    /// flag, so that the common case reads no existential per request.
+    private let observes: Bool
     #if Logging
     /// The configuration's logger, read once here (nil: no log call on the request path).
     private let logger: Logger?
@@ -50,6 +53,9 @@ public final class Session: Sendable {
         self.instrumentation = configuration.instrumentation
         #if Logging
         self.logger = configuration.logger
+        self.observes = configuration.instrumentation != nil || configuration.logger != nil
+        #else
+        self.observes = configuration.instrumentation != nil
         #endif
         let loop = eventLoop ?? EventLoopGroup.shared.next()
         self.eventLoop = loop
@@ -81,6 +87,7 @@ public final class Session: Sendable {
     /// The delegate's completion is called exactly once, also for an invalid request.
     @discardableResult
     public func execute(_ request: HTTPClientRequest, delegate: any ResponseDelegate) -> RequestTask {
+        guard self.observes else { return self.start(request, observer: nil, delegate: delegate) }
         #if Logging
         return self.start(request, observer: self.observer(for: request, logger: self.logger), delegate: delegate)
         #else

@@ -32,6 +32,9 @@ final class SessionContext: @unchecked Sendable {
     let urlCache: HTTPCache?
     let automaticallyDecodesContent: Bool
     let decodingLimits: DecodingLimits
+    let httpShouldSetCookies: Bool
+    let httpCookieStorage: CookieJar?
+    let redirects: RedirectConfiguration
 
     init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
         self.loop = loop
@@ -44,6 +47,9 @@ final class SessionContext: @unchecked Sendable {
         self.urlCache = configuration.urlCache
         self.automaticallyDecodesContent = configuration.automaticallyDecodesContent
         self.decodingLimits = configuration.decodingLimits
+        self.httpShouldSetCookies = configuration.httpShouldSetCookies
+        self.httpCookieStorage = configuration.httpCookieStorage
+        self.redirects = configuration.redirects
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
