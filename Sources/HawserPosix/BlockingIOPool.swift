@@ -84,23 +84,7 @@ public final class BlockingIOPool: Sendable {
     }
 
     private func spawn() {
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        let rc = pthread_create(
-            &tid,
-            nil,
-            { arg in
-                let pool = Unmanaged<BlockingIOPool>.fromOpaque(arg!).takeRetainedValue()
-                CHawser_set_thread_name(pool.name)
-                pool.work()
-                return nil
-            },
-            box.toOpaque()
-        )
-        if rc == 0 {
-            pthread_detach(tid)
-        } else {
-            box.release()
+        if !startDetachedThread(name: self.name, { self.work() }) {
             self.state.withLock { $0.threads -= 1 }
         }
     }

@@ -76,23 +76,7 @@ public final class Resolver: Sendable {
     }
 
     private func spawn() {
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        let rc = pthread_create(
-            &tid,
-            nil,
-            { arg in
-                let r = Unmanaged<Resolver>.fromOpaque(arg!).takeRetainedValue()
-                CHawser_set_thread_name("hawser-dns")
-                r.work()
-                return nil
-            },
-            box.toOpaque()
-        )
-        if rc == 0 {
-            pthread_detach(tid)
-        } else {
-            box.release()
+        if !startDetachedThread(name: "hawser-dns", { self.work() }) {
             self.state.withLock { $0.threads -= 1 }
         }
     }
