@@ -44,7 +44,7 @@ func peakRSSKiB() -> Int {
     defer { fclose(f) }
     var line = [CChar](repeating: 0, count: 256)
     while fgets(&line, Int32(line.count), f) != nil {
-        let s = String(cString: line)
+        let s = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         if s.hasPrefix("VmHWM:") { return Int(s.dropFirst(6).filter { $0.isNumber }) ?? 0 }
     }
     return 0
