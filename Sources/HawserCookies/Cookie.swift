@@ -399,7 +399,9 @@ public enum CookieRules {
 
     /// An IPv4 or IPv6 literal (those only ever match exactly, never by suffix).
     public static func isIPAddress(_ host: String) -> Bool {
-        if host.contains(":") { return true }
+        // Bytes, not Characters: a colon followed by a combining mark is one Character that is
+        // not ":" (found by FuzzCookieParser).
+        if host.utf8.contains(UInt8(ascii: ":")) { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy {

@@ -94,6 +94,16 @@ struct PublicSuffixTests {
         for s in registrable { #expect(!PublicSuffixes.isPublicSuffix(s), "\(s)") }
     }
 
+    @Test("a colon followed by a combining mark still makes an address literal (FuzzCookieParser's find)")
+    func colonWithCombiningMark() {
+        // ":" + U+1DF7 is one Character that is not ":"; the checks read bytes.
+        let name = "v 2 08:\u{1DF7}cnone=0/x/"
+        #expect(CookieRules.isIPAddress(name))
+        #expect(PublicSuffixes.publicSuffix(of: name) == nil)
+        #expect(!PublicSuffixes.isPublicSuffix(name))
+        #expect(PublicSuffixes.registrableDomain(of: name) == nil)
+    }
+
     // MARK: The list's own test vectors
 
     /// tests/test_psl.txt of the Public Suffix List (public domain, CC0): each name and its
