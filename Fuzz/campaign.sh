@@ -7,7 +7,7 @@
 #
 # For each target:
 #  1. fuzz from the committed corpus Fuzz/corpus/TARGET and the seeds into the working corpus
-#     Fuzz/work/TARGET until the fuzzer has used MINUTES of CPU time. The budget is CPU time,
+#     Fuzz/scratch/TARGET until the fuzzer has used MINUTES of CPU time. The budget is CPU time,
 #     read from /proc while it runs and from the shell's child accounting when it ends, so a
 #     fuzzer that is stopped (SIGSTOP) or starved by other work only takes longer; it is then
 #     asked to end with SIGUSR1 (libFuzzer finishes the input it is on and prints its stats).
@@ -21,7 +21,7 @@
 #
 # Prints per target the CPU time, executions, coverage (libFuzzer's cov: edges and ft: features
 # of the merged corpus), corpus size and any crash, and writes the same as a Markdown table to
-# Fuzz/work/logs/campaign-STAMP/summary.md next to the fuzzers' logs. A crash (or a timeout or
+# Fuzz/scratch/logs/campaign-STAMP/summary.md next to the fuzzers' logs. A crash (or a timeout or
 # out-of-memory that reproduces alone) is saved as Fuzz/artifacts/TARGET-crash-SHA1 (-timeout-,
 # -oom-, -leak-), ends that target's fuzzing, and makes the script exit 1 after the others.
 set -euo pipefail
@@ -44,7 +44,7 @@ main() {
   # Seconds of wall time one input may take before libFuzzer calls it a timeout.
   unit_timeout=${FUZZ_UNIT_TIMEOUT:-60}
   hz=$(getconf CLK_TCK)
-  logdir="Fuzz/work/logs/campaign-$(date -u +%Y%m%d-%H%M%S)"
+  logdir="Fuzz/scratch/logs/campaign-$(date -u +%Y%m%d-%H%M%S)"
   mkdir -p "$logdir"
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   if ! git diff --quiet HEAD -- Sources Fuzz Package.swift ':!Fuzz/corpus' 2>/dev/null; then commit="$commit+changes"; fi
@@ -108,7 +108,7 @@ main() {
       artifacts "$t" > "$logdir/.before"
       read_children_ms
       start_ms=$children_ms
-      "$bin" "${flags[@]}" -seed="$seed" "Fuzz/work/$t" "Fuzz/corpus/$t" "$seeds" > "$seglog" 2>&1 &
+      "$bin" "${flags[@]}" -seed="$seed" "Fuzz/scratch/$t" "Fuzz/corpus/$t" "$seeds" > "$seglog" 2>&1 &
       fuzzer_pid=$!
       echo "$t $segment $fuzzer_pid" >> "$logdir/pids"
       log "$t: fuzzing, seed $seed, fuzzer pid $fuzzer_pid, $(((budget_ms - used_ms) / 1000)) CPU-s to go (log $seglog)"
@@ -162,17 +162,17 @@ main() {
     # Merge everything into a new minimized corpus; replace the committed one only on success.
     # No timeout here or in the replay after it (-timeout=0): every input has just run within
     # the limit, and a stop of the process must not drop one from the corpus.
-    merged="Fuzz/work/.merge-$t"
+    merged="Fuzz/scratch/.merge-$t"
     rm -rf "$merged"
     mkdir -p "$merged"
     if "$bin" -set_cover_merge=1 -max_len="$FUZZ_MAX_LEN" -timeout=0 -artifact_prefix="Fuzz/artifacts/$t-" \
-        "$merged" "Fuzz/corpus/$t" "Fuzz/work/$t" "$seeds" > "$logdir/$t.merge.log" 2>&1; then
+        "$merged" "Fuzz/corpus/$t" "Fuzz/scratch/$t" "$seeds" > "$logdir/$t.merge.log" 2>&1; then
       rm -rf "Fuzz/corpus/$t"
       mv "$merged" "Fuzz/corpus/$t"
-      find "Fuzz/work/$t" -type f -delete
+      find "Fuzz/scratch/$t" -type f -delete
     else
       tail -20 "$logdir/$t.merge.log"
-      log "$t: the merge failed; Fuzz/corpus/$t and Fuzz/work/$t are left as they were"
+      log "$t: the merge failed; Fuzz/corpus/$t and Fuzz/scratch/$t are left as they were"
       failures+=("$t (merge)")
     fi
     cov=? ft=?

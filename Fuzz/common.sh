@@ -3,8 +3,8 @@
 #
 #   Fuzz/seeds/<name>     hand-written seeds and regression inputs (committed)
 #   Fuzz/corpus/<Target>  the minimized corpus (committed; CI replays it)
-#   Fuzz/work/<Target>    the working corpus new inputs are written to (git-ignored)
-#   Fuzz/work/logs/       campaign logs (git-ignored)
+#   Fuzz/scratch/<Target>    the working corpus new inputs are written to (git-ignored)
+#   Fuzz/scratch/logs/       campaign logs (git-ignored)
 #   Fuzz/artifacts/       crashes, as <Target>-crash-<sha1> and the like (git-ignored)
 
 # Inputs the fuzzers generate stay within this many bytes (longer seeds are read truncated),
@@ -64,5 +64,5 @@ fuzz_build() {
 
 # Makes the directories a run writes to.
 fuzz_prepare() {
-  mkdir -p "Fuzz/corpus/$1" "Fuzz/work/$1" Fuzz/artifacts "$(fuzz_seeds "$1")"
+  mkdir -p "Fuzz/corpus/$1" "Fuzz/scratch/$1" Fuzz/artifacts "$(fuzz_seeds "$1")"
 }

@@ -5,7 +5,7 @@
 #
 # Builds the target into .build-fuzz, fuzzes from the committed corpus Fuzz/corpus/TARGET and
 # the seeds (both read only) with the target's dictionary, writes new inputs to the working
-# corpus Fuzz/work/TARGET (git-ignored; Fuzz/campaign.sh merges it into the committed corpus),
+# corpus Fuzz/scratch/TARGET (git-ignored; Fuzz/campaign.sh merges it into the committed corpus),
 # and exits non-zero when libFuzzer finds a crash (the input is left in Fuzz/artifacts/).
 # FUZZ_SEED=N fixes libFuzzer's seed.
 set -euo pipefail
@@ -24,4 +24,4 @@ flags=(-max_len="$FUZZ_MAX_LEN" -artifact_prefix="Fuzz/artifacts/$target-" -max_
 dict=$(fuzz_dict_flag "$target")
 [ -n "$dict" ] && flags+=("$dict")
 [ -n "${FUZZ_SEED:-}" ] && flags+=(-seed="$FUZZ_SEED")
-"$(fuzz_binary "$target")" "${flags[@]}" "Fuzz/work/$target" "Fuzz/corpus/$target" "$(fuzz_seeds "$target")"
+"$(fuzz_binary "$target")" "${flags[@]}" "Fuzz/scratch/$target" "Fuzz/corpus/$target" "$(fuzz_seeds "$target")"

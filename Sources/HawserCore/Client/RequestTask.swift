@@ -564,6 +564,8 @@ public final class RequestTask: @unchecked Sendable {
 
     /// The task never reached its loop (the loop had shut down): complete on the caller's thread.
     func completeWithoutLoop(_ error: HawserError) {
+        // The machine moves to failed; its action (complete) is what the lines below do, here
+        // on the caller's thread: no connection, timer or pool ever saw this task.
         _ = self.machine.fail(error)
         if let observer = self.observer { self.observerCompleted(observer, .failure(error)) }
         self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
