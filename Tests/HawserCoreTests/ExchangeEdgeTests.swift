@@ -122,11 +122,12 @@ extension NetworkTests {
         @Test("two kept-alive connections that both died: the GET's one retry goes to a new connection")
         func retryGoesToAFreshConnection() async throws {
             let ok = Self.ok
-            // Both first connections answer only once both exist (so both are pooled), then close
-            // on their next request; the third connection answers.
+            // The first two connections answer only once both hold a request (so each request has
+            // its own connection and both are pooled: a connection that answered early would serve
+            // the other request itself), then close on their next request; the third answers.
             let server = try ScriptedServer([
-                [.readRequest(), .awaitConnections(2), .sendText(ok), .readRequest(), .close],
-                [.readRequest(), .sendText(ok), .readRequest(), .close],
+                [.readRequest(), .awaitRequests(2), .sendText(ok), .readRequest(), .close],
+                [.readRequest(), .awaitRequests(2), .sendText(ok), .readRequest(), .close],
                 [.readRequest(), .sendText(ok), .waitForClose],
             ])
             defer { server.stop() }

@@ -30,8 +30,9 @@ public final class ScriptedServer: @unchecked Sendable {
         /// Read nothing at all until the server stops or the client closes (the client's
         /// writes fill the socket buffers and block).
         case stall
-        /// Wait until the server has accepted this many connections in all (or stops).
-        case awaitConnections(Int)
+        /// Wait until the server has read this many request heads in all, on any connection (or
+        /// stops): the client has that many requests in flight at once.
+        case awaitRequests(Int)
         /// Wait until the test opens the gate (or the server stops).
         case gate(Gate)
     }
@@ -71,8 +72,8 @@ public final class ScriptedServer: @unchecked Sendable {
     public let connections = Atomic<Int>(0)
     /// Bytes the `readBody` steps have read.
     public let bodyBytes = Atomic<Int>(0)
-    /// Signalled after each accept (for `.awaitConnections`).
-    private let acceptedCondition = NSCondition()
+    /// Signalled after each request head read (for `.awaitRequests`).
+    private let requestCondition = NSCondition()
     private let received = Mutex<[[UInt8]]>([])
     /// Every thread (accept loop and scripts) is in this group until it has closed its sockets.
     private let threads = DispatchGroup()
@@ -134,10 +135,7 @@ public final class ScriptedServer: @unchecked Sendable {
             if r <= 0 { continue }
             let c = accept(lfd, nil, nil)
             if c < 0 { continue }
-            self.acceptedCondition.lock()
             self.connections.add(1, ordering: .relaxed)
-            self.acceptedCondition.broadcast()
-            self.acceptedCondition.unlock()
             let script = self.scripts.withLock { s -> [Step]? in s.isEmpty ? nil : s.removeFirst() }
             guard let script else {
                 close(c)
@@ -173,7 +171,10 @@ public final class ScriptedServer: @unchecked Sendable {
                 while true {
                     if let end = Self.find(inbox, Array("\r\n\r\n".utf8)), inbox.count >= end + 4 + body {
                         let req = Array(inbox[0..<(end + 4 + body)])
+                        self.requestCondition.lock()
                         self.received.withLock { $0.append(req) }
+                        self.requestCondition.broadcast()
+                        self.requestCondition.unlock()
                         inbox.removeFirst(end + 4 + body)
                         break
                     }
@@ -201,13 +202,13 @@ public final class ScriptedServer: @unchecked Sendable {
                 closed = true
             case .gate(let gate):
                 gate.wait(unless: { self.stopped.load(ordering: .relaxed) })
-            case .awaitConnections(let n):
-                self.acceptedCondition.lock()
-                while self.connections.load(ordering: .relaxed) < n && !self.stopped.load(ordering: .relaxed) {
-                    // Woken by each accept; the bound only lets a stopping server end the wait.
-                    _ = self.acceptedCondition.wait(until: Date(timeIntervalSinceNow: 0.05))
+            case .awaitRequests(let n):
+                self.requestCondition.lock()
+                while self.requestCount < n && !self.stopped.load(ordering: .relaxed) {
+                    // Woken by each request read; the bound only lets a stopping server end the wait.
+                    _ = self.requestCondition.wait(until: Date(timeIntervalSinceNow: 0.05))
                 }
-                self.acceptedCondition.unlock()
+                self.requestCondition.unlock()
             case .reset:
                 _ = CHawser_set_linger_zero(fd)
                 closed = true

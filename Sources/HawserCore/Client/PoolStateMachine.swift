@@ -42,8 +42,6 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
         /// Nil while busy.
         var idleSince: UInt64?
         var timerArmed = false
-        /// No request has completed on it yet.
-        var fresh = true
     }
 
     enum Action {
@@ -165,7 +163,6 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
     mutating func released(_ connection: Connection, now: UInt64, into actions: inout [Action]) {
         // One hash per lookup: the record is reached through its index from here on.
         guard let index = self.records.index(forKey: ObjectIdentifier(connection)) else { return }
-        self.records.values[index].fresh = false
         let origin = self.records.values[index].origin
         if self.isShutDown {
             self.forget(connection, origin: origin)
