@@ -8,6 +8,18 @@ import HawserPosix
 public protocol ServerTrustEvaluating: Sendable {
     /// Returns when `trust` is acceptable for `host`; throws why not otherwise.
     func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure)
+
+    /// Reads from disk what ``evaluate(_:forHost:)`` will need (the system trust bundle, stores
+    /// of custom anchors), so that evaluations on an event loop do no file IO. A session calls it
+    /// on its IO pool before its first https connection. The default does nothing; an evaluator
+    /// that reads the system store through ``ServerTrust/evaluate(anchors:hostname:allowsCommonNameFallback:)``
+    /// can call ``TrustAnchors/load()`` here.
+    func loadTrustStores()
+}
+
+extension ServerTrustEvaluating {
+    /// Nothing to load.
+    public func loadTrustStores() {}
 }
 
 /// What a client does with no policy: the chain must verify against `anchors` and, with
@@ -34,6 +46,9 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
         self.validatesHost = validatesHost
         self.allowsCommonNameFallback = allowsCommonNameFallback
     }
+
+    /// Loads the store of ``anchors`` (the system bundle by default).
+    public func loadTrustStores() { self.anchors.load() }
 
     /// Throws why `trust`'s chain is not acceptable for `host`.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
@@ -231,6 +246,15 @@ public struct SecurityPolicy: ServerTrustEvaluating {
         )
     }
 
+    /// Loads the store of ``anchors`` (the system bundle by default), and in certificate mode
+    /// the store of the pinned certificates.
+    public func loadTrustStores() {
+        self.anchors.load()
+        if self.pinningMode == .certificate, !self.pinnedCertificates.isEmpty {
+            TrustAnchors.custom(Array(self.pinnedCertificates)).load()
+        }
+    }
+
     /// ``ServerTrustEvaluating``: ``validateServerTrust(_:forDomain:)`` with the connected host.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
         try self.validateServerTrust(trust, forDomain: host)
@@ -318,6 +342,14 @@ public struct ServerTrustManager: ServerTrustEvaluating {
             suffix = suffix[(next + 1)...]
         }
         return self.defaultEvaluator
+    }
+
+    /// Loads the stores of every evaluator in the map and of the default.
+    public func loadTrustStores() {
+        for map in [self.exact, self.oneLabel, self.anyDepth] {
+            for evaluator in map.values { evaluator.loadTrustStores() }
+        }
+        self.defaultEvaluator?.loadTrustStores()
     }
 
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {

@@ -23,6 +23,13 @@ public enum TrustAnchors: Sendable, Hashable {
     case custom([Certificate])
     /// The system store plus these certificates.
     case systemAndCustom([Certificate])
+
+    /// Builds the certificate store these anchors verify against, now, on the calling thread
+    /// (for the system store: reads the bundle), so that a later evaluation finds it made.
+    /// Stores are kept per process; an error is left for the evaluation to report.
+    public func load() {
+        _ = try? TrustStore.make(self)
+    }
 }
 
 /// Why a server's certificate chain was refused.

@@ -440,6 +440,41 @@ extension NetworkTests {
             }
         }
 
+        @Test(
+            "the session's TLS context is made off the loop: while its certificate file cannot be read yet, another origin's request completes"
+        )
+        func tlsContextIsMadeOffTheLoop() async throws {
+            let p = try Self.pki()
+            // The client certificate is a FIFO: reading it blocks until the test writes it.
+            let fifo = FileManager.default.temporaryDirectory
+                .appendingPathComponent("hawser-identity-\(UUID().uuidString).pem").path
+            try #require(mkfifo(fifo, 0o600) == 0)
+            defer { unlink(fifo) }
+            let certificate = Array(try Data(contentsOf: URL(fileURLWithPath: p.client.certificatePath)))
+            let plain = try ScriptedServer([[.readRequest(), .sendText(ExchangeEdgeTests.ok), .waitForClose]])
+            defer { plain.stop() }
+            try await Self.withTLSServer(p.valid, clientCA: p.rootPath) { server in
+                let identity = TLSClientIdentity.pem(certificateChainPath: fifo, privateKeyPath: p.client.keyPath)
+                try await Self.withSession(try Self.trustingTestRoot { $0.tls.clientIdentity = identity }) { session in
+                    let feeder = FIFOFeeder(certificate)
+                    async let https = session.response(
+                        for: HTTPClientRequest(url: url("https://localhost:\(server.port)/hello"))
+                    )
+                    // Returns once the context's maker has opened the FIFO and waits in its read.
+                    await feeder.openForWriting(fifo)
+                    let other = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/")))
+                    #expect(other.status == 200)
+                    feeder.release()
+                    #expect(
+                        !feeder.releasedByWatchdog,
+                        "the plain request waited for the certificate file: the loop was blocked"
+                    )
+                    let secure = try await https
+                    #expect(secure.status == 200, "the identity read from the FIFO was presented")
+                }
+            }
+        }
+
         @Test("a close-delimited body cut off without close_notify is a truncation error over TLS")
         func truncation() async throws {
             try await Self.withTLSServer(try Self.pki().valid) { server in
@@ -496,5 +531,61 @@ extension NetworkTests {
                 #expect(e.message.contains("TLS handshake"))
             }
         }
+    }
+}
+
+/// Writes bytes into a FIFO from a thread of its own: opening the write end waits for a reader;
+/// the bytes go once the test releases them — or, so that a blocked reader cannot hang the test,
+/// after a watchdog's 20 s, which the test then reports as a failure.
+final class FIFOFeeder: @unchecked Sendable {
+    private let bytes: [UInt8]
+    private let condition = NSCondition()
+    private var released = false
+    private var watchdogFired = false
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Opens the write end (returning once a reader has opened the FIFO), then writes on release.
+    func openForWriting(_ path: String) async {
+        await withCheckedContinuation { (opened: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                let fd = open(path, O_WRONLY)
+                opened.resume()
+                self.condition.lock()
+                let deadline = Date(timeIntervalSinceNow: 20)
+                while !self.released {
+                    if !self.condition.wait(until: deadline) {
+                        self.watchdogFired = true
+                        break
+                    }
+                }
+                self.condition.unlock()
+                guard fd >= 0 else { return }
+                self.bytes.withUnsafeBytes { raw in
+                    var offset = 0
+                    while offset < raw.count {
+                        let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                        if n <= 0 { break }
+                        offset += n
+                    }
+                }
+                close(fd)
+            }
+            thread.start()
+        }
+    }
+
+    func release() {
+        self.condition.lock()
+        self.released = true
+        self.condition.broadcast()
+        self.condition.unlock()
+    }
+
+    /// Whether the watchdog wrote the bytes before the test released them.
+    var releasedByWatchdog: Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.watchdogFired
     }
 }

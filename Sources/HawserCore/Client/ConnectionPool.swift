@@ -171,12 +171,42 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connect(_ origin: Machine.OriginID, _ key: ConnectionKey) {
-        var tls: TLSContext? = nil
-        var proxyTLS: TLSContext? = nil
         var httpsProxy: ProxyServer? = nil
         if case .https? = key.proxy?.server.kind { httpsProxy = key.proxy?.server }
-        if key.scheme == "https" || httpsProxy != nil {
-            switch self.context.clientTLSContext() {
+        guard key.scheme == "https" || httpsProxy != nil else {
+            self.connect(origin, key, tlsContext: nil, httpsProxy: nil)
+            return
+        }
+        // The session's TLS context is made on the IO pool (it reads files): the first https
+        // connect waits for it, the others find it made and go on at once.
+        var waited = false
+        self.context.withClientTLSContext { [self] made in
+            if waited, self.machine.isShutDown {
+                // Shut down meanwhile: the waiters have failed; only the connect's place is freed.
+                self.machine.connectFailed(
+                    origin: origin,
+                    error: HawserError(.sessionShutDown, "the session was shut down"),
+                    retryOthers: false,
+                    into: &self.actions
+                )
+            } else {
+                self.connect(origin, key, tlsContext: made, httpsProxy: httpsProxy)
+            }
+            if waited { self.run() }
+        }
+        waited = true
+    }
+
+    private func connect(
+        _ origin: Machine.OriginID,
+        _ key: ConnectionKey,
+        tlsContext: Result<TLSContext, HawserError>?,
+        httpsProxy: ProxyServer?
+    ) {
+        var tls: TLSContext? = nil
+        var proxyTLS: TLSContext? = nil
+        if let tlsContext {
+            switch tlsContext {
             case .success(let c):
                 if key.scheme == "https" { tls = c }
                 // The proxy's TLS comes from the same context (versions, ciphers, client identity),

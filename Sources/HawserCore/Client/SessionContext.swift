@@ -21,8 +21,10 @@ final class SessionContext: @unchecked Sendable {
     /// so one at a time), and which connection holds it right now.
     let readBuffer: ReadBuffer
     var readBufferOwner: ObjectIdentifier?
-    /// The TLS context for https origins, made on first use (or the error making it gave).
+    /// The TLS context for https origins, made on first use (or the error making it gave), and
+    /// the connects waiting while the IO pool makes it.
     private var tlsContext: Result<TLSContext, HawserError>?
+    private var tlsContextWaiters: [(Result<TLSContext, HawserError>) -> Void] = []
     /// Nanosecond forms of the configuration's timeouts (read for every task).
     let idleTimeoutNanos: UInt64
     let resourceTimeoutNanos: UInt64
@@ -58,13 +60,40 @@ final class SessionContext: @unchecked Sendable {
         return UInt64(seconds * 1e9)
     }
 
-    /// The TLS context for https origins, made once per session.
-    func clientTLSContext() -> Result<TLSContext, HawserError> {
-        if let c = self.tlsContext { return c }
-        let made = Result { () throws(TLSError) in try TLSContext(client: self.configuration.tls) }.mapError {
+    /// Calls `body` on the loop with the TLS context for https origins: at once when it is made,
+    /// else once the IO pool has made it. Making it reads files — the client identity's
+    /// certificate and key, and the trust stores the session's evaluators will use (the system
+    /// bundle) — so it never runs on the loop. Once per session; a failure is kept as well.
+    func withClientTLSContext(_ body: @escaping (Result<TLSContext, HawserError>) -> Void) {
+        if let made = self.tlsContext {
+            body(made)
+            return
+        }
+        self.tlsContextWaiters.append(body)
+        guard self.tlsContextWaiters.count == 1 else { return }
+        let configuration = self.configuration
+        BlockingIOPool.shared.submit(
+            key: "session-tls-context-\(ObjectIdentifier(self))",
+            on: self.loop,
+            { Self.makeClientTLSContext(configuration) }
+        ) { [self] made in
+            self.tlsContext = made
+            let waiters = self.tlsContextWaiters
+            self.tlsContextWaiters = []
+            for waiter in waiters { waiter(made) }
+        }
+    }
+
+    /// Off the loop: the context, and the trust stores loaded for the first evaluations.
+    private static func makeClientTLSContext(
+        _ configuration: SessionConfiguration
+    ) -> Result<TLSContext, HawserError> {
+        let made = Result { () throws(TLSError) in try TLSContext(client: configuration.tls) }.mapError {
             HawserError($0)
         }
-        self.tlsContext = made
+        guard case .success = made else { return made }
+        (configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()).loadTrustStores()
+        if let proxyEvaluator = configuration.proxyTrustEvaluator { proxyEvaluator.loadTrustStores() }
         return made
     }
 
