@@ -134,10 +134,27 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
         var resumeData: Data?
         var writeError: (any Error)?
+        /// Body bytes received and not yet written, and whether a drain job is queued or running.
+        var pending: [UInt8] = []
+        var draining = false
+        /// Reading is paused until the writes catch up (``highWater`` / ``lowWater``).
+        var paused = false
+        /// A file job was queued this attempt: the attempt's end waits behind the jobs.
+        var usedIO = false
     }
     let file = Locked(FileState())
 
+    /// The file's open, writes and close run on the IO pool, one job at a time in order under
+    /// this key, never on the event loop: a slow disk then holds back this download's reading
+    /// (back-pressure), not every connection of the loop.
+    let ioKey: String
+    var ioPool: BlockingIOPool { .shared }
+    /// Reading pauses when this much is waiting to be written, and resumes below `lowWater`.
+    static let highWater = 512 * 1024
+    static let lowWater = 128 * 1024
+
     init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore, resumeFrom: DownloadResumeData?) {
+        self.ioKey = "hawser-download-\(UUID().uuidString)"
         super.init(identifier: identifier, request: request, core: core)
         self.file.withLock { f in
             guard let r = resumeFrom else { return }
@@ -212,7 +229,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             case at(Int64, Int64)
         }
         var resumed = Resumed.no
-        let failure: (any Error)? = self.file.withLock { f -> (any Error)? in
+        let kept: Int64? = self.file.withLock { f -> Int64? in
             f.entityTag = response.headers["ETag"] ?? f.entityTag
             f.lastModified = response.headers["Last-Modified"] ?? f.lastModified
             var keep: Int64 = 0
@@ -241,54 +258,146 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
                 f.expectedTotal = length
             }
             if f.discardBody { return nil }
-            do {
-                try Self.openFile(&f, keeping: keep)
-            } catch {
-                return error
-            }
             f.base = keep
             f.written = keep
-            return nil
+            f.pending = []
+            f.paused = false
+            f.usedIO = true
+            return keep
         }
-        if let failure {
-            self.file.withLock { $0.writeError = failure }
-            engineTask.fail(
-                with: HawserError(.ioError, "cannot open the download file: \(failure)", underlying: failure)
-            )
-            return
-        }
-        let total = self.file.withLock { ($0.written, $0.expectedTotal) }
-        self.receivedBytes.store(total.0, ordering: .relaxed)
-        self.existingDownloadProgress?.set(completed: total.0, total: total.1)
-        if case .at(let offset, let expected) = resumed {
-            channel?.emit { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
+        guard let keep = kept else { return }
+        let resumedAt = resumed
+        // Opening (creating, truncating to what is kept) is file IO: a job, which the writes
+        // queue behind; the progress and the resume are reported once it is done.
+        let loop = engineTask.eventLoop
+        self.ioPool.submit(key: self.ioKey) { [self] in
+            let target = self.file.withLock { ($0.fd, $0.url) }
+            let opened = Self.openFile(fd: target.0, url: target.1, keeping: keep)
+            let total = self.file.withLock { f -> (Int64, Int64)? in
+                // The descriptor and the name are kept even on failure: the end closes and removes them.
+                f.fd = opened.fd
+                f.url = opened.url
+                if let error = opened.error {
+                    f.writeError = error
+                    f.pending = []
+                    return nil
+                }
+                return (f.written, f.expectedTotal)
+            }
+            guard let total else {
+                if let error = opened.error {
+                    engineTask.fail(
+                        with: HawserError(.ioError, "cannot open the download file: \(error)", underlying: error)
+                    )
+                }
+                return
+            }
+            self.receivedBytes.store(total.0, ordering: .relaxed)
+            self.existingDownloadProgress?.set(completed: total.0, total: total.1)
+            if case .at(let offset, let expected) = resumedAt, let channel {
+                loop.executeIfRunning {
+                    channel.emit { $0.downloadTask(self, didResumeAtOffset: offset, expectedTotalBytes: expected) }
+                }
+            }
         }
     }
 
-    /// Body bytes (on the loop, from the task's delegate): appended to the file.
+    /// Body bytes (on the loop, from the task's delegate): queued for the file. The first bytes
+    /// queue a drain job; past ``highWater`` waiting bytes the engine stops reading until the
+    /// job has written them down to ``lowWater``.
     func write(_ bytes: UnsafeRawBufferPointer, engine engineTask: RequestTask, channel: MonitorChannel?) {
-        let outcome = self.file.withLock { f -> Result<(Int64, Int64), any Error>? in
-            if f.discardBody || f.fd < 0 { return nil }
-            let file = FileDescriptor(rawValue: f.fd, path: f.url?.path ?? "?")
-            do throws(FileError) { try file.write(all: bytes) } catch {
-                return .failure(SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode))
+        var pause = false
+        let startDrain = self.file.withLock { f -> Bool in
+            if f.discardBody || f.writeError != nil { return false }
+            f.pending.append(contentsOf: bytes)
+            if !f.paused, f.pending.count >= Self.highWater {
+                f.paused = true
+                pause = true
             }
-            f.written += Int64(bytes.count)
-            return .success((f.written, f.expectedTotal))
+            if f.draining { return false }
+            f.draining = true
+            return true
         }
-        switch outcome {
-        case nil:
-            return
-        case .failure(let e):
-            self.file.withLock { $0.writeError = e }
-            engineTask.fail(with: HawserError(.ioError, "\(e)", underlying: e))
-        case .success(let (written, total)):
-            self.receivedBytes.store(written, ordering: .relaxed)
-            self.existingDownloadProgress?.set(completed: written, total: total)
-            let n = Int64(bytes.count)
-            channel?.emit {
-                $0.downloadTask(self, didWriteData: n, totalBytesWritten: written, totalBytesExpectedToWrite: total)
+        if pause { engineTask.pauseReading() }
+        guard startDrain else { return }
+        let loop = engineTask.eventLoop
+        self.ioPool.submit(key: self.ioKey) { [self] in
+            self.drain(engine: engineTask, loop: loop, channel: channel)
+        }
+    }
+
+    /// On the IO pool: writes what is waiting until nothing is, reporting each write on the loop.
+    private func drain(engine engineTask: RequestTask, loop: EventLoop, channel: MonitorChannel?) {
+        while true {
+            let batch = self.file.withLock { f -> (bytes: [UInt8], fd: Int32, path: String)? in
+                guard !f.pending.isEmpty, f.fd >= 0, f.writeError == nil, !f.discardBody else {
+                    f.pending = []
+                    f.draining = false
+                    return nil
+                }
+                let bytes = f.pending
+                f.pending = []
+                f.pending.reserveCapacity(bytes.count)
+                return (bytes, f.fd, f.url?.path ?? "?")
             }
+            guard let batch else { return }
+            let file = FileDescriptor(rawValue: batch.fd, path: batch.path)
+            var failure: (any Error)? = nil
+            do throws(FileError) { try file.write(all: batch.bytes) } catch {
+                failure = SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode)
+            }
+            let n = Int64(batch.bytes.count)
+            var resume = false
+            let totals = self.file.withLock { f -> (Int64, Int64) in
+                if let failure {
+                    f.writeError = failure
+                    f.pending = []
+                } else {
+                    f.written += n
+                }
+                if f.paused, f.pending.count < Self.lowWater || failure != nil {
+                    f.paused = false
+                    resume = failure == nil
+                }
+                return (f.written, f.expectedTotal)
+            }
+            if let failure {
+                engineTask.fail(with: HawserError(.ioError, "\(failure)", underlying: failure))
+                self.file.withLock { $0.draining = false }
+                return
+            }
+            if resume { engineTask.resumeReading() }
+            self.receivedBytes.store(totals.0, ordering: .relaxed)
+            self.existingDownloadProgress?.set(completed: totals.0, total: totals.1)
+            if let channel, channel.isActive {
+                loop.executeIfRunning {
+                    channel.emit {
+                        $0.downloadTask(
+                            self,
+                            didWriteData: n,
+                            totalBytesWritten: totals.0,
+                            totalBytesExpectedToWrite: totals.1
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `body` on `loop` once every file job queued so far has run (at once when there was
+    /// none this attempt): the attempt's end, so that it sees every byte written and no job
+    /// outlives the file. When the loop has finished, `body` runs on the IO pool's thread.
+    func afterFileJobs(on loop: EventLoop, _ body: @escaping @Sendable () -> Void) {
+        let used = self.file.withLock { f -> Bool in
+            defer { f.usedIO = false }
+            return f.usedIO || f.draining
+        }
+        guard used else {
+            body()
+            return
+        }
+        self.ioPool.submit(key: self.ioKey) {
+            if !loop.executeIfRunning(body) { body() }
         }
     }
 
@@ -376,27 +485,34 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
-    /// Opens (or creates) the temporary file and keeps its first `keep` bytes.
-    private static func openFile(_ f: inout FileState, keeping keep: Int64) throws {
-        if f.fd < 0 {
-            let url =
-                f.url
-                ?? FileManager.default.temporaryDirectory
-                .appendingPathComponent("\(temporaryPrefix)\(UUID().uuidString).tmp")
+    /// Opens (or creates) the temporary file — `fd` when it is open already, else `url` or a new
+    /// name — and keeps its first `keep` bytes. File IO: on the IO pool. The descriptor (-1 when
+    /// the open failed) and the name come back with the error, if any, for the end to clean up.
+    private static func openFile(
+        fd: Int32,
+        url: URL?,
+        keeping keep: Int64
+    ) -> (fd: Int32, url: URL, error: (any Error)?) {
+        let url =
+            url
+            ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(temporaryPrefix)\(UUID().uuidString).tmp")
+        var fd = fd
+        if fd < 0 {
             do throws(FileError) {
-                f.fd = try FileDescriptor.open(url.path, O_WRONLY | O_CREAT, mode: 0o600).rawValue
+                fd = try FileDescriptor.open(url.path, O_WRONLY | O_CREAT, mode: 0o600).rawValue
             } catch {
-                throw SessionManagerError.downloadWriteFailed(path: url.path, errno: error.errnoCode)
+                return (-1, url, SessionManagerError.downloadWriteFailed(path: url.path, errno: error.errnoCode))
             }
-            f.url = url
         }
-        let file = FileDescriptor(rawValue: f.fd, path: f.url?.path ?? "?")
+        let file = FileDescriptor(rawValue: fd, path: url.path)
         do throws(FileError) {
             try file.truncate(to: Int(keep))
             try file.seek(to: Int(keep))
         } catch {
-            throw SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode)
+            return (fd, url, SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode))
         }
+        return (fd, url, nil)
     }
 
     /// `bytes a-b/total` or `bytes a-b/*` (RFC 9110 §14.4).

@@ -207,6 +207,16 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        guard let download = self.download else {
+            self.attemptEnded(result, metrics: metrics)
+            return
+        }
+        // A download's attempt ends once its file jobs have run: every byte is written (resume
+        // data counts them), and the file is no job's any more when the end closes it.
+        download.afterFileJobs(on: engine.eventLoop) { [self] in self.attemptEnded(result, metrics: metrics) }
+    }
+
+    private func attemptEnded(_ result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
         let task = self.task
         var error: HawserError? = nil
         if case .failure(let e) = result { error = e }

@@ -211,6 +211,14 @@ public final class EventLoop: @unchecked Sendable {
         self.add(LoopWork(.closure(task)))
     }
 
+    /// Like ``execute(_:)``, and says whether `task` was queued: false once the loop has finished
+    /// (it never runs again). For work that must not be lost, such as a completion, which the
+    /// caller then runs itself.
+    @discardableResult
+    public func executeIfRunning(_ task: @escaping @Sendable () -> Void) -> Bool {
+        self.add(LoopWork(.closure(task)))
+    }
+
     /// Runs a Swift job on the loop (the TaskExecutor role): queued as it is, with no closure
     /// around it.
     func enqueueJob(_ job: UnownedJob) {
@@ -218,29 +226,33 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Queues `work`: directly from the loop's own thread; from another, under the lock, waking
-    /// the loop when it may be asleep.
-    private func add(_ work: LoopWork) {
+    /// the loop when it may be asleep. False when the loop has finished and `work` was dropped.
+    @discardableResult
+    private func add(_ work: LoopWork) -> Bool {
         if self.inEventLoop {
             self.localTasks.append(work)
-            return
+            return true
         }
+        var queued = false
         let mustWake = self.pending.withLock { p -> Bool in
             // After shutdown the task is dropped: the loop will never run again, and its
             // eventfd's number may already belong to another descriptor.
             guard !p.closed else { return false }
             p.tasks.append(work)
+            queued = true
             if self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) { return false }
             // Counted under the lock, so `finish` (which sets `closed` under it) waits for this
             // write before it closes the eventfd.
             self.wakersInFlight.add(1, ordering: .relaxed)
             return true
         }
-        guard mustWake else { return }
+        guard mustWake else { return queued }
         // Outside the lock: the woken loop goes straight for `pending`, and would otherwise spin
         // on the mutex while this thread is still in write(2).
         var one: UInt64 = 1
         _ = Glibc.write(self.wakeFD, &one, 8)
         self.wakersInFlight.subtract(1, ordering: .releasing)
+        return true
     }
 
     /// True once `shutdown()` was called: work submitted from now on is not run.

@@ -249,6 +249,56 @@ extension ManagerNetworkTests {
             #expect(written.value == 0, "no byte of the coded range was written after the partial file")
         }
 
+        /// Signals the first response head a manager's tasks receive (on the loop, just before a
+        /// download opens its file).
+        struct HeadMonitor: EventMonitor {
+            let head: Expectation
+            func task(_ task: SessionTask, didReceive response: HTTPResponse) { self.head.fulfill() }
+        }
+
+        @Test("a download's file is opened off the loop: while the open blocks, another request on the session completes")
+        func downloadFileIOIsOffTheLoop() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            // Resume data naming a FIFO as the partial file: opening it for writing blocks until
+            // the test opens its read end, after the other request has completed.
+            let fifo = FileManager.default.temporaryDirectory
+                .appendingPathComponent("hawser-download-fifo-\(UUID().uuidString).tmp").path
+            try #require(mkfifo(fifo, 0o600) == 0)
+            defer { unlink(fifo) }
+            let resume = DownloadResumeData(
+                url: URL(string: server.baseURL + "/range/1000")!,
+                headers: [],
+                bytesWritten: 10,
+                temporaryFilePath: fifo,
+                entityTag: "\"v1-1000\"",
+                lastModified: nil
+            )
+            let manager = makeManager()
+            let head = Expectation()
+            manager.addEventMonitor(HeadMonitor(head: head))
+            let reader = FIFOReader(path: fifo)
+            let done = Expectation()
+            let failure = Box<(any Error)?>(nil)
+            manager.downloadTask(withResumeData: resume.encoded(), progress: nil, destination: nil) { _, _, error in
+                failure.value = error
+                done.fulfill()
+            }.resume()
+            #expect(await head.wait())
+            // The loop has gone on to open the file; the open waits for a reader.
+            let other = try await manager.data(for: request(server, "/hello"))
+            #expect(other.response.statusCode == 200)
+            reader.release()
+            #expect(!reader.releasedByWatchdog, "the other request waited for the download's open: the loop was blocked")
+            #expect(await done.wait())
+            // A FIFO cannot be truncated to the resume offset: a write failure naming the file.
+            guard case .downloadWriteFailed(let path, _)? = failure.value as? SessionManagerError else {
+                Issue.record("expected downloadWriteFailed, got \(String(describing: failure.value))")
+                return
+            }
+            #expect(path == fifo)
+        }
+
         @Test func invalidResumeDataIsATypedError() async throws {
             let manager = makeManager()
             for (data, why) in [
@@ -359,5 +409,44 @@ extension ManagerNetworkTests {
             #expect(growthMiB < 64, "peak RSS grew by \(growthMiB) MiB while moving 2 × \(size >> 20) MiB")
             print("large transfer: peak RSS growth \(growthMiB) MiB for 2 × \(size >> 20) MiB")
         }
+    }
+}
+
+/// Opens a FIFO's read end on a thread of its own once released — or after a watchdog's 20 s, so
+/// that a writer blocked on the loop cannot hang the test (which then reports it) — and closes it.
+final class FIFOReader: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var released = false
+    private var watchdogFired = false
+
+    init(path: String) {
+        let thread = Thread { [self] in
+            self.condition.lock()
+            let deadline = Date(timeIntervalSinceNow: 20)
+            while !self.released {
+                if !self.condition.wait(until: deadline) {
+                    self.watchdogFired = true
+                    break
+                }
+            }
+            self.condition.unlock()
+            let fd = open(path, O_RDONLY)
+            if fd >= 0 { close(fd) }
+        }
+        thread.start()
+    }
+
+    func release() {
+        self.condition.lock()
+        self.released = true
+        self.condition.broadcast()
+        self.condition.unlock()
+    }
+
+    /// Whether the watchdog opened the FIFO before the test released it.
+    var releasedByWatchdog: Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.watchdogFired
     }
 }
