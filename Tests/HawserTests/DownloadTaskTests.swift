@@ -256,7 +256,9 @@ extension ManagerNetworkTests {
             func task(_ task: SessionTask, didReceive response: HTTPResponse) { self.head.fulfill() }
         }
 
-        @Test("a download's file is opened off the loop: while the open blocks, another request on the session completes")
+        @Test(
+            "a download's file is opened off the loop: while the open blocks, another request on the session completes"
+        )
         func downloadFileIOIsOffTheLoop() async throws {
             let server = try TestServer()
             defer { server.shutdown() }
@@ -289,7 +291,10 @@ extension ManagerNetworkTests {
             let other = try await manager.data(for: request(server, "/hello"))
             #expect(other.response.statusCode == 200)
             reader.release()
-            #expect(!reader.releasedByWatchdog, "the other request waited for the download's open: the loop was blocked")
+            #expect(
+                !reader.releasedByWatchdog,
+                "the other request waited for the download's open: the loop was blocked"
+            )
             #expect(await done.wait())
             // A FIFO cannot be truncated to the resume offset: a write failure naming the file.
             guard case .downloadWriteFailed(let path, _)? = failure.value as? SessionManagerError else {
