@@ -310,7 +310,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         let startDrain = self.file.withLock { f -> Bool in
             if f.discardBody || f.writeError != nil { return false }
             f.pending.append(contentsOf: bytes)
-            if !f.paused, f.pending.count >= Self.highWater {
+            if f.pending.count >= Self.highWater {
+                // Also when paused already: a `resume()` of the task may have resumed the reading.
                 f.paused = true
                 pause = true
             }
@@ -366,7 +367,13 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
                 self.file.withLock { $0.draining = false }
                 return
             }
-            if resume { engineTask.resumeReading() }
+            if resume {
+                // On the loop, unless the caller suspended the task meanwhile: its resume()
+                // resumes the reading then.
+                loop.executeIfRunning {
+                    if !self.isSuspendedByCaller { engineTask.resumeReading() }
+                }
+            }
             self.receivedBytes.store(totals.0, ordering: .relaxed)
             self.existingDownloadProgress?.set(completed: totals.0, total: totals.1)
             if let channel, channel.isActive {
@@ -400,6 +407,8 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             if !loop.executeIfRunning(body) { body() }
         }
     }
+
+    override var readingHeldBack: Bool { self.file.withLock { $0.paused } }
 
     override func needsRestart() -> Bool { self.file.withLock { $0.restart } }
 

@@ -265,7 +265,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         case .launch(let attempt):
             self.launch(attempt: attempt)
         case .resumeReading(let engine):
-            engine.resumeReading()
+            // A download whose file writes are behind resumes when they catch up.
+            if !self.readingHeldBack { engine.resumeReading() }
         case .pauseReading(let engine):
             engine.pauseReading()
         case .cancelEngine(let engine, let error):
@@ -504,6 +505,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Subclass hook before the delegate finishes (a download closes its file, produces resume data).
     func willComplete(error: (any Error)?) -> (any Error)? { error }
+
+    /// Whether the task itself holds its reading back (a download waiting for its file writes),
+    /// so that `resume()` leaves the reading paused.
+    var readingHeldBack: Bool { false }
+
+    /// Whether `suspend()` holds the task (and its reading) now.
+    var isSuspendedByCaller: Bool { self.locked.withLock { $0.lifecycle.state == .suspended } }
 
     // MARK: - Completion
 
