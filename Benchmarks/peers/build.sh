@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the C peers (cparsers, curl-multi) with gcc -O2 into Benchmarks/.build-peers/.
-# Not built by SwiftPM on purpose: plain gcc -O2, the same flags the
-# reference figures in shared/bench-messages/README.md used.
+# Not built by SwiftPM on purpose: plain gcc -O2, the flags C programs are usually measured
+# with, so the peers' numbers are the ones their users would see.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${PEERS_OUT:-$here/../.build-peers}"

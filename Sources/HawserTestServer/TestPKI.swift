@@ -123,7 +123,9 @@ public final class TestPKI: Sendable {
     }()
 
     private init() throws(TestPKIError) {
-        var template = Array("/tmp/hawser-pki-XXXXXX".utf8CString)
+        // In TMPDIR when it is set (as FileManager's temporaryDirectory), else /tmp.
+        let tmp = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(tmp.hasSuffix("/") ? String(tmp.dropLast()) : tmp)/hawser-pki-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw TestPKIError("cannot create a temporary directory") }
         let dir = String(cString: made)
         self.directory = dir
