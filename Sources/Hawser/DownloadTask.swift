@@ -136,13 +136,28 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         var writeError: (any Error)?
         /// Body bytes received and not yet written, and whether a drain job is queued or running.
         var pending: [UInt8] = []
+        /// The buffer the drain job wrote last, emptied, kept for `pending` to swap with: two
+        /// buffers per download, reused, so no batch allocates (and faults in) fresh pages.
+        var spare: [UInt8] = []
         var draining = false
+        /// Bytes the drain job is writing now, and bytes the loop holds in `filling` (for the
+        /// back-pressure sums, and so that a drain that finds nothing left asks for them).
+        var inFlight = 0
+        var fillingCount = 0
         /// Reading is paused until the writes catch up (``highWater`` / ``lowWater``).
         var paused = false
         /// A file job was queued this attempt: the attempt's end waits behind the jobs.
         var usedIO = false
     }
     let file = Locked(FileState())
+    /// Loop-confined: body bytes copied out of the engine's buffer, outside the lock; handed to
+    /// `pending` (a swap) whenever that is empty, so the lock is held for O(1) work only.
+    private var filling: [UInt8] = []
+    /// Loop-confined: where the drain jobs report writes (the channel of the latest chunk).
+    private var eventChannel: MonitorChannel?
+    /// Loop-confined: hands `filling` over when it stayed under ``batchSize`` for ``flushDelay``
+    /// (a slow or stalled server), so no byte waits long for the file.
+    private var flushTimer: Scheduled?
 
     /// The file's open, writes and close run on the IO pool, one job at a time in order under
     /// this key, never on the event loop: a slow disk then holds back this download's reading
@@ -152,6 +167,10 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// Reading pauses when this much is waiting to be written, and resumes below `lowWater`.
     static let highWater = 512 * 1024
     static let lowWater = 128 * 1024
+    /// The loop hands bytes to the drain job 256 KiB at a time (one wake-up of the IO thread per
+    /// batch, not per read), or after `flushDelay` with less.
+    static let batchSize = 256 * 1024
+    static let flushDelay: UInt64 = 5_000_000
 
     init(identifier: Int, request: HTTPClientRequest?, core: ManagerCore, resumeFrom: DownloadResumeData?) {
         self.ioKey = "hawser-download-\(UUID().uuidString)"
@@ -261,10 +280,12 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             f.base = keep
             f.written = keep
             f.pending = []
+            f.fillingCount = 0
             f.paused = false
             f.usedIO = true
             return keep
         }
+        self.filling.removeAll(keepingCapacity: true)
         guard let keep = kept else { return }
         let resumedAt = resumed
         // Opening (creating, truncating to what is kept) is file IO: a job, which the writes
@@ -306,19 +327,58 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// queue a drain job; past ``highWater`` waiting bytes the engine stops reading until the
     /// job has written them down to ``lowWater``.
     func write(_ bytes: UnsafeRawBufferPointer, engine engineTask: RequestTask, channel: MonitorChannel?) {
+        self.filling.append(contentsOf: bytes)
+        self.eventChannel = channel
+        if self.filling.count < Self.batchSize {
+            if self.flushTimer == nil {
+                self.flushTimer = engineTask.eventLoop.scheduleInLoop(in: Self.flushDelay) { [self] in
+                    self.flushTimer = nil
+                    self.handOff(engine: engineTask, channel: channel, whole: true)
+                }
+            }
+            return
+        }
+        self.handOff(engine: engineTask, channel: channel)
+    }
+
+    /// On the loop: gives `filling` to the drain job when `pending` is free, starts the job if
+    /// none runs, and pauses reading past the high-water mark. `whole`: whatever `filling` holds
+    /// (a flush); `force`: also when `pending` is not free (the body ended).
+    private func handOff(
+        engine engineTask: RequestTask,
+        channel: MonitorChannel?,
+        whole: Bool = false,
+        force: Bool = false
+    ) {
+        if self.filling.count < Self.batchSize && !whole && !force { return }
+        if let timer = self.flushTimer {
+            timer.cancel()
+            self.flushTimer = nil
+        }
         var pause = false
+        var drop = false
         let startDrain = self.file.withLock { f -> Bool in
-            if f.discardBody || f.writeError != nil { return false }
-            f.pending.append(contentsOf: bytes)
-            if f.pending.count >= Self.highWater {
+            if f.discardBody || f.writeError != nil {
+                drop = true
+                return false
+            }
+            if f.pending.isEmpty {
+                swap(&f.pending, &self.filling)
+            } else if force {
+                f.pending.append(contentsOf: self.filling)
+                self.filling.removeAll(keepingCapacity: true)
+            }
+            f.fillingCount = self.filling.count
+            if f.pending.count + f.inFlight + f.fillingCount >= Self.highWater {
                 // Also when paused already: a `resume()` of the task may have resumed the reading.
                 f.paused = true
                 pause = true
             }
-            if f.draining { return false }
+            if f.draining || f.pending.isEmpty { return false }
             f.draining = true
             return true
         }
+        if drop { self.filling.removeAll(keepingCapacity: true) }
         if pause { engineTask.pauseReading() }
         guard startDrain else { return }
         let loop = engineTask.eventLoop
@@ -330,33 +390,45 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// On the IO pool: writes what is waiting until nothing is, reporting each write on the loop.
     private func drain(engine engineTask: RequestTask, loop: EventLoop, channel: MonitorChannel?) {
         while true {
+            var leftInFilling = false
             let batch = self.file.withLock { f -> (bytes: [UInt8], fd: Int32, path: String)? in
                 guard !f.pending.isEmpty, f.fd >= 0, f.writeError == nil, !f.discardBody else {
-                    f.pending = []
+                    f.pending.removeAll(keepingCapacity: true)
                     f.draining = false
+                    leftInFilling = f.fillingCount > 0 && f.fd >= 0 && f.writeError == nil && !f.discardBody
                     return nil
                 }
-                let bytes = f.pending
-                f.pending = []
-                f.pending.reserveCapacity(bytes.count)
+                var bytes: [UInt8] = []
+                swap(&bytes, &f.pending)
+                swap(&f.pending, &f.spare)
+                f.inFlight = bytes.count
                 return (bytes, f.fd, f.url?.path ?? "?")
             }
-            guard let batch else { return }
+            guard var batch else {
+                // The loop kept bytes while the last batch was being taken: it hands them over.
+                if leftInFilling {
+                    loop.executeIfRunning { self.handOff(engine: engineTask, channel: channel, whole: true) }
+                }
+                return
+            }
             let file = FileDescriptor(rawValue: batch.fd, path: batch.path)
             var failure: (any Error)? = nil
             do throws(FileError) { try file.write(all: batch.bytes) } catch {
                 failure = SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode)
             }
             let n = Int64(batch.bytes.count)
+            batch.bytes.removeAll(keepingCapacity: true)
             var resume = false
             let totals = self.file.withLock { f -> (Int64, Int64) in
+                swap(&f.spare, &batch.bytes)
+                f.inFlight = 0
                 if let failure {
                     f.writeError = failure
-                    f.pending = []
+                    f.pending.removeAll(keepingCapacity: true)
                 } else {
                     f.written += n
                 }
-                if f.paused, f.pending.count < Self.lowWater || failure != nil {
+                if f.paused, f.pending.count + f.fillingCount < Self.lowWater || failure != nil {
                     f.paused = false
                     resume = failure == nil
                 }
@@ -394,7 +466,13 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// Runs `body` on `loop` once every file job queued so far has run (at once when there was
     /// none this attempt): the attempt's end, so that it sees every byte written and no job
     /// outlives the file. When the loop has finished, `body` runs on the IO pool's thread.
-    func afterFileJobs(on loop: EventLoop, _ body: @escaping @Sendable () -> Void) {
+    func afterFileJobs(on loop: EventLoop, engine engineTask: RequestTask, _ body: @escaping @Sendable () -> Void) {
+        // What the loop still holds goes to the file first (dropped when the file failed).
+        if let timer = self.flushTimer {
+            timer.cancel()
+            self.flushTimer = nil
+        }
+        if !self.filling.isEmpty { self.handOff(engine: engineTask, channel: self.eventChannel, force: true) }
         let used = self.file.withLock { f -> Bool in
             defer { f.usedIO = false }
             return f.usedIO || f.draining

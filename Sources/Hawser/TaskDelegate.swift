@@ -213,7 +213,9 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         }
         // A download's attempt ends once its file jobs have run: every byte is written (resume
         // data counts them), and the file is no job's any more when the end closes it.
-        download.afterFileJobs(on: engine.eventLoop) { [self] in self.attemptEnded(result, metrics: metrics) }
+        download.afterFileJobs(on: engine.eventLoop, engine: engine) { [self] in
+            self.attemptEnded(result, metrics: metrics)
+        }
     }
 
     private func attemptEnded(_ result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {

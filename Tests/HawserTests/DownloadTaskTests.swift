@@ -304,6 +304,47 @@ extension ManagerNetworkTests {
             #expect(path == fifo)
         }
 
+        @Test("a stalled download's bytes reach the file (and the progress) before the rest arrives")
+        func stalledBodyIsWrittenBeforeTheRest() async throws {
+            let whole = pattern(3000)
+            let gate = ScriptedServer.Gate()
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n".utf8)
+            let server = try ScriptedServer([
+                [
+                    .readRequest(), .send(head + whole[..<1000]), .gate(gate), .send(Array(whole[1000...])),
+                    .waitForClose,
+                ]
+            ])
+            defer {
+                gate.openGate()
+                server.stop()
+            }
+            let manager = makeManager()
+            // Less than a write batch arrives, then nothing until the test opens the gate.
+            let firstWritten = Expectation()
+            manager.downloadTaskDidWriteData = { _, _, total, _ in
+                if total >= 1000 { firstWritten.fulfill() }
+            }
+            let target = tempURL("stalled")
+            defer { try? FileManager.default.removeItem(at: target) }
+            let done = Expectation()
+            let result = Box<(URL?, (any Error)?)>((nil, nil))
+            manager.downloadTask(
+                with: HTTPClientRequest(url: URL(string: server.baseURL + "/file")!),
+                progress: nil,
+                destination: { _, _ in target }
+            ) { _, url, error in
+                result.value = (url, error)
+                done.fulfill()
+            }.resume()
+            #expect(await firstWritten.wait(), "the first 1000 bytes were written while the server held the rest")
+            #expect(done.fulfilled == 0)
+            gate.openGate()
+            #expect(await done.wait())
+            #expect(result.value.0 == target && result.value.1 == nil, "\(String(describing: result.value.1))")
+            #expect(try Data(contentsOf: target) == Data(whole))
+        }
+
         @Test func invalidResumeDataIsATypedError() async throws {
             let manager = makeManager()
             for (data, why) in [

@@ -7,7 +7,7 @@ import Synchronization
 // --session modes.
 //
 //   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop]
-//                       [--serializer json|http] [--cacert FILE] URL
+//                       [--serializer json|http | --download] [--cacert FILE] URL
 //
 // -c 1 is sequential; -c 64 runs 64 requests at a time over up to 64 keep-alive connections
 // (maximumConnectionsPerHost = CONCURRENCY). Each request goes through the whole manager path:
@@ -16,6 +16,10 @@ import Synchronization
 //
 // --serializer json (the default) is AFNetworking's default JSONResponseSerializer (point it at
 // nginx.sh's /json); http is HTTPResponseSerializer, validation only (any path, e.g. /hello).
+// --download runs `SessionManager.download(for:to:)` instead (a download task: the body goes to
+// a temporary file as it arrives, then is moved to a destination in the temporary directory,
+// removed after each request); point it at a large static file. The RESULT line then also has
+// `bytes` and `mb_per_s` (MB = 10^6 bytes) and `cpu_s_per_gb`.
 // --cacert FILE trusts only the PEM certificates in FILE (a SecurityPolicy without pinning whose
 // anchors are those), for https URLs against Benchmarks/scripts/nginx.sh's TLS port.
 //
@@ -47,12 +51,13 @@ struct Options {
     var url: String?
     var onLoop = false
     var json = true
+    var download = false
     var caCert: String?
 }
 
 func usage(_ message: String) -> Never {
     let text =
-        "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http] [--cacert FILE] URL\n"
+        "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http | --download] [--cacert FILE] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -84,6 +89,7 @@ func parseOptions() -> Options {
             case "http": o.json = false
             default: usage("--serializer takes json or http")
             }
+        case "--download": o.download = true
         case "--cacert": o.caCert = value(a)
         default:
             if a.hasPrefix("-") { usage("unknown option '\(a)'") }
@@ -152,8 +158,12 @@ let url = o.url!
 
 print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
 print(
-    "  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
+    o.download
+        ? "  SessionManager.download(for:to:), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
+        : "  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
 )
+/// Body bytes of the finished downloads (--download).
+let downloaded = Atomic<Int>(0)
 let deadline = o.seconds.map { now() + UInt64($0 * 1e9) } ?? UInt64.max
 let budget = Budget(o.requests ?? Int.max)
 let start = now()
@@ -165,7 +175,19 @@ let (requests, errors, firstError) = await withTaskGroup(of: (Int, Int, String?)
             var first: String? = nil
             while now() < deadline && budget.take() {
                 do {
-                    _ = try await manager.get(url)
+                    if o.download {
+                        let target = FileManager.default.temporaryDirectory
+                            .appendingPathComponent("hawser-manager-load-\(UUID().uuidString)")
+                        let (file, _) = try await manager.download(
+                            for: HTTPClientRequest(url: URL(string: url)!),
+                            to: { _, _ in target }
+                        )
+                        var st = stat()
+                        if stat(file.path, &st) == 0 { downloaded.add(Int(st.st_size), ordering: .relaxed) }
+                        try? FileManager.default.removeItem(at: file)
+                    } else {
+                        _ = try await manager.get(url)
+                    }
                     ok += 1
                 } catch {
                     failed += 1
@@ -196,9 +218,17 @@ print(
     "  \(requests) requests in \(f2(elapsed))s, \(f2(cpu)) CPU s (\(f2(user)) user, \(f2(sys)) sys), peak RSS \(hwm / 1024) MiB"
 )
 if errors > 0 { print("  Non-2xx, serializer or socket errors: \(errors) (first: \(firstError ?? "?"))") }
+let bytes = downloaded.load(ordering: .relaxed)
+var downloadKeys = ""
+if o.download {
+    let mbps = Double(bytes) / 1e6 / elapsed
+    let perGB = bytes > 0 ? cpu / (Double(bytes) / 1e9) : 0
+    print("  \(bytes) bytes downloaded: \(f2(mbps)) MB/s, \(f2(perGB)) CPU s per GB")
+    downloadKeys = " bytes=\(bytes) mb_per_s=\(f2(mbps)) cpu_s_per_gb=\(f2(perGB))"
+}
 print("Requests/sec: \(f2(Double(requests) / elapsed))")
 print("Requests/CPU-s: \(f2(cpu > 0 ? Double(requests) / cpu : 0))")
 print(
-    "RESULT requests=\(requests) errors=\(errors) seconds=\(f2(elapsed)) rps=\(f2(Double(requests) / elapsed)) cpu_user=\(f2(user)) cpu_sys=\(f2(sys)) maxrss_kb=\(usage.ru_maxrss) cpu_s=\(f2(cpu)) req_per_cpu_s=\(f2(cpu > 0 ? Double(requests) / cpu : 0)) vmhwm_kb=\(hwm)"
+    "RESULT requests=\(requests) errors=\(errors) seconds=\(f2(elapsed)) rps=\(f2(Double(requests) / elapsed)) cpu_user=\(f2(user)) cpu_sys=\(f2(sys)) maxrss_kb=\(usage.ru_maxrss) cpu_s=\(f2(cpu)) req_per_cpu_s=\(f2(cpu > 0 ? Double(requests) / cpu : 0)) vmhwm_kb=\(hwm)\(downloadKeys)"
 )
 exit(requests > 0 ? 0 : 1)
