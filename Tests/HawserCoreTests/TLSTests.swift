@@ -456,12 +456,11 @@ extension NetworkTests {
             try await Self.withTLSServer(p.valid, clientCA: p.rootPath) { server in
                 let identity = TLSClientIdentity.pem(certificateChainPath: fifo, privateKeyPath: p.client.keyPath)
                 try await Self.withSession(try Self.trustingTestRoot { $0.tls.clientIdentity = identity }) { session in
-                    let feeder = FIFOFeeder(certificate)
                     async let https = session.response(
                         for: HTTPClientRequest(url: url("https://localhost:\(server.port)/hello"))
                     )
                     // Returns once the context's maker has opened the FIFO and waits in its read.
-                    await feeder.openForWriting(fifo)
+                    let feeder = await FIFOPeer.writer(fifo, writing: certificate)
                     let other = try await session.response(for: HTTPClientRequest(url: url(plain.baseURL + "/")))
                     #expect(other.status == 200)
                     feeder.release()
@@ -531,61 +530,5 @@ extension NetworkTests {
                 #expect(e.message.contains("TLS handshake"))
             }
         }
-    }
-}
-
-/// Writes bytes into a FIFO from a thread of its own: opening the write end waits for a reader;
-/// the bytes go once the test releases them — or, so that a blocked reader cannot hang the test,
-/// after a watchdog's 20 s, which the test then reports as a failure.
-final class FIFOFeeder: @unchecked Sendable {
-    private let bytes: [UInt8]
-    private let condition = NSCondition()
-    private var released = false
-    private var watchdogFired = false
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    /// Opens the write end (returning once a reader has opened the FIFO), then writes on release.
-    func openForWriting(_ path: String) async {
-        await withCheckedContinuation { (opened: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                let fd = open(path, O_WRONLY)
-                opened.resume()
-                self.condition.lock()
-                let deadline = Date(timeIntervalSinceNow: 20)
-                while !self.released {
-                    if !self.condition.wait(until: deadline) {
-                        self.watchdogFired = true
-                        break
-                    }
-                }
-                self.condition.unlock()
-                guard fd >= 0 else { return }
-                self.bytes.withUnsafeBytes { raw in
-                    var offset = 0
-                    while offset < raw.count {
-                        let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                        if n <= 0 { break }
-                        offset += n
-                    }
-                }
-                close(fd)
-            }
-            thread.start()
-        }
-    }
-
-    func release() {
-        self.condition.lock()
-        self.released = true
-        self.condition.broadcast()
-        self.condition.unlock()
-    }
-
-    /// Whether the watchdog wrote the bytes before the test released them.
-    var releasedByWatchdog: Bool {
-        self.condition.lock()
-        defer { self.condition.unlock() }
-        return self.watchdogFired
     }
 }

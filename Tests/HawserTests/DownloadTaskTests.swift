@@ -279,7 +279,7 @@ extension ManagerNetworkTests {
             let manager = makeManager()
             let head = Expectation()
             manager.addEventMonitor(HeadMonitor(head: head))
-            let reader = FIFOReader(path: fifo)
+            let reader = FIFOPeer.reader(fifo)
             let done = Expectation()
             let failure = Box<(any Error)?>(nil)
             manager.downloadTask(withResumeData: resume.encoded(), progress: nil, destination: nil) { _, _, error in
@@ -455,44 +455,5 @@ extension ManagerNetworkTests {
             #expect(growthMiB < 64, "peak RSS grew by \(growthMiB) MiB while moving 2 × \(size >> 20) MiB")
             print("large transfer: peak RSS growth \(growthMiB) MiB for 2 × \(size >> 20) MiB")
         }
-    }
-}
-
-/// Opens a FIFO's read end on a thread of its own once released — or after a watchdog's 20 s, so
-/// that a writer blocked on the loop cannot hang the test (which then reports it) — and closes it.
-final class FIFOReader: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var released = false
-    private var watchdogFired = false
-
-    init(path: String) {
-        let thread = Thread { [self] in
-            self.condition.lock()
-            let deadline = Date(timeIntervalSinceNow: 20)
-            while !self.released {
-                if !self.condition.wait(until: deadline) {
-                    self.watchdogFired = true
-                    break
-                }
-            }
-            self.condition.unlock()
-            let fd = open(path, O_RDONLY)
-            if fd >= 0 { close(fd) }
-        }
-        thread.start()
-    }
-
-    func release() {
-        self.condition.lock()
-        self.released = true
-        self.condition.broadcast()
-        self.condition.unlock()
-    }
-
-    /// Whether the watchdog opened the FIFO before the test released it.
-    var releasedByWatchdog: Bool {
-        self.condition.lock()
-        defer { self.condition.unlock() }
-        return self.watchdogFired
     }
 }
