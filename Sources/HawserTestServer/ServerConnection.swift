@@ -243,7 +243,8 @@ final class ServerConnection: EventLoopIOHandler {
             }
         case ("cacheable", 1):
             // Cache-Control: max-age=N (default 60), ETag "v1"; If-None-Match "v1" → 304.
-            // The body names how many times the server produced it.
+            // The body names how many times the server produced it, or is the N-byte pattern
+            // with size=N.
             let maxAge = query["max-age"] ?? "60"
             var extra = [("Cache-Control", "max-age=\(maxAge)"), ("ETag", "\"v1\""), ("Content-Type", "text/plain")]
             if let v = query["vary"] { extra.append(("Vary", v)) }
@@ -254,7 +255,8 @@ final class ServerConnection: EventLoopIOHandler {
                 self.listener.produced += 1
                 self.send(
                     status: 200,
-                    body: Array("response #\(self.listener.produced)".utf8),
+                    body: query["size"].flatMap(Int.init).map(Self.pattern)
+                        ?? Array("response #\(self.listener.produced)".utf8),
                     extra: extra,
                     head: isHead
                 )

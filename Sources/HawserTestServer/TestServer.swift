@@ -25,8 +25,9 @@ import Glibc
 /// - `ANY /redirect-loop`: 302 to itself, forever.
 /// - `ANY /basic-auth/USER/PASS`: 200 with the matching Basic `Authorization`, else 401 with
 ///   `WWW-Authenticate: Basic realm="hawser"`.
-/// - `GET /cacheable[?max-age=N][&vary=F]`: `Cache-Control: max-age=N` (default 60), `ETag: "v1"`;
-///   with `If-None-Match: "v1"` a 304; the body says how many 200s the server has produced.
+/// - `GET /cacheable[?max-age=N][&vary=F][&size=S]`: `Cache-Control: max-age=N` (default 60),
+///   `ETag: "v1"`; with `If-None-Match: "v1"` a 304; the body says how many 200s the server has
+///   produced, or is the S-byte pattern with `size`.
 /// - `GET /gzip`: a gzip-encoded JSON body (`Content-Encoding: gzip`).
 /// - `GET /cookies/set?NAME=VALUE[&…]`: 200 with one `Set-Cookie: NAME=VALUE; Path=/` per pair (names sorted).
 /// - `GET /cookies`: 200; the request's `Cookie` field value as the body (empty when none).

@@ -213,6 +213,41 @@ struct CacheDiskIOTests {
     }
 
     @Test(
+        "a body a 304 revalidated (3 MiB) reaches the delegate at most 1 MiB a turn; a cancel between chunks ends it once"
+    )
+    func revalidatedBodyInChunks() async throws {
+        let size = 3 << 20
+        try await withServer({
+            $0.urlCache = HTTPCache(memoryCapacity: 64 << 20)
+            $0.maximumBufferedBodySize = size
+        }) { server, session in
+            let u = url(server.baseURL + "/cacheable?max-age=0&size=\(size)")
+            let first = ChunkRecorder()
+            session.execute(HTTPClientRequest(url: u), delegate: first)
+            let r1 = await first.wait()
+            #expect(r1.body == pattern(size) && r1.metrics?.cacheUse == nil)
+
+            let second = ChunkRecorder()
+            session.execute(HTTPClientRequest(url: u), delegate: second)
+            let r2 = await second.wait()
+            #expect(r2.completions == 1)
+            #expect(r2.head?.status == 200 && r2.metrics?.cacheUse == .validated)
+            #expect(r2.body == pattern(size), "the stored body, byte for byte")
+            #expect(second.largestChunk.load(ordering: .relaxed) <= 1 << 20)
+
+            // Cancelled from the first chunk's callback: the next turn completes with the cancel.
+            let third = ChunkRecorder()
+            third.onBody = { task, _ in task.cancel() }
+            session.execute(HTTPClientRequest(url: u), delegate: third)
+            let r3 = await third.wait()
+            #expect(r3.completions == 1)
+            #expect(third.error?.code == .cancelled)
+            #expect(r3.body.count == 1 << 20, "one chunk was delivered before the cancel")
+            #expect(server.cacheableCounts == (1, 2))
+        }
+    }
+
+    @Test(
         "unusable directories are typed ioErrors naming the file operation; the request still succeeds; nothing leaks"
     )
     func failures() async throws {

@@ -132,6 +132,14 @@ extension RequestTask {
         }
     }
 
+    /// Delivers the body a 304 revalidated, once the 304 has ended (its head was delivered as the
+    /// stored response's): the first chunk now, the rest a chunk a turn, then the completion. The
+    /// machine is finished; a cancel or a delegate's `fail(with:)` meanwhile ends it with that error.
+    func deliverRevalidatedBody(_ body: [UInt8]) {
+        self.servingFromCache = true
+        self.deliverCachedBody(body, from: 0)
+    }
+
     private func deliverCachedBody(_ body: [UInt8], from offset: Int) {
         if let error = self.cacheServeError {
             self.complete(.failure(error.with(url: self.request.url)))

@@ -91,6 +91,7 @@ public final class RequestTask: @unchecked Sendable {
     #endif
     /// The network body is ignored: a cached response was delivered in its place (after a 304).
     var servedFromCache = false
+    /// The stored body a 304 revalidated: delivered when the 304 ends, a chunk a turn.
     var pendingCachedBody: [UInt8]?
     /// A stored response is being delivered (its machine is finished already).
     var servingFromCache = false
@@ -523,6 +524,13 @@ public final class RequestTask: @unchecked Sendable {
             self.storeInCache(recording)
         }
         self.detachConnection(HawserError(.invalidRequest, "the response ended before the request body was complete"))
+        if let body = self.pendingCachedBody {
+            // A 304 ended: its stored body goes out like a fresh hit's, at most a chunk a turn,
+            // and the last chunk completes the task.
+            self.pendingCachedBody = nil
+            self.deliverRevalidatedBody(body)
+            return
+        }
         self.complete(result)
     }
 

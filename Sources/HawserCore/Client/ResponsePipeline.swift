@@ -86,10 +86,6 @@ extension RequestTask {
             if self.servedFromCache { self.decoder = nil }
         }
         self.delegate.task(self, didReceiveHead: delivered)
-        if let body = self.pendingCachedBody {
-            self.pendingCachedBody = nil
-            if !body.isEmpty, !self.isFinished { body.withUnsafeBytes { self.delegate.task(self, didReceiveBody: $0) } }
-        }
     }
 
     /// Body bytes of the delivered response: decoded, recorded for the cache, delivered.
