@@ -3,7 +3,7 @@
 # side by side against one private nginx on loopback, with each client's RSS and open
 # descriptors sampled from /proc every few seconds, and a verdict on drift.
 #
-#   Benchmarks/scripts/soak.sh                  # 100 s (CI's run)
+#   Benchmarks/scripts/soak.sh                  # 120 s (CI's run)
 #   Benchmarks/scripts/soak.sh 1800             # 30 minutes
 #   SOAK_RSS_BOUND_MIB=1 Benchmarks/scripts/soak.sh 600
 #
@@ -26,7 +26,7 @@
 #
 # Output in OUT (default: a new temp dir): samples.tsv (t_s, client, rss_kib, anon_kib, fds,
 # threads), the clients' logs, summary.txt (the table every SOAK_TABLE_EVERY seconds and the
-# verdict), nginx's dir. Environment [defaults]: SOAK_SECONDS [100; or the first argument]
+# verdict), nginx's dir. Environment [defaults]: SOAK_SECONDS [120; or the first argument]
 # INTERVAL [5] CONNS [64] SOAK_RSS_BOUND_MIB [1] SOAK_CLIENTS ["session manager"]
 # SOAK_TABLE_EVERY [SECONDS/20, at least INTERVAL] SKIP_BUILD [0] OUT.
 # Needs nginx (nginx-light) and the release builds of hawser-load and hawser-manager-load (built
@@ -35,7 +35,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 bench="$(cd "$here/.." && pwd)"
-SOAK_SECONDS="${1:-${SOAK_SECONDS:-100}}"
+SOAK_SECONDS="${1:-${SOAK_SECONDS:-120}}"
 INTERVAL="${INTERVAL:-5}"
 CONNS="${CONNS:-64}"
 SOAK_RSS_BOUND_MIB="${SOAK_RSS_BOUND_MIB:-1}"
