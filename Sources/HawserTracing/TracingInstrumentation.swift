@@ -22,7 +22,7 @@ import Foundation
 /// ```
 ///
 /// Attributes (OpenTelemetry HTTP client conventions): `http.request.method`, `url.full` (without
-/// user name and password), `url.scheme`, `server.address`, `server.port`,
+/// user name and password, query values written by ``queryLogging``), `url.scheme`, `server.address`, `server.port`,
 /// `network.peer.address` and `network.peer.port` (the connection's peer), `http.response.status_code`,
 /// `http.request.resend_count` (exchanges after the first: redirects, retries, credentials) and
 /// `error.type` (a `HawserError` code such as `cannotConnect`, or the status code of a 4xx/5xx).
@@ -31,11 +31,19 @@ import Foundation
 public struct TracingInstrumentation: RequestInstrumentation {
     /// The tracer spans are started with and whose injector writes the outgoing fields.
     public let tracer: any Tracer
+    /// How query strings appear in `url.full`: values redacted by default (tokens travel in
+    /// query strings, and spans are exported to systems many people read).
+    public let queryLogging: QueryLogging
 
     /// Traces with `tracer`; by default the one bootstrapped in `InstrumentationSystem`
     /// (a no-op tracer until the application bootstraps one).
-    public init(tracer: any Tracer = InstrumentationSystem.tracer) {
+    ///
+    /// - Parameters:
+    ///   - tracer: the tracer spans are started with.
+    ///   - queryLogging: how query strings appear in `url.full`; values redacted by default.
+    public init(tracer: any Tracer = InstrumentationSystem.tracer, queryLogging: QueryLogging = .redactingValues) {
         self.tracer = tracer
+        self.queryLogging = queryLogging
     }
 
     /// Starts the task's span as a child of the caller's current `ServiceContext` and asks the
@@ -46,14 +54,14 @@ public struct TracingInstrumentation: RequestInstrumentation {
         let span = self.tracer.startSpan(method, context: parent, ofKind: .client)
         var attributes = span.attributes
         attributes["http.request.method"] = method
-        attributes["url.full"] = request.urlWithoutCredentials
+        attributes["url.full"] = request.urlForLogs(self.queryLogging)
         if let scheme = request.url.scheme { attributes["url.scheme"] = scheme }
         if let host = request.url.host { attributes["server.address"] = host }
         if let port = request.url.port ?? Self.defaultPort(request.url.scheme) { attributes["server.port"] = port }
         span.attributes = attributes
         var carrier = HeaderCarrier()
         self.tracer.inject(span.context, into: &carrier, using: HeaderInjector())
-        return SpanObserver(span: span, headerFields: carrier.fields)
+        return SpanObserver(span: span, headerFields: carrier.fields, queryLogging: self.queryLogging)
     }
 
     private static func defaultPort(_ scheme: String?) -> Int? {
@@ -85,10 +93,12 @@ struct HeaderInjector: Injector {
 final class SpanObserver: RequestObserver, @unchecked Sendable {
     let span: any Span
     let headerFields: [(name: String, value: String)]
+    let queryLogging: QueryLogging
 
-    init(span: any Span, headerFields: [(name: String, value: String)]) {
+    init(span: any Span, headerFields: [(name: String, value: String)], queryLogging: QueryLogging) {
         self.span = span
         self.headerFields = headerFields
+        self.queryLogging = queryLogging
     }
 
     func exchangeStarted(_ exchange: ExchangeInfo) {
@@ -112,7 +122,7 @@ final class SpanObserver: RequestObserver, @unchecked Sendable {
             SpanEvent(
                 name: name,
                 attributes: [
-                    "url.full": .string(exchange.request.urlWithoutCredentials),
+                    "url.full": .string(exchange.request.urlForLogs(self.queryLogging)),
                     "http.request.method": .string(exchange.request.method.rawValue),
                 ]
             )

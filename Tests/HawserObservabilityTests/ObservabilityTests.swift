@@ -114,7 +114,54 @@ extension ObservabilityTests {
                 #expect(lines[3].metadata["hawser.exchange.reason"] == "initial")
                 #expect(lines[3].metadata["network.peer.address"] == "127.0.0.1:\(server.port)")
                 #expect(lines[3].metadata["url.full"] == server.baseURL + "/echo")
-                #expect((lines[4].metadata["hawser.head"] ?? "").hasPrefix("HTTP/1.1 200 OK\nX-Echo-Method: GET"))
+                #expect((lines[4].metadata["hawser.head"] ?? "").hasPrefix("HTTP/1.1 200 OK\\r\\nX-Echo-Method: GET"))
+                // One line per head: the fields are joined by the two characters \r\n, never a line break.
+                #expect(lines.allSatisfy { !($0.metadata["hawser.head"] ?? "").contains("\n") })
+                #expect(sent.contains("HTTP/1.1\\r\\nHost: "))
+                // The query's value is redacted in the URL and in the request line; its name stays.
+                #expect(lines[0].metadata["url.full"] == server.baseURL + "/cookies/set?session=REDACTED")
+                #expect(
+                    (lines[0].metadata["hawser.head"] ?? "").hasPrefix("GET /cookies/set?session=REDACTED HTTP/1.1")
+                )
+                for line in lines[0...3] {
+                    #expect(!"\(line.metadata)".contains("s3cr3t"), "the query's value leaked into '\(line.message)'")
+                }
+            }
+        }
+
+        @Test("query strings: values redacted by default, kept with .verbatim; bytes outside ASCII escaped")
+        func queryLoggingChoices() async throws {
+            let redacted = LogRecorder()
+            try await withServer({ $0.logger = redacted.logger(level: .trace) }) { server, session in
+                _ = try await session.response(
+                    for: HTTPClientRequest(url: url(server.baseURL + "/hello?token=abc123&flag&page=2#frag"))
+                )
+                let lines = redacted.lines
+                #expect(lines.count == 3)
+                #expect(
+                    lines[0].metadata["url.full"] == server.baseURL + "/hello?token=REDACTED&REDACTED&page=REDACTED"
+                )
+                #expect(
+                    (lines[0].metadata["hawser.head"] ?? "").hasPrefix(
+                        "GET /hello?token=REDACTED&REDACTED&page=REDACTED HTTP/1.1\\r\\n"
+                    )
+                )
+                #expect(!lines.map { "\($0.metadata)" }.joined().contains("abc123"))
+            }
+            let verbatim = LogRecorder()
+            try await withServer({
+                $0.logger = verbatim.logger(level: .trace)
+                $0.queryLogging = .verbatim
+            }) { server, session in
+                var request = HTTPClientRequest(url: url(server.baseURL + "/echo?token=abc123"))
+                request.headers.add(name: "X-Bytes", value: "a\u{E9}\\b")
+                _ = try await session.response(for: request)
+                let lines = verbatim.lines
+                #expect(lines[0].metadata["url.full"] == server.baseURL + "/echo?token=abc123")
+                let head = lines[0].metadata["hawser.head"] ?? ""
+                #expect(head.hasPrefix("GET /echo?token=abc123 HTTP/1.1\\r\\n"))
+                // é is two UTF-8 bytes, each written as \xNN; a backslash is doubled.
+                #expect(head.contains("X-Bytes: a\\xC3\\xA9\\\\b"))
             }
         }
 
@@ -191,7 +238,7 @@ extension ObservabilityTests {
                 #expect(span.kind == .client)
                 #expect(s.ended && s.endCount == 1)
                 #expect(s.attributes.text("http.request.method") == "GET")
-                #expect(s.attributes.text("url.full") == server.baseURL + "/echo?q=1")
+                #expect(s.attributes.text("url.full") == server.baseURL + "/echo?q=REDACTED")
                 #expect(s.attributes.text("server.address") == "127.0.0.1")
                 #expect(s.attributes.text("server.port") == String(server.port))
                 #expect(s.attributes.text("network.peer.address") == "127.0.0.1")
@@ -201,6 +248,18 @@ extension ObservabilityTests {
                 #expect(s.status == nil)
                 let id = span.identity
                 #expect(r.headers["X-Echo-H-traceparent"] == "00-\(id.traceID)-\(id.spanID)-01")
+            }
+        }
+
+        @Test("url.full keeps the query as sent with queryLogging .verbatim")
+        func verbatimQuery() async throws {
+            let tracer = TestTracer()
+            try await withServer({
+                $0.instrumentation = TracingInstrumentation(tracer: tracer, queryLogging: .verbatim)
+            }) { server, session in
+                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo?q=1")))
+                let s = try #require(tracer.spans.first).snapshot
+                #expect(s.attributes.text("url.full") == server.baseURL + "/echo?q=1")
             }
         }
 
@@ -299,15 +358,55 @@ extension ObservabilityTests {
                 await #expect(throws: HawserError.self) {
                     _ = try await session.response(for: HTTPClientRequest(url: url(deadURL)))
                 }
-                #expect(factory.counter("hawser.client.requests")?.value.load(ordering: .relaxed) == 4)
+                let ok = [("http.request.method", "GET"), ("http.response.status_class", "2xx")]
+                let failed = [("http.request.method", "GET"), ("http.response.status_class", "none")]
+                #expect(factory.counter("hawser.client.requests", ok)?.value.load(ordering: .relaxed) == 3)
+                #expect(factory.counter("hawser.client.requests", failed)?.value.load(ordering: .relaxed) == 1)
                 #expect(
                     factory.counter("hawser.client.errors", [("error.type", "cannotConnect")])?.value.load(
                         ordering: .relaxed
                     ) == 1
                 )
-                let durations = factory.timer("hawser.client.request.duration")?.values.withLock { $0 } ?? []
-                #expect(durations.count == 4)
+                let durations = factory.timer("hawser.client.request.duration", ok)?.values.withLock { $0 } ?? []
+                #expect(durations.count == 3)
                 #expect(durations.allSatisfy { $0 > 0 })
+                #expect(factory.timer("hawser.client.request.duration", failed)?.values.withLock { $0.count } == 1)
+            }
+        }
+
+        @Test("requests and durations carry the method and the status class; unknown methods are _OTHER")
+        func methodAndStatusClass() async throws {
+            let factory = TestMetricsFactory()
+            try await withServer({
+                $0.instrumentation = MetricsInstrumentation(factory: factory, dimensions: [("session", "b")])
+            }) { server, session in
+                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/status/404")))
+                _ = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/status/404")))
+                _ = try await session.response(
+                    for: HTTPClientRequest(method: .post, url: url(server.baseURL + "/status/503"), body: .bytes([1]))
+                )
+                _ = try await session.response(
+                    for: HTTPClientRequest(method: HTTPMethod(rawValue: "PURGE"), url: url(server.baseURL + "/echo"))
+                )
+                func count(_ method: String, _ statusClass: String) -> Int64? {
+                    factory.counter(
+                        "hawser.client.requests",
+                        [
+                            ("session", "b"), ("http.request.method", method),
+                            ("http.response.status_class", statusClass),
+                        ]
+                    )?.value.load(ordering: .relaxed)
+                }
+                #expect(count("GET", "4xx") == 2)
+                #expect(count("POST", "5xx") == 1)
+                #expect(count("_OTHER", "2xx") == 1)
+                #expect(count("PURGE", "2xx") == nil)
+                #expect(
+                    factory.timer(
+                        "hawser.client.request.duration",
+                        [("session", "b"), ("http.request.method", "POST"), ("http.response.status_class", "5xx")]
+                    )?.values.withLock { $0.count } == 1
+                )
             }
         }
 
@@ -346,7 +445,12 @@ extension ObservabilityTests {
                 let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo")))
                 #expect(r.headers["X-Echo-H-traceparent"] != nil)
                 #expect(tracer.spans.count == 1)
-                #expect(factory.counter("hawser.client.requests")?.value.load(ordering: .relaxed) == 1)
+                #expect(
+                    factory.counter(
+                        "hawser.client.requests",
+                        [("http.request.method", "GET"), ("http.response.status_class", "2xx")]
+                    )?.value.load(ordering: .relaxed) == 1
+                )
                 #expect(recorder.lines.count == 1)
             }
         }

@@ -179,4 +179,11 @@ extension HTTPClientRequest {
         components.password = nil
         return components.string ?? self.url.absoluteString
     }
+
+    /// The URL as logs and spans show it: without user name and password, its query string
+    /// written by `queryLogging` (values redacted by default, see ``QueryLogging``).
+    public func urlForLogs(_ queryLogging: QueryLogging) -> String {
+        let url = self.urlWithoutCredentials
+        return queryLogging == .verbatim ? url : queryLogging.apply(toTarget: url)
+    }
 }

@@ -1,7 +1,8 @@
 // swift-log for a session's requests (trait "Logging"): a RequestObserver made per task when the
 // session or the request has a logger. One `debug` line when the task ends; at `trace`, each head
-// as sent and as received, with credentials and cookies redacted. Without a logger no observer
-// exists and nothing here runs.
+// as sent and as received on one line, with credentials and cookies redacted. Query strings are
+// written by the configuration's QueryLogging (values redacted by default), in `url.full` and in
+// the request line. Without a logger no observer exists and nothing here runs.
 #if Logging
 import HawserBase
 import HawserHTTP1
@@ -14,14 +15,17 @@ private let nextRequestID = Atomic<UInt64>(1)
 final class LoggingObserver: RequestObserver, @unchecked Sendable {
     /// The task's logger, its metadata carrying the request id, method and URL.
     private var logger: Logger
+    /// How query strings are written.
+    private let queryLogging: QueryLogging
 
-    init(logger: Logger, request: HTTPClientRequest) {
+    init(logger: Logger, request: HTTPClientRequest, queryLogging: QueryLogging) {
         var logger = logger
         let id = nextRequestID.wrappingAdd(1, ordering: .relaxed).oldValue
         logger[metadataKey: "hawser.request.id"] = "\(id)"
         logger[metadataKey: "http.request.method"] = "\(request.method.rawValue)"
-        logger[metadataKey: "url.full"] = "\(request.urlWithoutCredentials)"
+        logger[metadataKey: "url.full"] = "\(request.urlForLogs(queryLogging))"
         self.logger = logger
+        self.queryLogging = queryLogging
     }
 
     func exchangeStarted(_ exchange: ExchangeInfo) {
@@ -29,10 +33,10 @@ final class LoggingObserver: RequestObserver, @unchecked Sendable {
         if exchange.reason != .initial {
             // A redirect may change the method and the URL: later lines carry the new ones.
             self.logger[metadataKey: "http.request.method"] = "\(exchange.request.method.rawValue)"
-            self.logger[metadataKey: "url.full"] = "\(exchange.request.urlWithoutCredentials)"
+            self.logger[metadataKey: "url.full"] = "\(exchange.request.urlForLogs(self.queryLogging))"
         }
         var metadata: Logger.Metadata = [
-            "hawser.head": "\(Self.redactedRequestHead(exchange.wireHead))",
+            "hawser.head": "\(Self.redactedRequestHead(exchange.wireHead, queryLogging: self.queryLogging))",
             "hawser.exchange.reason": "\(exchange.reason)",
             "hawser.connection.reused": "\(exchange.reusedConnection)",
         ]
@@ -91,27 +95,95 @@ final class LoggingObserver: RequestObserver, @unchecked Sendable {
         }
     }
 
-    /// The head as written, one line per field, secrets replaced; lines joined by `\n`.
-    static func redactedRequestHead(_ wire: [UInt8]) -> String {
-        let text = String(decoding: wire, as: UTF8.self)
-        var lines: [String] = []
-        for line in text.split(separator: "\r\n", omittingEmptySubsequences: true) {
-            if let colon = line.firstIndex(of: ":"), !lines.isEmpty, Self.isRedacted(line[..<colon]) {
-                lines.append("\(line[..<colon]): <redacted>")
-            } else {
-                lines.append(String(line))
+    /// The head as written, on one line: fields joined by the two characters `\r\n`, secrets
+    /// replaced, the request target's query written by `queryLogging`, bytes outside printable
+    /// ASCII as `\xNN` (a log line never breaks, and no byte is lost or guessed).
+    static func redactedRequestHead(_ wire: [UInt8], queryLogging: QueryLogging = .verbatim) -> String {
+        var out = ""
+        out.reserveCapacity(wire.count + 16)
+        var lineStart = 0
+        var first = true
+        var i = 0
+        while i <= wire.count {
+            let atEnd = i == wire.count
+            if atEnd || (wire[i] == 0x0D && i + 1 < wire.count && wire[i + 1] == 0x0A) {
+                let line = wire[lineStart..<i]
+                if !line.isEmpty {
+                    if first {
+                        Self.appendRequestLine(line, queryLogging: queryLogging, to: &out)
+                    } else {
+                        out += "\\r\\n"
+                        Self.appendField(line, to: &out)
+                    }
+                    first = false
+                }
+                if atEnd { break }
+                i += 2
+                lineStart = i
+                continue
             }
+            i += 1
         }
-        return lines.joined(separator: "\n")
+        return out
     }
 
-    /// A response head as text, secrets replaced; lines joined by `\n`.
+    /// A response head as text on one line, as ``redactedRequestHead(_:queryLogging:)`` writes one.
     static func redactedResponseHead(_ head: HTTPResponseHead) -> String {
-        var text = "HTTP/\(head.version.major).\(head.version.minor) \(head.status) \(head.reasonPhrase)"
-        for field in head.headers {
-            text += "\n\(field.name): \(Self.isRedacted(field.name) ? "<redacted>" : field.value)"
+        var out = "HTTP/\(head.version.major).\(head.version.minor) \(head.status) "
+        Self.appendEscaped(head.reasonPhrase.utf8, to: &out)
+        for index in 0..<head.headers.count {
+            out += "\\r\\n"
+            let name = head.headers.name(at: index)
+            Self.appendEscaped(name.utf8, to: &out)
+            out += ": "
+            if Self.isRedacted(name) {
+                out += "<redacted>"
+            } else {
+                Self.appendEscaped(head.headers.valueBytes(at: index), to: &out)
+            }
         }
-        return text
+        return out
+    }
+
+    /// `METHOD target HTTP/1.1` with the target's query written by `queryLogging`.
+    private static func appendRequestLine(_ line: ArraySlice<UInt8>, queryLogging: QueryLogging, to out: inout String) {
+        guard queryLogging != .verbatim, let q = line.firstIndex(of: UInt8(ascii: "?")) else {
+            Self.appendEscaped(line, to: &out)
+            return
+        }
+        let targetEnd = line[q...].firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
+        Self.appendEscaped(line[..<q], to: &out)
+        out += "?"
+        out += queryLogging.apply(toQuery: Substring(String(decoding: line[(q + 1)..<targetEnd], as: UTF8.self)))
+        Self.appendEscaped(line[targetEnd...], to: &out)
+    }
+
+    /// `Name: value`, the value replaced when the field is a secret.
+    private static func appendField(_ line: ArraySlice<UInt8>, to out: inout String) {
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")),
+            Self.isRedacted(String(decoding: line[..<colon], as: UTF8.self))
+        {
+            Self.appendEscaped(line[..<colon], to: &out)
+            out += ": <redacted>"
+        } else {
+            Self.appendEscaped(line, to: &out)
+        }
+    }
+
+    /// Printable ASCII as is, a backslash doubled, every other byte as `\xNN`.
+    private static func appendEscaped(_ bytes: some Sequence<UInt8>, to out: inout String) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for b in bytes {
+            if b == UInt8(ascii: "\\") {
+                out += "\\\\"
+            } else if b >= 0x20 && b < 0x7F {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += "\\x"
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(b >> 4)]))
+                out.unicodeScalars.append(Unicode.Scalar(hex[Int(b & 0xF)]))
+            }
+        }
     }
 }
 #endif

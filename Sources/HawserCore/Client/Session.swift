@@ -131,7 +131,7 @@ public final class Session: Sendable {
     private func observer(for request: HTTPClientRequest, logger: Logger?) -> (any RequestObserver)? {
         let instrumented = self.instrumentation?.observe(request)
         guard let logger else { return instrumented }
-        let logging = LoggingObserver(logger: logger, request: request)
+        let logging = LoggingObserver(logger: logger, request: request, queryLogging: self.configuration.queryLogging)
         guard let instrumented else { return logging }
         return FanOutObserver([logging, instrumented])
     }

@@ -102,10 +102,56 @@ public struct SessionConfiguration: Sendable {
     /// nil (the default): nothing is logged and no log call is made.
     public var logger: Logger? = nil
     #endif
+    /// How query strings appear in logged URLs and request lines (`url.full`, the request head
+    /// at `trace`). ``QueryLogging/redactingValues`` by default: tokens often travel in query
+    /// strings, and logs are kept longer and read by more people than the requests themselves.
+    public var queryLogging: QueryLogging = .redactingValues
 
     /// Creates the defaults documented on each property.
     public init() {}
 
     /// The defaults.
     public static var `default`: SessionConfiguration { SessionConfiguration() }
+}
+
+/// How a query string is written where a URL is logged or traced.
+public enum QueryLogging: Sendable, Hashable {
+    /// Every value replaced by `REDACTED`, the names kept (`?token=REDACTED&page=REDACTED`), as
+    /// OpenTelemetry's conventions redact `url.full`; a component without `=` becomes `REDACTED`.
+    case redactingValues
+    /// The query string as sent.
+    case verbatim
+
+    /// `query` (without its `?`) as this rule writes it.
+    public func apply(toQuery query: Substring) -> String {
+        switch self {
+        case .verbatim:
+            return String(query)
+        case .redactingValues:
+            var out = ""
+            out.reserveCapacity(query.utf8.count)
+            var first = true
+            for part in query.split(separator: "&", omittingEmptySubsequences: false) {
+                if !first { out += "&" }
+                first = false
+                if part.isEmpty { continue }
+                if let eq = part.firstIndex(of: "=") {
+                    out += part[..<eq]
+                    out += "=REDACTED"
+                } else {
+                    out += "REDACTED"
+                }
+            }
+            return out
+        }
+    }
+
+    /// `target` (a request target or a URL) with its query string written by this rule; the
+    /// fragment, if any, is dropped when the query is redacted.
+    public func apply(toTarget target: String) -> String {
+        guard self != .verbatim, let q = target.firstIndex(of: "?") else { return target }
+        var query = target[target.index(after: q)...]
+        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+        return String(target[...q]) + self.apply(toQuery: query)
+    }
 }
