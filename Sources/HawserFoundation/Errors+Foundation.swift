@@ -13,8 +13,14 @@ extension HawserError: CustomNSError {
     /// The `NSURLErrorDomain` code (`HawserError/urlErrorCode`): -1001, -1202 …
     public var errorCode: Int { self.urlErrorCode }
 
+    /// `NSURLErrorFailingURLPeerTrustErrorKey`: under it, a -1202 error's user info holds the
+    /// server's trust (a `ServerTrust`: the host checked and the chain presented), where
+    /// NSURLSession and AFNetworking put the `SecTrust`.
+    public static let failingURLPeerTrustErrorKey = "NSURLErrorFailingURLPeerTrustErrorKey"
+
     /// What an NSURLSession error carries: the description in Foundation's words, the failing
-    /// URL and its string, the underlying error, and Hawser's detail as the failure reason.
+    /// URL and its string, the server's trust (``failingURLPeerTrustErrorKey``) when a chain was
+    /// refused, the underlying error, and Hawser's detail as the failure reason.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedFailureReasonErrorKey: self.message]
         if let d = self.errorDescription { info[NSLocalizedDescriptionKey] = d }
@@ -22,6 +28,7 @@ extension HawserError: CustomNSError {
             info[NSURLErrorFailingURLErrorKey] = url
             info[failingURLStringKey] = url.absoluteString
         }
+        if let trust = self.peerTrust { info[Self.failingURLPeerTrustErrorKey] = trust }
         if let underlying = self.underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
         return info
     }

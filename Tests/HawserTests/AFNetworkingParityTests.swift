@@ -361,6 +361,35 @@ private struct TaggedSerializer: CodableResponseSerialization {
 }
 
 @Suite struct ErrorWordingTests {
+    @Test(
+        "serverTrustError(for:url:failure:) builds AF's AFServerTrustErrorForServerTrust error: -1202, the URL, the trust"
+    )
+    func serverTrustErrorBuilder() throws {
+        let pki = try TestPKI.shared()
+        let url = URL(string: "https://example.test/x")!
+        let trust = ServerTrust(host: "example.test", certificates: pki.valid.presentedChain)
+        let failure = TrustFailure(.untrustedRoot, "the chain ends at an unknown root")
+        let e = HawserError.serverTrustError(for: trust, url: url, failure: failure)
+        #expect(e.code == .serverCertificateUntrusted && e.urlErrorCode == -1202)
+        #expect(e.url == url)
+        #expect(e.peerTrust?.host == "example.test")
+        #expect(e.peerCertificates == pki.valid.presentedChain)
+        #expect((e.underlying as? TrustFailure)?.reason == .untrustedRoot)
+        #expect(e.message == "the certificate of example.test is not trusted: the chain ends at an unknown root")
+        let ns = e as NSError
+        #expect(ns.domain == NSURLErrorDomain && ns.code == -1202)
+        #expect(ns.localizedDescription.contains("pretending to be “example.test”"))
+        #expect(ns.userInfo[NSURLErrorFailingURLErrorKey] as? URL == url)
+        #expect(ns.userInfo["NSErrorFailingURLStringKey"] as? String == url.absoluteString)
+        #expect(
+            (ns.userInfo[HawserError.failingURLPeerTrustErrorKey] as? ServerTrust)?.certificates == trust.certificates
+        )
+        // No failure given: the reason is left out, and nothing is underneath.
+        let bare = HawserError.serverTrustError(for: trust, url: nil)
+        #expect(bare.message == "the certificate of example.test is not trusted" && bare.underlying == nil)
+        #expect((bare as NSError).userInfo[NSURLErrorFailingURLErrorKey] == nil)
+    }
+
     @Test("HawserError reads like NSURLSession's errors: description, domain, code, failing URL, underlying error")
     func hawserErrors() throws {
         let url = URL(string: "https://apple.com/")!

@@ -172,7 +172,7 @@ final class SessionContext: @unchecked Sendable {
                 "the certificate of the proxy \(proxy) is not trusted: \(error.message)",
                 underlying: error
             )
-            e.peerCertificates = certificates
+            e.peerTrust = ServerTrust(host: proxy.host, certificates: certificates)
             decide(e)
         }
     }
@@ -212,7 +212,7 @@ final class SessionContext: @unchecked Sendable {
                 "the certificate of \(key.host):\(key.port) is not trusted: \(failure.message)",
                 underlying: failure
             )
-            e.peerCertificates = certificates
+            e.peerTrust = trust
             return e
         }
         let loop = self.loop
@@ -228,7 +228,7 @@ final class SessionContext: @unchecked Sendable {
                 result = untrusted(TrustFailure(.other, "the challenge handler rejected the server's certificate"))
             case .cancelAuthenticationChallenge:
                 var e = HawserError(.cancelled, "the server-trust challenge for \(key.host) was cancelled")
-                e.peerCertificates = certificates
+                e.peerTrust = trust
                 result = e
             case .performDefaultHandling:
                 do throws(TrustFailure) {
