@@ -19,7 +19,7 @@ import Glibc
 ///   and every request header as `X-Echo-H-<name>`.
 /// - `GET /status/N`: status N with an empty body.
 /// - `GET /delay/MS`: 200 after MS milliseconds.
-/// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/0` → 302 to `/hello`.
+/// - `GET /redirect/N`: 302 to `/redirect/N-1`; `/redirect/1` (and 0) → 302 to `/hello`: N redirects.
 /// - `ANY /redirect-to?url=U[&status=N][&cookie=C][&close=1]`: status N (default 302) to the percent-encoded `U`,
 ///   setting cookie `C` (`name=value`, percent-encoded) when given; with `close=1`, then closes the connection.
 /// - `ANY /redirect-loop`: 302 to itself, forever.

@@ -52,6 +52,27 @@ extension ManagerNetworkTests {
             }
         }
 
+        // MARK: - Redirect count
+
+        @Test("the manager follows 20 redirects, as AFNetworking on NSURLSession does; the 21st fails with -1007")
+        func twentyRedirects() async throws {
+            let server = try TestServer()
+            defer { server.shutdown() }
+            let m = HTTPSessionManager(baseURL: URL(string: server.baseURL + "/")!)
+            defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
+            m.responseSerializer = HTTPResponseSerializer()
+            // /redirect/20 → … → /redirect/1 → /hello: 20 redirects.
+            let (_, response) = try await m.get("redirect/20")
+            #expect(response.statusCode == 200)
+            #expect(response.url.path == "/hello")
+            do {
+                _ = try await m.get("redirect/21")
+                Issue.record("a 21st redirect was followed")
+            } catch let e as HawserError {
+                #expect(e.code == .tooManyRedirects && e.urlErrorCode == -1007, "\(e)")
+            }
+        }
+
         // MARK: - Copying managers
 
         @Test(
@@ -203,6 +224,11 @@ extension ManagerNetworkTests {
                     error.userInfo[NSURLErrorFailingURLErrorKey] as? URL
                         == URL(string: "https://localhost:\(server.port)/")
                 )
+                // The peer's trust under NSURLSession's key, as AFServerTrustErrorForServerTrust puts it.
+                let trust = try #require(error.userInfo["NSURLErrorFailingURLPeerTrustErrorKey"] as? ServerTrust)
+                #expect(trust.host == "localhost")
+                #expect(trust.certificates == pki.valid.presentedChain)
+                #expect(HawserError.failingURLPeerTrustErrorKey == "NSURLErrorFailingURLPeerTrustErrorKey")
             }
         }
 

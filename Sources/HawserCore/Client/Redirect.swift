@@ -17,8 +17,9 @@ import Foundation
 public struct RedirectConfiguration: Sendable, Hashable {
     /// Follow 301, 302, 303, 307 and 308 responses that carry a `Location` (default true).
     public var followsRedirects = true
-    /// The most redirects one task follows; one more is a `tooManyRedirects` error (default 16).
-    public var maximumRedirects = 16
+    /// The most redirects one task follows; one more is a `tooManyRedirects` error (default 20,
+    /// as NSURLSession on Apple's platforms, which AFNetworking runs on, and the browsers).
+    public var maximumRedirects = 20
     /// Allow an https URL to redirect to an http one (default false: such a redirect fails with
     /// `redirectRefused`, since it would send the request, and its cookies, in the clear).
     public var allowsInsecureDowngrade = false
