@@ -29,15 +29,26 @@ struct ConnectStateMachineTests {
         )
     }
 
-    @Test("addresses are ordered IPv6 first, then alternating families; duplicates dropped (RFC 8305 §4)")
+    @Test(
+        "addresses alternate families from the resolver's first address's family on; duplicates dropped (RFC 8305 §4)"
+    )
     func ordering() {
         #expect(
-            Machine.happyEyeballsOrder([Self.v4a, Self.v4b, Self.v6a, Self.v6b]) == [
+            Machine.happyEyeballsOrder([Self.v6a, Self.v6b, Self.v4a, Self.v4b]) == [
                 Self.v6a, Self.v4a, Self.v6b, Self.v4b,
             ]
         )
+        // The resolver (RFC 6724, gai.conf) put IPv4 first: IPv4 leads.
         #expect(
-            Machine.happyEyeballsOrder([Self.v4a, Self.v6a, Self.v4b, Self.v4a]) == [Self.v6a, Self.v4a, Self.v4b]
+            Machine.happyEyeballsOrder([Self.v4a, Self.v4b, Self.v6a, Self.v6b]) == [
+                Self.v4a, Self.v6a, Self.v4b, Self.v6b,
+            ]
+        )
+        #expect(
+            Machine.happyEyeballsOrder([Self.v4a, Self.v6a, Self.v4b, Self.v4a]) == [Self.v4a, Self.v6a, Self.v4b]
+        )
+        #expect(
+            Machine.happyEyeballsOrder([Self.v6b, Self.v4a, Self.v6a, Self.v6b]) == [Self.v6b, Self.v4a, Self.v6a]
         )
         #expect(Machine.happyEyeballsOrder([Self.v4a]) == [Self.v4a])
         let unix = SocketAddress(unixPath: "/run/app.sock")!
@@ -92,7 +103,7 @@ struct ConnectStateMachineTests {
     func staggeredStarts() {
         var m = Self.machine()
         #expect(
-            m.start(addresses: [Self.v4a, Self.v6a, Self.v4b], now: 100) == [
+            m.start(addresses: [Self.v6a, Self.v4a, Self.v4b], now: 100) == [
                 .startAttempt(id: 0, address: Self.v6a), .armAttemptTimer(nanoseconds: Self.delay),
             ]
         )
@@ -106,6 +117,22 @@ struct ConnectStateMachineTests {
         #expect(m.attempts.map(\.startedAt) == [100, 100 + Self.delay, 100 + 2 * Self.delay])
         // No address left: a late timer does nothing.
         #expect(m.attemptTimerFired(now: 100 + 3 * Self.delay).isEmpty)
+    }
+
+    @Test("the attempt delay is kept within RFC 8305 §5's bounds, 10 ms to 2 s")
+    func attemptDelayBounds() {
+        func armed(_ delay: UInt64) -> [Action] {
+            var m = Machine(
+                steps: .init(proxyExchange: false, tls: false),
+                destination: "d",
+                viaProxy: false,
+                attemptDelay: delay
+            )
+            return m.start(addresses: [Self.v6a, Self.v4a], now: 0)
+        }
+        #expect(armed(0).last == .armAttemptTimer(nanoseconds: 10_000_000))
+        #expect(armed(100_000_000).last == .armAttemptTimer(nanoseconds: 100_000_000))
+        #expect(armed(60_000_000_000).last == .armAttemptTimer(nanoseconds: 2_000_000_000))
     }
 
     @Test("a failed attempt starts the next address at once, without waiting for the timer")

@@ -59,7 +59,7 @@ extension NetworkTests {
         @Test("a black-holed IPv6 address first: the IPv4 attempt starts 250 ms later, wins, and the loser is closed")
         func happyEyeballsReachesTheSecondAddress() async throws {
             try await Self.inNamespace({ c in
-                c.dnsOverride = ["he.test": ["127.0.0.1", BlackHoleNamespace.blackHoleV6]]
+                c.dnsOverride = ["he.test": [BlackHoleNamespace.blackHoleV6, "127.0.0.1"]]
             }) { session, server, clock, _ in
                 let t0 = clock.now
                 let d = Self.start(session, HTTPClientRequest(url: url("http://he.test:\(server.port)/hello")))
@@ -79,6 +79,53 @@ extension NetworkTests {
                 #expect(m.connectAttempts.map(\.outcome) == [.abandoned, .won])
                 #expect(m.connectAttempts.map(\.start) == [t0, t0 + 250 * Self.ms])
                 #expect(session.poolStatistics().openConnections == 1, "the losing socket was closed")
+            }
+        }
+
+        @Test("the resolver's order of families is kept: IPv4 listed first is tried first (RFC 8305 §4)")
+        func resolverFamilyOrderKept() async throws {
+            try await Self.inNamespace({ c in
+                c.dnsOverride = ["v4first.test": ["127.0.0.1", BlackHoleNamespace.blackHoleV6]]
+            }) { session, server, clock, _ in
+                let t0 = clock.now
+                let d = Self.start(session, HTTPClientRequest(url: url("http://v4first.test:\(server.port)/hello")))
+                let r = await d.wait()
+                #expect(r.head?.status == 200)
+                let m = try #require(r.metrics)
+                #expect(m.connectAttempts.map(\.address.ipAddress) == ["127.0.0.1"], "IPv6 was put first")
+                #expect(m.connectAttempts.map(\.outcome) == [.won])
+                #expect(m.connectEnd == t0, "no stagger waited for")
+            }
+        }
+
+        @Test("connectionAttemptDelay sets each attempt's own delay: the next starts that long after the one before")
+        func configuredAttemptDelay() async throws {
+            try await Self.inNamespace({ c in
+                c.connectionAttemptDelay = 0.1
+                c.dnsOverride = [
+                    "slow.test": [BlackHoleNamespace.blackHoleV6, BlackHoleNamespace.blackHoleV4, "::1", "127.0.0.1"]
+                ]
+            }) { session, server, clock, _ in
+                let t0 = clock.now
+                let d = Self.start(session, HTTPClientRequest(url: url("http://slow.test:\(server.port)/hello")))
+                // v6 hole at t0, v4 hole at +100 ms, ::1 (refused at once) at +200 ms, and then
+                // 127.0.0.1 at once after that failure, without waiting for a third delay.
+                try session.eventLoop.advanceTime(by: 100 * Self.ms)
+                try session.eventLoop.advanceTime(by: 100 * Self.ms - 1)
+                #expect(server.acceptedConnections == 0, "the third attempt must wait for its own delay")
+                try session.eventLoop.advanceTime(by: 1)
+                let r = await d.wait()
+                #expect(r.head?.status == 200)
+                let m = try #require(r.metrics)
+                #expect(
+                    m.connectAttempts.map(\.address.ipAddress) == [
+                        BlackHoleNamespace.blackHoleV6, BlackHoleNamespace.blackHoleV4, "::1", "127.0.0.1",
+                    ]
+                )
+                #expect(
+                    m.connectAttempts.map(\.start) == [t0, t0 + 100 * Self.ms, t0 + 200 * Self.ms, t0 + 200 * Self.ms]
+                )
+                #expect(m.connectAttempts.map(\.outcome).last == .won)
             }
         }
 

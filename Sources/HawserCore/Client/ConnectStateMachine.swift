@@ -9,10 +9,11 @@
 //     └─(addresses known: literal, override, Unix path)─▶ racing                                                             │
 //                                                                     established ◀─ evaluatingTrust ◀─ tlsHandshake ◀───────┘
 //
-// Racing is Happy Eyeballs (RFC 8305): the addresses are ordered IPv6 first and then
-// alternating families; one attempt starts at once and the next one `attemptDelay` later, or
-// as soon as the previous one fails; attempts run side by side until one connects, which wins
-// and closes the others. After the winner, each step is optional and runs in this order: TLS to
+// Racing is Happy Eyeballs (RFC 8305): the addresses keep the resolver's order (getaddrinfo
+// sorts them by RFC 6724, so the system's policy, gai.conf, decides which family leads) with the
+// families interleaved from the first address's family on; one attempt starts at once and each
+// next one its own `attemptDelay` after the one before it started, or as soon as the one before
+// it fails; attempts run side by side until one connects, which wins and closes the others. After the winner, each step is optional and runs in this order: TLS to
 // an https proxy and the proxy's trust; the CONNECT or SOCKS5 exchange (over that TLS, if any);
 // the origin's TLS (inside the proxy's TLS, if any) and the origin's trust. A resumed TLS
 // session skips its trust step. The whole of it runs under one deadline (the connect timeout).
@@ -112,6 +113,9 @@ struct ConnectStateMachine {
 
     /// RFC 8305's recommended Connection Attempt Delay.
     static let defaultAttemptDelay: UInt64 = 250_000_000
+    /// RFC 8305 §5's bounds on the Connection Attempt Delay: never under 10 ms (a smaller one
+    /// floods the network with attempts), never over 2 s.
+    static let attemptDelayBounds: ClosedRange<UInt64> = 10_000_000...2_000_000_000
 
     let steps: Steps
     let attemptDelay: UInt64
@@ -129,7 +133,10 @@ struct ConnectStateMachine {
         self.steps = steps
         self.destination = destination
         self.viaProxy = viaProxy
-        self.attemptDelay = attemptDelay
+        self.attemptDelay = min(
+            max(attemptDelay, Self.attemptDelayBounds.lowerBound),
+            Self.attemptDelayBounds.upperBound
+        )
     }
 
     var isFinished: Bool { self.phase == .established || self.phase == .failed }
@@ -362,25 +369,35 @@ struct ConnectStateMachine {
         return HawserError(.cannotConnect, "cannot connect to \(self.destination): \(detail)")
     }
 
-    /// RFC 8305 §4: IPv6 first, then the families alternate; within a family the resolver's
-    /// order (RFC 6724) is kept. Unix-domain addresses keep their order, after the others.
+    /// RFC 8305 §4: the families alternate, starting with the family of the resolver's first
+    /// address (its RFC 6724 sort, so the system's address-selection policy, decides which
+    /// family leads: usually IPv6, IPv4 where gai.conf prefers it); within a family the
+    /// resolver's order is kept. Duplicates are dropped. Unix-domain addresses keep their order,
+    /// after the others.
     static func happyEyeballsOrder(_ addresses: [SocketAddress]) -> [SocketAddress] {
         var v6: [SocketAddress] = []
         var v4: [SocketAddress] = []
         var other: [SocketAddress] = []
+        var v4First: Bool? = nil
         for a in addresses {
             switch a.storage {
-            case .v6: if !v6.contains(a) { v6.append(a) }
-            case .v4: if !v4.contains(a) { v4.append(a) }
-            case .unix: if !other.contains(a) { other.append(a) }
+            case .v6:
+                if v4First == nil { v4First = false }
+                if !v6.contains(a) { v6.append(a) }
+            case .v4:
+                if v4First == nil { v4First = true }
+                if !v4.contains(a) { v4.append(a) }
+            case .unix:
+                if !other.contains(a) { other.append(a) }
             }
         }
+        let (first, second) = v4First == true ? (v4, v6) : (v6, v4)
         var out: [SocketAddress] = []
         out.reserveCapacity(v6.count + v4.count + other.count)
         var i = 0
-        while i < v6.count || i < v4.count {
-            if i < v6.count { out.append(v6[i]) }
-            if i < v4.count { out.append(v4[i]) }
+        while i < first.count || i < second.count {
+            if i < first.count { out.append(first[i]) }
+            if i < second.count { out.append(second[i]) }
             i += 1
         }
         return out + other

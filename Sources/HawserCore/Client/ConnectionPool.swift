@@ -223,6 +223,7 @@ final class ConnectionPool: @unchecked Sendable {
             loop: self.loop,
             timeoutSeconds: self.context.configuration.connectTimeout,
             dnsOverride: self.context.configuration.dnsOverride,
+            attemptDelay: SessionContext.nanos(self.context.configuration.connectionAttemptDelay),
             tlsContext: tls,
             trustHook: tls == nil
                 ? nil

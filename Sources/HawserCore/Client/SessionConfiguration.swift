@@ -15,7 +15,14 @@ import Logging
 /// Settings of a ``Session`` (the NSURLSessionConfiguration role).
 public struct SessionConfiguration: Sendable {
     /// Seconds allowed for resolving, connecting (and, for HTTPS, the handshake). Default 30.
+    /// One deadline for the whole of it, every Happy Eyeballs attempt included, as curl's
+    /// `--connect-timeout`: a host's addresses are tried side by side, not one budget each.
     public var connectTimeout: Double = 30
+    /// Happy Eyeballs' Connection Attempt Delay (RFC 8305 §5), in seconds: when a host has
+    /// several addresses, each next attempt starts this long after the one before it started
+    /// (or at once when that one fails), while the earlier ones go on. Default 0.25, RFC 8305's
+    /// recommendation; kept within its bounds, 0.01 to 2.
+    public var connectionAttemptDelay: Double = 0.25
     /// Host names answered without DNS: host (lower-case) → IP addresses, tried as a resolver's
     /// answer would be (Happy Eyeballs). The connection goes to those addresses while the Host
     /// field, SNI, the certificate's name check and cookies keep the name (AsyncHTTPClient's
