@@ -289,17 +289,57 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
         return result
     }
 
-    /// `Hawser/<version> (Linux; <kernel release>; <machine>)`.
+    /// `<application> Hawser/<version> (Linux; <machine>)`, AFNetworking's shape on Linux: the
+    /// application first (the program's file name, as AFNetworking names the bundle's executable),
+    /// then Hawser, then the operating system's name and the processor architecture. Never the
+    /// kernel release or build, which would tell every server the exact kernel (and its patch
+    /// level) the client runs.
     public static let defaultUserAgent: String = {
         var u = utsname()
-        guard uname(&u) == 0 else { return "Hawser/\(hawserVersion) (Linux)" }
-        func field<T>(_ t: inout T) -> String {
-            withUnsafeBytes(of: &t) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }).filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self)
+        let machine: String
+        if uname(&u) == 0 {
+            machine = withUnsafeBytes(of: &u.machine) { raw in
+                userAgentToken(raw.prefix(while: { $0 != 0 }))
             }
+        } else {
+            machine = ""
         }
-        return "Hawser/\(hawserVersion) (Linux; \(field(&u.release)); \(field(&u.machine)))"
+        return userAgent(application: applicationName(), machine: machine)
     }()
+
+    /// The User-Agent for an application named `application` on a `machine` processor:
+    /// `application Hawser/<version> (Linux; machine)`, leaving out what is empty. Bytes that
+    /// cannot be in a token become `_`. For an application that names itself (and its version,
+    /// as `"MyApp/1.2"`) rather than by its program file.
+    ///
+    /// - Parameters:
+    ///   - application: the application's product token, such as `"MyApp/1.2"`; empty for none.
+    ///   - machine: the processor architecture, such as `"x86_64"`; empty for none.
+    public static func userAgent(application: String, machine: String) -> String {
+        let app = userAgentToken(application.utf8)
+        let system = machine.isEmpty ? "(Linux)" : "(Linux; \(userAgentToken(machine.utf8)))"
+        return (app.isEmpty ? "" : app + " ") + "Hawser/\(hawserVersion) " + system
+    }
+
+    /// The program's file name: the last component of the first argument.
+    static func applicationName() -> String {
+        guard let first = CommandLine.arguments.first else { return "" }
+        return String(first.split(separator: "/").last ?? "")
+    }
+
+    /// `bytes` as an RFC 9110 product (a token, and `/` before a version): other bytes become
+    /// `_`, at most 64 of them.
+    static func userAgentToken(_ bytes: some Sequence<UInt8>) -> String {
+        let extra = Array("!#$%&'*+-.^_`|~/".utf8)
+        var out: [UInt8] = []
+        for b in bytes.prefix(64) {
+            let isToken =
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || extra.contains(b)
+            out.append(isToken ? b : UInt8(ascii: "_"))
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 extension HTTPRequestSerializing {

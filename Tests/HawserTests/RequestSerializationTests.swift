@@ -146,11 +146,24 @@ private func bodyBytes(_ request: HTTPClientRequest) -> [UInt8]? {
         #expect(s.value(forHTTPHeaderField: "Set-Header") == nil)
     }
 
-    @Test("User-Agent names Hawser and Linux")
-    func userAgent() {
+    @Test("User-Agent names the application, Hawser and Linux, never the kernel release or build")
+    func userAgent() throws {
         let ua = HTTPRequestSerializer().value(forHTTPHeaderField: "User-Agent") ?? ""
-        #expect(ua.hasPrefix("Hawser/\(HawserVersion.string) (Linux; "))
+        let app = try #require(CommandLine.arguments.first?.split(separator: "/").last)
+        #expect(ua.hasPrefix("\(app) Hawser/\(HawserVersion.string) (Linux; "), "\(ua)")
         #expect(ua.allSatisfy { $0.isASCII })
+        // The kernel's release and version strings, as the kernel reports them.
+        for file in ["/proc/sys/kernel/osrelease", "/proc/sys/kernel/version"] {
+            let text = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!ua.contains(text), "the User-Agent tells the kernel: \(ua)")
+        }
+        #expect(
+            HTTPRequestSerializer.userAgent(application: "my app", machine: "x86_64")
+                == "my_app Hawser/\(HawserVersion.string) (Linux; x86_64)"
+        )
+        #expect(
+            HTTPRequestSerializer.userAgent(application: "", machine: "") == "Hawser/\(HawserVersion.string) (Linux)"
+        )
     }
 
     @Test(
