@@ -191,5 +191,36 @@ extension NetworkTests {
                 #expect(small.body == Array("0123456789".utf8), "a coded length over the limit is not refused")
             }
         }
+
+        @Test("a streaming body's collect(upTo:) refuses a longer Content-Length at once, before any of it arrives")
+        func collectRefusesAtTheHead() async throws {
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"), .hang]
+            ])
+            defer { server.stop() }
+            try await FaultTests.withVirtualSession { session, clock in
+                let t0 = clock.now
+                let r = try await session.streamingResponse(for: HTTPClientRequest(url: url(server.baseURL + "/")))
+                let outcome = Mutex<HawserError?>(nil)
+                let collecting = Task {
+                    do throws(HawserError) {
+                        _ = try await r.body.collect(upTo: 1000)
+                    } catch {
+                        outcome.withLock { $0 = error }
+                    }
+                }
+                #expect(await eventually { outcome.withLock { $0 } != nil }, "refused with the body never sent")
+                if outcome.withLock({ $0 }) == nil {
+                    // End the hung request (idle timeout) so the test can finish.
+                    try session.eventLoop.advanceTime(by: 3600 * Self.second)
+                }
+                await collecting.value
+                let e = outcome.withLock { $0 }
+                #expect(e?.code == .limitExceeded, "\(String(describing: e))")
+                #expect(e?.message.contains("1000000-byte body") == true, "\(String(describing: e))")
+                #expect(clock.now == t0 || e?.code != .limitExceeded)
+                #expect(await eventually { session.poolStatistics().openConnections == 0 }, "the connection is closed")
+            }
+        }
     }
 }
