@@ -34,7 +34,10 @@ import Foundation
 public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// The URL relative URL strings resolve against; a path always ends with `/`.
     public let baseURL: URL?
-    private let requestSerializerBox = Locked<any RequestSerialization>(ManagerDefaults.requestSerializer)
+    /// The request serializer, and the request defaults it sets (read once, when it is set).
+    private let requestSerializerBox = Locked<(serializer: any RequestSerialization, defaults: RequestDefaults)>(
+        (ManagerDefaults.requestSerializer, RequestDefaults())
+    )
     /// The last URL string resolved and checked, and its URL: an endpoint called again (the usual
     /// case) is not parsed again. A URL is a value, so a remembered one is as good as a new one.
     private let lastURL = Mutex<(string: String, url: URL)?>(nil)
@@ -51,9 +54,16 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     }
 
     /// Encodes parameters and adds default headers (AFHTTPSessionManager.requestSerializer).
+    /// The request defaults of an ``HTTPRequestSerializing`` serializer that were set
+    /// (`timeoutInterval`, `timeoutIntervalForResource`, `cachePolicy`, `shouldHandleCookies`)
+    /// apply to the requests the manager makes, as AFHTTPSessionManager's
+    /// `requestWithMethod:URLString:parameters:error:` applies them.
     public var requestSerializer: any RequestSerialization {
-        get { self.requestSerializerBox.withLock { $0 } }
-        set { self.requestSerializerBox.withLock { $0 = newValue } }
+        get { self.requestSerializerBox.withLock { $0.serializer } }
+        set {
+            let defaults = RequestDefaults(newValue)
+            self.requestSerializerBox.withLock { $0 = (newValue, defaults) }
+        }
     }
 
     /// AFHTTPSessionManager's `setSecurityPolicy:` rule: a policy that pins (certificate or public
@@ -187,10 +197,10 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         headers: HTTPHeaders?
     ) throws -> HTTPClientRequest {
         let url = try self.checkedURL(urlString)
-        var request = try self.requestSerializer.request(
-            bySerializing: HTTPClientRequest(method: method, url: url),
-            parameters: parameters
-        )
+        let (serializer, defaults) = self.requestSerializerBox.withLock { ($0.serializer, $0.defaults) }
+        var base = HTTPClientRequest(method: method, url: url)
+        if !defaults.isEmpty { defaults.apply(to: &base) }
+        var request = try serializer.request(bySerializing: base, parameters: parameters)
         if let headers {
             for field in headers { request.headers.replaceOrAdd(name: field.name, value: field.value) }
         }

@@ -60,7 +60,15 @@ public struct HTTPRequestSerializer: HTTPRequestSerializing {
     // back to nil stops applying it.
 
     /// The request timeout in seconds (NSURLRequest.timeoutInterval); nil leaves the session's.
+    /// It is an idle timeout: the most time between two bytes moving, as NSURLSession's.
     public var timeoutInterval: Double?
+    /// The total deadline in seconds of each request this serializer makes
+    /// (`HTTPClientRequest.timeoutIntervalForResource`): the most the whole task may take,
+    /// connecting, redirects and a slowly trickled body included; nil leaves the session's
+    /// `timeoutIntervalForResource`. NSURLRequest has no such field (only the session
+    /// configuration does); Hawser's requests carry one, so one request can be bounded apart
+    /// from the others.
+    public var timeoutIntervalForResource: Double?
     /// The cache policy; nil leaves the session's.
     public var cachePolicy: CachePolicy?
     /// Whether to send and store cookies; nil leaves the session's `httpShouldSetCookies`.
@@ -390,10 +398,7 @@ extension HTTPRequestSerializing {
         }
         let url = try HTTPRequestSerializer.checked(parsed)
         var request = HTTPClientRequest(method: method, url: url)
-        let http = self.httpSerializer
-        if let t = http.timeoutInterval { request.timeoutInterval = t }
-        if let c = http.cachePolicy { request.cachePolicy = c }
-        if let c = http.shouldHandleCookies { request.shouldHandleCookies = c }
+        RequestDefaults(self.httpSerializer).apply(to: &request)
         return try self.request(bySerializing: request, parameters: parameters)
     }
 }
@@ -619,5 +624,41 @@ extension HTTPRequestSerializing {
         }
         try build?(&form)
         return (request, form)
+    }
+}
+
+/// The request defaults an ``HTTPRequestSerializer`` applies when they were set (AF's observed
+/// key paths): what `request(withMethod:urlString:parameters:)` and the HTTP manager copy onto a
+/// new request.
+struct RequestDefaults: Sendable {
+    var timeoutInterval: Double?
+    var timeoutIntervalForResource: Double?
+    var cachePolicy: CachePolicy?
+    var shouldHandleCookies: Bool?
+
+    init() {}
+
+    init(_ http: HTTPRequestSerializer) {
+        self.timeoutInterval = http.timeoutInterval
+        self.timeoutIntervalForResource = http.timeoutIntervalForResource
+        self.cachePolicy = http.cachePolicy
+        self.shouldHandleCookies = http.shouldHandleCookies
+    }
+
+    /// The defaults of `serializer` when it is an ``HTTPRequestSerializing`` one; none otherwise.
+    init(_ serializer: any RequestSerialization) {
+        if let http = serializer as? any HTTPRequestSerializing { self.init(http.httpSerializer) } else { self.init() }
+    }
+
+    var isEmpty: Bool {
+        self.timeoutInterval == nil && self.timeoutIntervalForResource == nil && self.cachePolicy == nil
+            && self.shouldHandleCookies == nil
+    }
+
+    func apply(to request: inout HTTPClientRequest) {
+        if let t = self.timeoutInterval { request.timeoutInterval = t }
+        if let t = self.timeoutIntervalForResource { request.timeoutIntervalForResource = t }
+        if let c = self.cachePolicy { request.cachePolicy = c }
+        if let c = self.shouldHandleCookies { request.shouldHandleCookies = c }
     }
 }

@@ -65,8 +65,8 @@ extension CachePolicy {
 
 extension HTTPRequestSerializer: Codable {
     private enum Keys: String, CodingKey {
-        case httpRequestHeaders, httpMethodsEncodingParametersInURI, timeoutInterval, cachePolicy, shouldHandleCookies,
-            allowsCellularAccess, shouldUsePipelining
+        case httpRequestHeaders, httpMethodsEncodingParametersInURI, timeoutInterval, timeoutIntervalForResource,
+            cachePolicy, shouldHandleCookies, allowsCellularAccess, shouldUsePipelining
     }
 
     /// Decodes every setting but ``queryStringSerialization`` (a closure is not encoded; AF does
@@ -90,6 +90,7 @@ extension HTTPRequestSerializer: Codable {
             Set(try c.decode([String].self, forKey: .httpMethodsEncodingParametersInURI))
         )
         self.timeoutInterval = try c.decodeIfPresent(Double.self, forKey: .timeoutInterval)
+        self.timeoutIntervalForResource = try c.decodeIfPresent(Double.self, forKey: .timeoutIntervalForResource)
         if let name = try c.decodeIfPresent(String.self, forKey: .cachePolicy) {
             guard let policy = CachePolicy(codingName: name) else {
                 throw DecodingError.dataCorruptedError(
@@ -111,6 +112,7 @@ extension HTTPRequestSerializer: Codable {
         try c.encode(self.httpRequestHeaders.map { [$0.name, $0.value] }, forKey: .httpRequestHeaders)
         try c.encode(self.httpMethodsEncodingParametersInURI.sorted(), forKey: .httpMethodsEncodingParametersInURI)
         try c.encodeIfPresent(self.timeoutInterval, forKey: .timeoutInterval)
+        try c.encodeIfPresent(self.timeoutIntervalForResource, forKey: .timeoutIntervalForResource)
         try c.encodeIfPresent(self.cachePolicy?.codingName, forKey: .cachePolicy)
         try c.encodeIfPresent(self.shouldHandleCookies, forKey: .shouldHandleCookies)
         try c.encodeIfPresent(self.allowsCellularAccess, forKey: .allowsCellularAccess)

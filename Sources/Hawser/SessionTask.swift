@@ -378,7 +378,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let observation = reachability.addObserver { change in
             if change.status != .notReachable { returned() }
         }
-        let seconds = core.configuration.timeoutIntervalForResource
+        let seconds = self.originalRequest?.timeoutIntervalForResource ?? core.configuration.timeoutIntervalForResource
         let timer = core.registry.withLock { $0.session.eventLoop }.schedule(in: Self.nanoseconds(seconds)) {
             [weak self] in
             guard let self else { return }

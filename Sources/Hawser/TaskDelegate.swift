@@ -149,12 +149,15 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
                 return
             }
         }
-        if expected > Int64(self.bodyLimit) {
-            engine.fail(with: self.tooLarge(engine, "its Content-Length is \(expected) bytes"))
+        // What the body will be once delivered: a HEAD's or a 304's Content-Length describes no
+        // body here, a coded one counts coded bytes (the decoded limit is checked as they come).
+        let declared = engine.deliveredBodyLength(of: head) ?? -1
+        if declared > Int64(self.bodyLimit) {
+            engine.fail(with: self.tooLarge(engine, "its Content-Length is \(declared) bytes"))
             return
         }
         self.body = []
-        if expected > 0 { self.body.reserveCapacity(Int(expected)) }
+        if declared > 0 { self.body.reserveCapacity(Int(declared)) }
         task.existingDownloadProgress?.set(completed: 0, total: expected)
     }
 
@@ -164,9 +167,14 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             download.write(bytes, engine: engine, channel: self.core.channel)
             return
         }
-        if self.body.count + bytes.count > self.bodyLimit {
+        let needed = self.body.count + bytes.count
+        if needed > self.bodyLimit {
             engine.fail(with: self.tooLarge(engine, "more than \(self.bodyLimit) bytes arrived"))
             return
+        }
+        if needed > self.body.capacity {
+            // Grow as append would (doubling), but never reserve past the limit.
+            self.body.reserveCapacity(min(self.bodyLimit, max(needed, 2 * self.body.capacity)))
         }
         self.body.append(contentsOf: bytes)
         let received = task.receivedBytes.wrappingAdd(Int64(bytes.count), ordering: .relaxed).newValue

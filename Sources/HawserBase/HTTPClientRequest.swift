@@ -21,8 +21,19 @@ public struct HTTPClientRequest: Sendable {
     public var headers: HTTPHeaders
     /// The body, or nil for none.
     public var body: RequestBody?
-    /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds.
+    /// Overrides the session's idle timeout (timeoutIntervalForRequest), in seconds: how long
+    /// the task may go without a byte moving either way. Bytes that keep coming, however slowly,
+    /// keep it from firing; ``timeoutIntervalForResource`` bounds the whole task.
     public var timeoutInterval: Double?
+    /// Overrides the session's total deadline (timeoutIntervalForResource), in seconds: the
+    /// most the whole task may take, counted from when it is started to its completion, across
+    /// waiting for a connection, resolving, connecting, the TLS handshake, sending the body,
+    /// receiving the response, redirects, authentication rounds and replays. When it passes the
+    /// task fails with `resourceTimeout` (URLError's -1001, timed out), whatever is moving; a
+    /// peer that trickles a byte now and then keeps the idle timeout quiet but not this one
+    /// (AsyncHTTPClient's per-request deadline, curl's `--max-time`). nil means the
+    /// configuration's `timeoutIntervalForResource` (7 days by default).
+    public var timeoutIntervalForResource: Double?
     /// How the session's HTTP cache is used for this request; nil means the configuration's policy.
     public var cachePolicy: CachePolicy?
     /// Whether cookies from the configuration's jar are sent and `Set-Cookie` stored; nil means

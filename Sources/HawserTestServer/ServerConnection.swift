@@ -303,7 +303,7 @@ final class ServerConnection: EventLoopIOHandler {
             }
             self.send(status: 200, body: Array("set \(query.count)".utf8), extra: extra, head: isHead)
         case ("fault", 2):
-            self.fault(parts[1])
+            self.fault(parts[1], query: query)
         case ("bearer", 2):
             let ok = h.headers["Authorization"] == "Bearer \(parts[1])"
             self.send(
@@ -452,7 +452,7 @@ final class ServerConnection: EventLoopIOHandler {
         return out
     }
 
-    private func fault(_ kind: String) {
+    private func fault(_ kind: String, query: [String: String]) {
         switch kind {
         case "close-mid-head":
             self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nContent-Le".utf8))
@@ -467,9 +467,17 @@ final class ServerConnection: EventLoopIOHandler {
             Posix.setLingerZero(self.fd)
             self.close()
         case "trickle":
-            let message = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".utf8)
             self.busy = true
-            self.trickle(message, from: 0)
+            if let n = query["bytes"].flatMap(Int.init), n > 0 {
+                // A body of n pattern bytes, one every `every` ms (after the head, sent at once).
+                let every = query["every"].flatMap(UInt64.init) ?? 1
+                self.outbox.append(contentsOf: Array("HTTP/1.1 200 OK\r\nContent-Length: \(n)\r\n\r\n".utf8))
+                self.flush()
+                self.trickle(Self.pattern(n), from: 0, every: every * 1_000_000)
+            } else {
+                let message = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".utf8)
+                self.trickle(message, from: 0)
+            }
         case "no-answer":
             self.busy = true  // read on, answer never
         case "empty":
@@ -498,7 +506,7 @@ final class ServerConnection: EventLoopIOHandler {
         }
     }
 
-    private func trickle(_ message: [UInt8], from i: Int) {
+    private func trickle(_ message: [UInt8], from i: Int, every nanos: UInt64 = 1_000_000) {
         guard !self.closed else { return }
         if i == message.count {
             self.busy = false
@@ -508,7 +516,7 @@ final class ServerConnection: EventLoopIOHandler {
         self.outbox.append(message[i])
         self.flush()
         let me = UnsafeTransfer(self)
-        self.timers.append(self.loop.schedule(in: 1_000_000) { me.value.trickle(message, from: i + 1) })
+        self.timers.append(self.loop.schedule(in: nanos) { me.value.trickle(message, from: i + 1, every: nanos) })
     }
 
     // MARK: - Writing

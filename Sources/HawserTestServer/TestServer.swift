@@ -50,7 +50,8 @@ import Glibc
 ///   415 unless `application/json`), `PUT /api/blobs` (counted and checked like `/sink`; JSON receipt),
 ///   `GET /api/blobs/N[?chunked=true]` (like `/stream/N`).
 /// - `GET /fault/close-mid-head`, `/fault/close-mid-body`, `/fault/reset`, `/fault/trickle`
-///   (a 200 one byte every millisecond), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
+///   (a 200 one byte every millisecond; with `?bytes=N&every=MS` the head at once, then N body
+///   bytes one every MS milliseconds), `/fault/no-answer` (reads, never answers), `/fault/garbage`,
 ///   `/fault/truncate` (a close-delimited body, then a close without TLS close_notify),
 ///   `/fault/empty` (closes without answering), `/fault/bad-chunk` (a chunk size that is not hex).
 ///

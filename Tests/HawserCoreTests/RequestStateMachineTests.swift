@@ -33,6 +33,7 @@ struct RequestStateMachineTests {
         case .succeed: return "succeed"
         case .fail(let e, let close, let leave):
             return "fail(\(e.code)\(close ? ",close" : "")\(leave ? ",leaveQueue" : ""))"
+        case .armTimer(let at): return "armTimer(\(at))"
         }
     }
 
@@ -279,5 +280,86 @@ struct RequestStateMachineTests {
         #expect(!m.readingSuspended)
         _ = m.responseEnded()
         #expect(Self.word(m.pauseReading()) == "none", "finished")
+    }
+
+    // MARK: - The task's timer
+
+    static let deadlineError = HawserError(.resourceTimeout, "the total deadline passed")
+    static let idleError = HawserError(.idleTimeout, "no data moved")
+
+    /// Fires `m`'s timer at `now` with an idle timeout of 5 and a total of 12 from 100.
+    static func fire(_ m: inout Machine, now: UInt64, lastActivity: inout UInt64) -> String {
+        Self.word(
+            m.timerFired(
+                now: now,
+                lastActivity: &lastActivity,
+                timeouts: Machine.Timeouts(start: 100, idle: 5, total: 12),
+                deadlineError: Self.deadlineError,
+                idleError: Self.idleError
+            )
+        )
+    }
+
+    @Test(
+        "the timer: due at the earlier limit; bytes that keep moving re-arm it, but the total deadline fails the task"
+    )
+    func timerTotalDeadline() {
+        let t = Machine.Timeouts(start: 100, idle: 5, total: 12)
+        #expect(t.deadline == 112)
+        #expect(t.due(lastActivity: 100) == 105, "idle first")
+        #expect(t.due(lastActivity: 110) == 112, "then the deadline")
+        #expect(Machine.Timeouts(start: .max - 1, idle: .max, total: .max).deadline == .max, "no overflow")
+        #expect(Machine.Timeouts(start: 0, idle: .max, total: 10).due(lastActivity: 5) == 10)
+
+        // A byte every 4: the idle timeout (5) never passes; the timer re-arms each time.
+        var m = Self.running()
+        _ = m.finalHead(.deliver)
+        var last: UInt64 = 104
+        #expect(Self.fire(&m, now: 105, lastActivity: &last) == "armTimer(109)")
+        last = 108
+        #expect(Self.fire(&m, now: 109, lastActivity: &last) == "armTimer(112)", "the deadline is nearer")
+        last = 111
+        #expect(Self.fire(&m, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
+        #expect(m.isFinished)
+        #expect(Self.fire(&m, now: 200, lastActivity: &last) == "none", "finished: nothing")
+
+        // Everywhere the task can be, the deadline ends it and undoes what that place needs.
+        var queued = Machine()
+        _ = queued.submit(plan: .none, expectsContinue: false, servedFromCache: false)
+        last = 111
+        #expect(Self.fire(&queued, now: 112, lastActivity: &last) == "fail(resourceTimeout,leaveQueue)")
+        var awaiting = Self.running(plan: .stream)
+        _ = awaiting.finalHead(.redirect(proposed: Self.next))
+        _ = awaiting.decided(.needBodyStream(Self.next))
+        _ = awaiting.responseEnded()
+        #expect(Self.fire(&awaiting, now: 112, lastActivity: &last) == "fail(resourceTimeout)")
+        // The deadline wins even when the idle timeout passed at the same instant.
+        var both = Self.running()
+        last = 100
+        #expect(Self.fire(&both, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
+    }
+
+    @Test(
+        "the timer: no byte for the idle timeout fails with idleTimeout; suspended reading stops the idle clock, not the deadline"
+    )
+    func timerIdle() {
+        var m = Self.running()
+        var last: UInt64 = 100
+        #expect(Self.fire(&m, now: 104, lastActivity: &last) == "armTimer(105)", "early: armed again")
+        #expect(Self.fire(&m, now: 105, lastActivity: &last) == "fail(idleTimeout,close)")
+
+        var paused = Self.running()
+        _ = paused.pauseReading()
+        last = 100
+        #expect(Self.fire(&paused, now: 105, lastActivity: &last) == "armTimer(110)")
+        #expect(last == 105, "the idle clock restarts while reading is suspended")
+        #expect(Self.fire(&paused, now: 110, lastActivity: &last) == "armTimer(112)")
+        #expect(Self.fire(&paused, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
+
+        var deciding = Self.running()
+        _ = deciding.finalHead(.challenge)
+        last = 100
+        #expect(Self.fire(&deciding, now: 107, lastActivity: &last) == "armTimer(112)")
+        #expect(Self.fire(&deciding, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
     }
 }

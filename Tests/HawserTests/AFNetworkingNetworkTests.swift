@@ -42,6 +42,10 @@ extension ManagerNetworkTests {
                     await eventually { m.session.poolStatistics().openConnections == 0 },
                     "a refused body's connection is closed, not reused"
                 )
+                // A HEAD answer's Content-Length describes the GET's body, not one to buffer.
+                let (empty, headResponse) = try await m.data(for: request(server, "/bytes/50000", method: .head))
+                #expect(headResponse.statusCode == 200 && headResponse.headers["Content-Length"] == "50000")
+                #expect((empty as? Data)?.isEmpty ?? true, "HEAD: \(String(describing: empty))")
                 // At the limit it is fine, and a download task is not limited (it goes to a file).
                 let (ok, _) = try await m.data(for: request(server, "/bytes/10000"))
                 #expect((ok as? Data)?.count == 10_000)

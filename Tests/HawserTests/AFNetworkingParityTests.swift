@@ -155,6 +155,7 @@ private struct TaggedSerializer: CodableResponseSerialization {
         s.setAuthorizationHeaderField(username: "u", password: "p")
         s.httpMethodsEncodingParametersInURI = ["GET", "OPTIONS"]
         s.timeoutInterval = 12.5
+        s.timeoutIntervalForResource = 90
         s.cachePolicy = .returnCacheDataElseLoad
         s.shouldHandleCookies = false
         s.allowsCellularAccess = false
@@ -173,6 +174,7 @@ private struct TaggedSerializer: CodableResponseSerialization {
         let options = try back.request(withMethod: .options, urlString: "http://example.com", parameters: ["a": 1])
         #expect(options.url.query == "a=1")
         #expect(back.timeoutInterval == 12.5 && back.cachePolicy == .returnCacheDataElseLoad)
+        #expect(back.timeoutIntervalForResource == 90)
         #expect(
             back.shouldHandleCookies == false && back.allowsCellularAccess == false && back.shouldUsePipelining == true
         )
@@ -180,6 +182,7 @@ private struct TaggedSerializer: CodableResponseSerialization {
         // Unset defaults stay unset (AF's observed key paths).
         let plain = try roundTrip(HTTPRequestSerializer())
         #expect(plain.timeoutInterval == nil && plain.cachePolicy == nil && plain.shouldHandleCookies == nil)
+        #expect(plain.timeoutIntervalForResource == nil)
     }
 
     @Test("JSON and property-list request serializers round-trip their options and their HTTP settings")

@@ -199,13 +199,16 @@ private func bodyBytes(_ request: HTTPClientRequest) -> [UInt8]? {
         var s = serializer
         let plain = try s.request(withMethod: .get, urlString: "http://example.com", parameters: nil)
         #expect(plain.timeoutInterval == nil && plain.cachePolicy == nil && plain.shouldHandleCookies == nil)
+        #expect(plain.timeoutIntervalForResource == nil)
         s.timeoutInterval = 7
+        s.timeoutIntervalForResource = 30
         s.cachePolicy = .reloadIgnoringLocalCacheData
         s.shouldHandleCookies = false
         s.allowsCellularAccess = false
         s.shouldUsePipelining = true
         let set = try s.request(withMethod: .get, urlString: "http://example.com", parameters: nil)
         #expect(set.timeoutInterval == 7)
+        #expect(set.timeoutIntervalForResource == 30, "the per-request total deadline flows to the engine's request")
         #expect(set.cachePolicy == .reloadIgnoringLocalCacheData)
         #expect(set.shouldHandleCookies == false)
         s.timeoutInterval = nil

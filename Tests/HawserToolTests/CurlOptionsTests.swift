@@ -383,6 +383,22 @@ struct GetCommandTests {
         #expect(await GetCommand.run(["-s", "--max-time", "0.2", "-o", out, server.baseURL + "/delay/3000"]) == 28)
     }
 
+    @Test(
+        "--max-time is the total, as curl's: a body trickled under every idle limit still ends with 28, part-way, as curl ends it"
+    )
+    func maxTimeIsTotal() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let out = Self.temp("trickled")
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // 40 bytes, one every 100 ms: bytes never stop for long, the body takes 4 s in all.
+        let url = server.baseURL + "/fault/trickle?bytes=40&every=100"
+        #expect(await GetCommand.run(["-s", "--max-time", "1", "-o", out, url]) == 28)
+        let got = (try? Data(contentsOf: URL(fileURLWithPath: out)).count) ?? 0
+        #expect(got < 40, "ended part-way, not after the whole body: \(got) bytes")
+        #expect(try Curl.run(["-s", "--max-time", "1", "-o", out, url]) == 28, "curl's --max-time is the total too")
+    }
+
     @Test("without -L a redirect is the response; -L follows and -D shows every head; --max-redirs stops with 47")
     func redirects() async throws {
         let server = try TestServer()

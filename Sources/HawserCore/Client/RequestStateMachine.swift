@@ -137,6 +137,33 @@ struct RequestStateMachine {
         /// Complete the task with `error`; `closeConnection`: the exchange's connection cannot be
         /// reused; `leaveQueue`: the task is in the pool's queue.
         case fail(HawserError, closeConnection: Bool, leaveQueue: Bool)
+        /// Arm the task's one timer for the instant `at` (loop-clock nanoseconds).
+        case armTimer(at: UInt64)
+    }
+
+    /// A task's two time limits, in the loop clock's nanoseconds: the idle timeout (between two
+    /// bytes moving, timeoutIntervalForRequest) and the total deadline (the whole task,
+    /// timeoutIntervalForResource). One timer serves both: it is due at the earlier of the two.
+    struct Timeouts: Sendable, Hashable {
+        /// The most time allowed between two bytes moving.
+        var idle: UInt64
+        /// The most time the whole task may take.
+        var total: UInt64
+        /// When the task started plus `total`: the instant the total deadline passes.
+        var deadline: UInt64
+
+        init(start: UInt64, idle: UInt64, total: UInt64) {
+            self.idle = idle
+            self.total = total
+            let (sum, overflow) = start.addingReportingOverflow(total)
+            self.deadline = overflow ? .max : sum
+        }
+
+        /// When the timer is next due, the last byte having moved at `lastActivity`.
+        func due(lastActivity: UInt64) -> UInt64 {
+            let (idleDue, overflow) = lastActivity.addingReportingOverflow(self.idle)
+            return min(overflow ? .max : idleDue, self.deadline)
+        }
     }
 
     private(set) var lifecycle: Lifecycle = .initialized
@@ -345,6 +372,27 @@ struct RequestStateMachine {
         }
         self.lifecycle = .finished
         return action
+    }
+
+    // MARK: - Timers
+
+    /// The task's one timer fired at `now` (it is due at ``Timeouts/due(lastActivity:)``, and
+    /// activity only moves `lastActivity`, so it may fire early). The total deadline is checked
+    /// first and wins: bytes that keep moving never extend it. While reading is suspended (the
+    /// consumer paused, a delegate deciding) the idle clock does not run: `lastActivity` moves
+    /// to `now`. Otherwise the timer is armed again for whichever limit is now nearest.
+    mutating func timerFired(
+        now: UInt64,
+        lastActivity: inout UInt64,
+        timeouts: Timeouts,
+        deadlineError: @autoclosure () -> HawserError,
+        idleError: @autoclosure () -> HawserError
+    ) -> Action {
+        guard !self.isFinished else { return .none }
+        if now >= timeouts.deadline { return self.fail(deadlineError()) }
+        if self.readingSuspended { lastActivity = now }
+        if now &- lastActivity >= timeouts.idle { return self.fail(idleError()) }
+        return .armTimer(at: timeouts.due(lastActivity: lastActivity))
     }
 
     // MARK: - Reading

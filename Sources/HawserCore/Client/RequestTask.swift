@@ -67,9 +67,9 @@ public final class RequestTask: @unchecked Sendable {
     #else
     @exclusivity(unchecked) var lastActivity: UInt64 = 0
     #endif
-    private var idleTimeoutNanos: UInt64 = 0
-    private var resourceDeadline: UInt64 = 0
-    /// The task's one timer: due at the earlier of the idle and the resource deadline.
+    /// The idle timeout and the total deadline (the request's, else the session's).
+    private var timeouts = RequestStateMachine.Timeouts(start: 0, idle: 0, total: 0)
+    /// The task's one timer: due at the earlier of the idle timeout and the total deadline.
     #if DEBUG
     private var timer: Scheduled?
     #else
@@ -189,9 +189,13 @@ public final class RequestTask: @unchecked Sendable {
         let now = self.eventLoop.now
         self.metrics.fetchStart = now
         self.lastActivity = now
-        self.idleTimeoutNanos = self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos
-        self.resourceDeadline = now &+ self.context.resourceTimeoutNanos
-        self.armTimer(now: now)
+        self.timeouts = RequestStateMachine.Timeouts(
+            start: now,
+            idle: self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos,
+            total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
+                ?? self.context.resourceTimeoutNanos
+        )
+        self.armTimer(at: self.timeouts.due(lastActivity: now), now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
         guard self.context.urlCache != nil else {
             self.run(
@@ -279,6 +283,8 @@ public final class RequestTask: @unchecked Sendable {
             if closeConnection, let c = self.connection { c.abort(self) }
             self.detachConnection(error)
             self.complete(.failure(error.with(url: self.request.url)))
+        case .armTimer(let at):
+            self.armTimer(at: at, now: self.eventLoop.now)
         }
     }
 
@@ -463,12 +469,11 @@ public final class RequestTask: @unchecked Sendable {
 
     // MARK: - Timers
 
-    /// One timer per task, re-armed lazily: activity only updates `lastActivity`, and when the
-    /// timer fires early it re-arms for whichever deadline is now nearest. A busy download costs
-    /// no timer work per read, and a task costs one heap entry, not two.
-    private func armTimer(now: UInt64) {
-        let idleDue = self.lastActivity &+ self.idleTimeoutNanos
-        let due = min(idleDue, self.resourceDeadline)
+    /// One timer per task for both limits, re-armed lazily: activity only updates
+    /// `lastActivity`, and when the timer fires early the machine says which limit is now
+    /// nearest. A busy download costs no timer work per read, and a task costs one heap entry,
+    /// not two.
+    private func armTimer(at due: UInt64, now: UInt64) {
         self.timer = self.eventLoop.scheduleInLoop(in: due > now ? due - now : 0) { [unowned(unsafe) self] in
             self.timerFired()
         }
@@ -476,21 +481,27 @@ public final class RequestTask: @unchecked Sendable {
 
     private func timerFired() {
         self.timer = nil
-        guard !self.isFinished else { return }
-        let now = self.eventLoop.now
-        if now >= self.resourceDeadline {
-            let seconds = Double(self.context.resourceTimeoutNanos) / 1e9
-            self.fail(HawserError(.resourceTimeout, "the task did not finish within \(seconds) s"))
-            return
-        }
-        // The idle clock does not run while the consumer holds the response back.
-        if self.readingSuspended { self.lastActivity = now }
-        if now &- self.lastActivity >= self.idleTimeoutNanos {
-            let seconds = Double(self.idleTimeoutNanos) / 1e9
-            self.fail(HawserError(.idleTimeout, "no data moved for \(seconds) s"))
-            return
-        }
-        self.armTimer(now: now)
+        let timeouts = self.timeouts
+        let action = self.machine.timerFired(
+            now: self.eventLoop.now,
+            lastActivity: &self.lastActivity,
+            timeouts: timeouts,
+            deadlineError: HawserError(
+                .resourceTimeout,
+                "the total deadline passed: the task did not finish within \(Self.seconds(timeouts.total)) s (timeoutIntervalForResource), counted from its start across connecting, redirects and retries; bytes still arriving do not extend it"
+            ),
+            idleError: HawserError(
+                .idleTimeout,
+                "no data moved for \(Self.seconds(timeouts.idle)) s (the idle timeout, timeoutIntervalForRequest)"
+            )
+        )
+        self.run(action)
+    }
+
+    /// `nanos` as seconds for a message: "0.5", "60", "604800".
+    private static func seconds(_ nanos: UInt64) -> String {
+        let s = Double(nanos) / 1e9
+        return s == s.rounded() && s < 1e15 ? String(Int64(s)) : String(s)
     }
 
     // MARK: - Ending

@@ -88,6 +88,19 @@ extension RequestTask {
         self.delegate.task(self, didReceiveHead: delivered)
     }
 
+    /// How many body bytes the delegate will get after `head`, the head it is being given
+    /// (ask from `task(_:didReceiveHead:)`), when the head says so before any body byte arrived:
+    /// 0 when the response has none (an answer to HEAD, 204, 304); its `Content-Length` when the
+    /// body reaches the delegate as it is framed on the wire. nil when nothing bounds it yet:
+    /// a chunked or close-delimited body, a body the session decodes (a coded body's
+    /// Content-Length counts coded bytes, not what the delegate gets; the decoded size is
+    /// known only as it arrives), and a body served from the cache.
+    package func deliveredBodyLength(of head: HTTPResponseHead) -> Int64? {
+        if self.request.method == .head || head.status == 204 || head.status == 304 { return 0 }
+        if self.decoder != nil || self.servingFromCache || self.servedFromCache { return nil }
+        return head.headers.contentLength.map(Int64.init)
+    }
+
     /// Body bytes of the delivered response: decoded, recorded for the cache, delivered.
     func deliverBody(_ bytes: UnsafeRawBufferPointer) {
         guard self.decoder != nil else {

@@ -55,7 +55,8 @@ final class SessionContext: @unchecked Sendable {
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
-        if seconds <= 0 { return 0 }
+        // `!(seconds > 0)` also catches NaN, which UInt64(_:) would trap on.
+        if !(seconds > 0) { return 0 }
         if seconds > 1e9 { return UInt64(1e18) }
         return UInt64(seconds * 1e9)
     }

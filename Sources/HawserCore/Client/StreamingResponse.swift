@@ -70,8 +70,16 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public var metrics: TaskMetrics? { self.lifetime.delegate.completion?.metrics }
 
     /// Reads the whole body into memory, failing with `limitExceeded` past `maximumBytes` (the
-    /// request is then cancelled).
+    /// request is then cancelled). A body whose `Content-Length` already says it is longer (when
+    /// it is delivered as framed, not decoded) fails at once, before any of it is read.
     public func collect(upTo maximumBytes: Int) async throws(HawserError) -> [UInt8] {
+        if let declared = self.lifetime.delegate.declaredLength, declared > maximumBytes {
+            self.lifetime.delegate.cancelTask()
+            throw HawserError(
+                .limitExceeded,
+                "the response declares a \(declared)-byte body (Content-Length), larger than \(maximumBytes) bytes; refused before reading it"
+            )
+        }
         var out: [UInt8] = []
         var iterator = self.makeAsyncIterator()
         while let chunk = try await iterator.next(isolation: #isolation) {
@@ -198,6 +206,9 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
         if cancelNow { task.cancel() }
     }
 
+    /// The body length the head declared, when the body is delivered as framed (nil: unknown).
+    var declaredLength: Int? { self.state.withLock { $0.expected } }
+
     func cancelTask() {
         let task = self.state.withLock { s -> RequestTask? in
             if s.task == nil { s.cancelPending = true }
@@ -294,7 +305,7 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
         let waiter = self.state.withLock { s -> UnsafeContinuation<HeadResult, Never>? in
             if s.task == nil { s.task = task }
             s.headResult = .success(head)
-            if head.headers["Content-Encoding"] == nil { s.expected = head.headers.contentLength }
+            s.expected = task.deliveredBodyLength(of: head).map { Int(clamping: $0) }
             defer { s.headWaiter = nil }
             return s.headWaiter
         }
