@@ -1,5 +1,6 @@
 // swift-log for a session's requests (trait "Logging"): a RequestObserver made per task when the
-// session or the request has a logger. One `debug` line when the task ends; at `trace`, each head
+// session or the request has a logger. One `debug` line when the task ends; a `warning` when the
+// cookie jar's caps left cookies out of a head's `Cookie` field; at `trace`, each head
 // as sent and as received, with credentials and cookies redacted. Without a logger no observer
 // exists and nothing here runs.
 #if Logging
@@ -25,6 +26,20 @@ final class LoggingObserver: RequestObserver, @unchecked Sendable {
     }
 
     func exchangeStarted(_ exchange: ExchangeInfo) {
+        if let left = exchange.cookiesLeftOut, self.logger.logLevel <= .warning {
+            self.logger.warning(
+                """
+                \(left.omitted) cookies left out of the Cookie header, past its cap of \(left.maxBytes) bytes \
+                or \(left.maxCount) cookies
+                """,
+                metadata: [
+                    "hawser.cookies.sent": "\(left.sent)",
+                    "hawser.cookies.omitted": "\(left.omitted)",
+                    "hawser.cookies.max_bytes": "\(left.maxBytes)",
+                    "hawser.cookies.max_count": "\(left.maxCount)",
+                ]
+            )
+        }
         guard self.logger.logLevel <= .trace else { return }
         if exchange.reason != .initial {
             // A redirect may change the method and the URL: later lines carry the new ones.
