@@ -232,7 +232,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HawserToolTests",
-            dependencies: ["HawserTool", "HawserCore", "HawserTestServer"],
+            dependencies: ["HawserTool", "HawserCore", "HawserTestServer", "HawserTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
