@@ -209,6 +209,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "FuzzCookieHeader",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzCookieHeader",
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "FuzzJSON",
             dependencies: ["FuzzSupport", "Hawser"],
             path: "Fuzz/FuzzJSON",
