@@ -209,6 +209,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "FuzzCookieHeader",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzCookieHeader",
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "FuzzJSON",
             dependencies: ["FuzzSupport", "Hawser"],
             path: "Fuzz/FuzzJSON",
@@ -232,7 +238,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HawserToolTests",
-            dependencies: ["HawserTool", "HawserCore", "HawserTestServer"],
+            dependencies: ["HawserTool", "HawserCore", "HawserTestServer", "HawserTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -33,7 +33,9 @@ func checkSetCookie(_ text: String, seed: UInt64) {
         precondition(!(sc.name + sc.value).utf8.contains { $0 < 0x20 || $0 == 0x7F }, "control character kept")
     }
     let origin = origins[Int(seed % UInt64(origins.count))]
-    let jar = CookieJar(maxCookiesPerDomain: 5, maxCookies: 8)
+    // No caps on the Cookie field here (FuzzCookieHeader checks those): every cookie that
+    // matches is sent, so a cookie on its own path must be among them.
+    let jar = CookieJar(maxCookiesPerDomain: 5, maxCookies: 8, maxCookieHeaderBytes: .max, maxCookiesPerRequest: .max)
     // Several lines may be several Set-Cookie fields.
     for line in text.split(separator: "\n", omittingEmptySubsequences: false).prefix(16) {
         guard case .success(let c) = jar.setCookie(fromSetCookie: String(line), for: origin, now: now) else { continue }

@@ -25,10 +25,24 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         case unspecified
     }
 
-    /// The cookie's name, as sent (case-sensitive).
-    public var name: String
-    /// The cookie's value, as sent (no decoding).
-    public var value: String
+    /// The cookie's name, byte for byte as received (case-sensitive). Header bytes are
+    /// octets (RFC 9110 §5.5's obs-text), not necessarily UTF-8: they are stored and sent back
+    /// as they came, and two names that differ in any byte are two cookies.
+    public var nameBytes: [UInt8]
+    /// The cookie's value, byte for byte as received (no decoding).
+    public var valueBytes: [UInt8]
+    /// The name as a String (bytes that are not UTF-8 read as U+FFFD; ``nameBytes`` is what
+    /// the jar keeps and sends). Setting it stores the String's UTF-8.
+    public var name: String {
+        get { String(decoding: self.nameBytes, as: UTF8.self) }
+        set { self.nameBytes = Array(newValue.utf8) }
+    }
+    /// The value as a String (bytes that are not UTF-8 read as U+FFFD; ``valueBytes`` is what
+    /// the jar keeps and sends). Setting it stores the String's UTF-8.
+    public var value: String {
+        get { String(decoding: self.valueBytes, as: UTF8.self) }
+        set { self.valueBytes = Array(newValue.utf8) }
+    }
     /// Lower-case, without a leading dot: the request host for a host-only cookie, the
     /// `Domain` attribute otherwise.
     public var domain: String
@@ -68,8 +82,36 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
         sameSite: SameSite = .unspecified,
         creationTime: Date = Date()
     ) {
-        self.name = name
-        self.value = value
+        self.init(
+            nameBytes: Array(name.utf8),
+            valueBytes: Array(value.utf8),
+            domain: domain,
+            path: path,
+            expires: expires,
+            isSecure: isSecure,
+            isHTTPOnly: isHTTPOnly,
+            isHostOnly: isHostOnly,
+            sameSite: sameSite,
+            creationTime: creationTime
+        )
+    }
+
+    /// A cookie made by hand from name and value octets (which need not be UTF-8). The domain
+    /// is lower-cased, a leading dot dropped.
+    public init(
+        nameBytes: [UInt8],
+        valueBytes: [UInt8],
+        domain: String,
+        path: String = "/",
+        expires: Date? = nil,
+        isSecure: Bool = false,
+        isHTTPOnly: Bool = false,
+        isHostOnly: Bool = true,
+        sameSite: SameSite = .unspecified,
+        creationTime: Date = Date()
+    ) {
+        self.nameBytes = nameBytes
+        self.valueBytes = valueBytes
         self.domain = CookieRules.canonicalDomain(domain)
         self.path = path
         self.expires = expires
@@ -91,20 +133,22 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Identity in the store: name, domain, path (RFC 6265 §5.3 step 11).
-    var key: CookieKey { CookieKey(name: self.name, domain: self.domain, path: self.path) }
+    var key: CookieKey { CookieKey(name: self.nameBytes, domain: self.domain, path: self.path) }
 
-    /// Equality and hashing ignore the jar's internal ordering counters.
+    /// Equality and hashing ignore the jar's internal ordering counters; names and values
+    /// compare byte for byte.
     public static func == (a: Cookie, b: Cookie) -> Bool {
-        a.name == b.name && a.value == b.value && a.domain == b.domain && a.path == b.path && a.expires == b.expires
+        a.nameBytes == b.nameBytes && a.valueBytes == b.valueBytes && a.domain == b.domain && a.path == b.path
+            && a.expires == b.expires
             && a.isSecure == b.isSecure && a.isHTTPOnly == b.isHTTPOnly && a.isHostOnly == b.isHostOnly
             && a.sameSite == b.sameSite && a.creationTime == b.creationTime && a.lastAccessTime == b.lastAccessTime
     }
 
     public func hash(into h: inout Hasher) {
-        h.combine(self.name)
+        h.combine(self.nameBytes)
         h.combine(self.domain)
         h.combine(self.path)
-        h.combine(self.value)
+        h.combine(self.valueBytes)
     }
 
     public var description: String {
@@ -118,7 +162,7 @@ public struct Cookie: Sendable, Hashable, CustomStringConvertible {
 }
 
 struct CookieKey: Hashable, Sendable {
-    var name: String
+    var name: [UInt8]
     var domain: String
     var path: String
 }
@@ -128,10 +172,22 @@ struct CookieKey: Hashable, Sendable {
 /// A `Set-Cookie` field value as parsed by RFC 6265 §5.2, before the storage model
 /// (§5.3) turns it into a ``Cookie`` for a request URL.
 public struct SetCookie: Sendable, Hashable {
-    /// The name, as sent: the bytes before the first `=`, blanks trimmed.
-    public var name: String
-    /// The value, as sent: the bytes after the first `=`, blanks trimmed.
-    public var value: String
+    /// The name, as sent: the bytes before the first `=`, blanks trimmed (octets, not
+    /// necessarily UTF-8).
+    public var nameBytes: [UInt8]
+    /// The value, as sent: the bytes after the first `=`, blanks trimmed (octets, not
+    /// necessarily UTF-8).
+    public var valueBytes: [UInt8]
+    /// The name as a String (bytes that are not UTF-8 read as U+FFFD); setting it stores its UTF-8.
+    public var name: String {
+        get { String(decoding: self.nameBytes, as: UTF8.self) }
+        set { self.nameBytes = Array(newValue.utf8) }
+    }
+    /// The value as a String (bytes that are not UTF-8 read as U+FFFD); setting it stores its UTF-8.
+    public var value: String {
+        get { String(decoding: self.valueBytes, as: UTF8.self) }
+        set { self.valueBytes = Array(newValue.utf8) }
+    }
     /// The last valid `Expires` attribute.
     public var expires: Date?
     /// The last valid `Max-Age` attribute, in seconds (≤ 0 means "expire now").
@@ -147,17 +203,23 @@ public struct SetCookie: Sendable, Hashable {
     /// The last `SameSite` attribute; `.unspecified` when there was none or its value was unknown.
     public var sameSite = Cookie.SameSite.unspecified
 
-    /// The most bytes of name plus value (RFC 6265bis §5.6: 4096); a longer pair makes the field ignored.
+    /// The most octets of name plus value (RFC 6265bis §5.6: 4096); a longer pair makes the field ignored.
     public static let maxNameValueBytes = 4096
-    /// The most bytes of one attribute value (RFC 6265bis §5.6: 1024); a longer attribute is ignored.
+    /// The most octets of one attribute value (RFC 6265bis §5.6: 1024); a longer attribute is ignored.
     public static let maxAttributeValueBytes = 1024
 
-    /// Parses one `Set-Cookie` field value; nil when RFC 6265 says to ignore it: no `=` in
-    /// the name-value pair, an empty name, name plus value over 4096 bytes, or a control
-    /// character (other than HTAB) anywhere. TAB inside the name or value is refused too,
-    /// because the Netscape cookie file could not hold it. Unknown attributes are ignored.
+    /// Parses one `Set-Cookie` field value given as a String (its UTF-8); see ``init(bytes:)``.
     public init?(_ header: String) {
-        let bytes = Array(header.utf8)
+        self.init(bytes: Array(header.utf8))
+    }
+
+    /// Parses one `Set-Cookie` field value from its octets as received
+    /// (`HTTPHeaders.valueBytes(at:)`); nil when RFC 6265 says to ignore it: no `=` in the
+    /// name-value pair, an empty name, name plus value over 4096 octets, or a control
+    /// character (other than HTAB) anywhere. TAB inside the name or value is refused too,
+    /// because the Netscape cookie file could not hold it. Bytes 0x80–0xFF are kept as they
+    /// are (they need not be UTF-8). Unknown attributes are ignored.
+    public init?(bytes: [UInt8]) {
         for b in bytes where (b < 0x20 && b != 0x09) || b == 0x7F { return nil }
         let firstSemicolon = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
         let pair = bytes[0..<firstSemicolon]
@@ -166,8 +228,8 @@ public struct SetCookie: Sendable, Hashable {
         let value = trimWS(pair[(eq + 1)...])
         if name.isEmpty || name.count + value.count > Self.maxNameValueBytes { return nil }
         if name.contains(0x09) || value.contains(0x09) { return nil }
-        self.name = String(decoding: name, as: UTF8.self)
-        self.value = String(decoding: value, as: UTF8.self)
+        self.nameBytes = Array(name)
+        self.valueBytes = Array(value)
 
         var rest = bytes[firstSemicolon...]
         while !rest.isEmpty {
@@ -371,9 +433,9 @@ public enum CookieRules {
     }
 
     /// Whether `s` starts with `prefix`, byte for byte, ASCII letters compared case-insensitively.
-    static func hasPrefixIgnoringASCIICase(_ s: String, _ prefix: StaticString) -> Bool {
+    static func hasPrefixIgnoringASCIICase(_ s: some Sequence<UInt8>, _ prefix: StaticString) -> Bool {
         let p = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        var i = s.utf8.makeIterator()
+        var i = s.makeIterator()
         for want in p {
             guard let b = i.next() else { return false }
             let fold: (UInt8) -> UInt8 = { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }

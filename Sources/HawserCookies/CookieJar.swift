@@ -48,6 +48,17 @@ extension Cookie {
         return self.make(from: sc, for: url, now: now)
     }
 
+    /// ``make(fromSetCookie:for:now:)`` for a field value given as the octets received
+    /// (its name and value are kept byte for byte, UTF-8 or not).
+    public static func make(
+        fromSetCookieBytes header: [UInt8],
+        for url: URL,
+        now: Date = Date()
+    ) -> Result<Cookie, CookieRejection> {
+        guard let sc = SetCookie(bytes: header) else { return .failure(.unparsable) }
+        return self.make(from: sc, for: url, now: now)
+    }
+
     /// ``make(fromSetCookie:for:now:)`` for an already parsed field.
     public static func make(from sc: SetCookie, for url: URL, now: Date = Date()) -> Result<Cookie, CookieRejection> {
         guard let host = CookieRules.canonicalHost(url) else { return .failure(.noHost) }
@@ -77,17 +88,18 @@ extension Cookie {
         let path = sc.path ?? CookieRules.defaultPath(CookieRules.requestPath(url))
 
         if sc.isSecure && !secureOrigin { return .failure(.secureFromInsecureOrigin) }
-        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__secure-") && !sc.isSecure {
+        if CookieRules.hasPrefixIgnoringASCIICase(sc.nameBytes, "__secure-") && !sc.isSecure {
             return .failure(.namePrefix("__Secure-"))
         }
-        if CookieRules.hasPrefixIgnoringASCIICase(sc.name, "__host-") && !(sc.isSecure && hostOnly && path == "/") {
+        if CookieRules.hasPrefixIgnoringASCIICase(sc.nameBytes, "__host-") && !(sc.isSecure && hostOnly && path == "/")
+        {
             return .failure(.namePrefix("__Host-"))
         }
 
         return .success(
             Cookie(
-                name: sc.name,
-                value: sc.value,
+                nameBytes: sc.nameBytes,
+                valueBytes: sc.valueBytes,
                 domain: domain,
                 path: path,
                 expires: expires,
@@ -109,9 +121,16 @@ extension Cookie {
 ///   suffix (see ``PublicSuffixes``), for a domain the host does not domain-match, Secure
 ///   cookies from an insecure origin, and insecure cookies that would shadow a stored Secure
 ///   one (RFC 6265bis).
-/// - Sending: ``cookieHeaderValue(for:now:)`` gives the `Cookie` field for a request: the
+/// - Sending: ``cookieHeader(for:now:)`` gives the `Cookie` field for a request: the
 ///   cookies whose domain and path match, Secure ones only to a secure origin, longer paths
-///   first, then older ones first.
+///   first, then older ones first (RFC 6265 §5.4 step 2), names and values byte for byte as
+///   they were received.
+/// - The `Cookie` field's caps (the "cookie header bomb" of curl's CVE-2022-32205): at most
+///   ``maxCookieHeaderBytes`` bytes for the field line `Cookie: …` (8190 by default, so the
+///   line with its CRLF fits the 8 KiB most servers allow a field line) and at most
+///   ``maxCookiesPerRequest`` cookies (150 by default, as curl). Cookies go in that order
+///   until the next one would pass a cap; it and every later one are left out (the
+///   ``CookieHeader`` says how many, and the session logs a warning).
 /// - Secure origins: https and wss, and also plain http to loopback — `localhost`,
 ///   `*.localhost`, 127.0.0.0/8 and `::1` — as browsers and curl treat them. Loopback
 ///   traffic never leaves the machine, and local development servers rely on it.
@@ -125,12 +144,32 @@ public final class CookieJar: Sendable {
     public let maxCookiesPerDomain: Int
     /// In all (RFC 6265 §6.1 asks for at least 3000).
     public let maxCookies: Int
+    /// The most bytes of the `Cookie` field line a request gets from the jar: `Cookie: `, the
+    /// `name=value` pairs and their `; ` separators, without the CRLF.
+    public let maxCookieHeaderBytes: Int
+    /// The most cookies one request's `Cookie` field carries.
+    public let maxCookiesPerRequest: Int
     private let store: Mutex<CookieStore>
 
-    /// An empty jar with the given limits (RFC 6265's minimums by default).
-    public init(maxCookiesPerDomain: Int = 50, maxCookies: Int = 3000) {
+    /// The default ``maxCookieHeaderBytes``: 8190, Apache's `LimitRequestFieldSize` (and
+    /// curl's `MAX_COOKIE_HEADER_LEN`); with its CRLF the line fits nginx's 8 KiB header buffer.
+    public static let defaultMaxCookieHeaderBytes = 8190
+    /// The default ``maxCookiesPerRequest``: 150, curl's `MAX_COOKIE_SEND_AMOUNT`.
+    public static let defaultMaxCookiesPerRequest = 150
+
+    /// An empty jar with the given limits: RFC 6265's minimums for storage, curl's caps for the
+    /// `Cookie` field by default. A cap below 1 counts as 1 (`maxCookieHeaderBytes` is
+    /// taken as it is: a cap smaller than a cookie's line sends no cookie).
+    public init(
+        maxCookiesPerDomain: Int = 50,
+        maxCookies: Int = 3000,
+        maxCookieHeaderBytes: Int = CookieJar.defaultMaxCookieHeaderBytes,
+        maxCookiesPerRequest: Int = CookieJar.defaultMaxCookiesPerRequest
+    ) {
         self.maxCookiesPerDomain = max(1, maxCookiesPerDomain)
         self.maxCookies = max(1, maxCookies)
+        self.maxCookieHeaderBytes = max(0, maxCookieHeaderBytes)
+        self.maxCookiesPerRequest = max(1, maxCookiesPerRequest)
         self.store = Mutex(CookieStore())
     }
 
@@ -142,11 +181,22 @@ public final class CookieJar: Sendable {
 
     // MARK: Receiving
 
-    /// Stores every `Set-Cookie` of a response received from `url`; refused ones are dropped.
+    /// Stores every `Set-Cookie` of a response received from `url`, each parsed from its
+    /// octets as received (names and values kept byte for byte); refused ones are dropped.
     public func setCookies(fromResponseHeaders headers: HTTPHeaders, for url: URL, now: Date = Date()) {
-        for value in headers.values(for: "Set-Cookie") {
-            _ = self.setCookie(fromSetCookie: value, for: url, now: now)
+        for value in headers.valueBytes(for: "Set-Cookie") {
+            _ = self.setCookie(fromSetCookieBytes: value, for: url, now: now)
         }
+    }
+
+    /// ``setCookie(fromSetCookie:for:now:)`` for a field value given as the octets received.
+    @discardableResult
+    public func setCookie(
+        fromSetCookieBytes header: [UInt8],
+        for url: URL,
+        now: Date = Date()
+    ) -> Result<Cookie, CookieRejection> {
+        self.keep(Cookie.make(fromSetCookieBytes: header, for: url, now: now), from: url, now: now)
     }
 
     /// Stores one `Set-Cookie` field value received from `url`: the cookie stored (or, when
@@ -157,7 +207,16 @@ public final class CookieJar: Sendable {
         for url: URL,
         now: Date = Date()
     ) -> Result<Cookie, CookieRejection> {
-        switch Cookie.make(fromSetCookie: header, for: url, now: now) {
+        self.keep(Cookie.make(fromSetCookie: header, for: url, now: now), from: url, now: now)
+    }
+
+    /// Stores what `Cookie.make` made (unless it would shadow a Secure cookie), or passes its refusal on.
+    private func keep(
+        _ made: Result<Cookie, CookieRejection>,
+        from url: URL,
+        now: Date
+    ) -> Result<Cookie, CookieRejection> {
+        switch made {
         case .failure(let why): return .failure(why)
         case .success(let cookie):
             let secureOrigin = CookieRules.isSecureOrigin(url)
@@ -200,25 +259,56 @@ public final class CookieJar: Sendable {
 
     // MARK: Sending
 
-    /// The cookies to send to `url` (RFC 6265 §5.4), in the order they are sent.
-    public func cookies(for url: URL, now: Date = Date()) -> [Cookie] {
-        self.store.withLock { $0.matching(url, now: now, touch: false) }
+    private var caps: CookieHeaderCaps {
+        CookieHeaderCaps(maxBytes: self.maxCookieHeaderBytes, maxCount: self.maxCookiesPerRequest)
     }
 
-    /// The `Cookie` field value for a request to `url` (`a=1; b=2`), or nil when no cookie
-    /// applies. Marks the cookies sent as used (for least-recently-used eviction).
-    public func cookieHeaderValue(for url: URL, now: Date = Date()) -> String? {
+    /// The cookies to send to `url` (RFC 6265 §5.4), in the order they are sent: those
+    /// ``cookieHeader(for:now:)`` puts in the field, within its caps.
+    public func cookies(for url: URL, now: Date = Date()) -> [Cookie] {
+        let caps = self.caps
+        return self.store.withLock { $0.matching(url, now: now, touch: false, caps: caps).cookies }
+    }
+
+    /// The `Cookie` field for a request to `url`, byte for byte, or nil when no cookie applies
+    /// (or none fits the caps): the matching cookies in RFC 6265's order, up to the first that
+    /// would take the field past ``maxCookieHeaderBytes`` or ``maxCookiesPerRequest``. Marks
+    /// the cookies sent as used (for least-recently-used eviction); those left out are not.
+    /// A cookie whose name or value could not be a field value (a control byte, made by hand)
+    /// is never sent.
+    public func cookieHeader(for url: URL, now: Date = Date()) -> CookieHeader? {
         // Every request asks, and most jars are empty: answer that without parsing the URL.
-        let cookies = self.store.withLock { $0.count == 0 ? [] : $0.matching(url, now: now, touch: true) }
-        if cookies.isEmpty { return nil }
-        var out = ""
-        for c in cookies {
-            if !out.isEmpty { out += "; " }
-            out += c.name
-            out += "="
-            out += c.value
+        let caps = self.caps
+        let (cookies, omitted) = self.store.withLock { store -> ([Cookie], Int) in
+            if store.count == 0 { return ([], 0) }
+            return store.matching(url, now: now, touch: true, caps: caps)
         }
-        return out
+        if cookies.isEmpty && omitted == 0 { return nil }
+        var bytes: [UInt8] = []
+        var length = 0
+        for c in cookies { length += c.nameBytes.count + c.valueBytes.count + 3 }
+        bytes.reserveCapacity(length)
+        for c in cookies {
+            if !bytes.isEmpty { bytes += [UInt8(ascii: ";"), UInt8(ascii: " ")] }
+            bytes += c.nameBytes
+            bytes.append(UInt8(ascii: "="))
+            bytes += c.valueBytes
+        }
+        return CookieHeader(
+            value: bytes,
+            cookieCount: cookies.count,
+            omittedCount: omitted,
+            maxBytes: caps.maxBytes,
+            maxCount: caps.maxCount
+        )
+    }
+
+    /// The `Cookie` field value for a request to `url` (`a=1; b=2`) as a String, or nil when
+    /// no cookie is sent; ``cookieHeader(for:now:)`` has it byte for byte (here bytes that are
+    /// not UTF-8 read as U+FFFD) and says how many cookies the caps left out.
+    public func cookieHeaderValue(for url: URL, now: Date = Date()) -> String? {
+        guard let header = self.cookieHeader(for: url, now: now), header.cookieCount > 0 else { return nil }
+        return String(decoding: header.value, as: UTF8.self)
     }
 
     /// Every cookie stored (expired ones included until removed), oldest first.
@@ -235,19 +325,25 @@ public final class CookieJar: Sendable {
     /// Malformed lines and expired cookies are skipped, as curl does.
     /// - Throws: `.ioError` when the file cannot be read.
     public func load(netscapeFile path: String, now: Date = Date()) throws(HawserError) {
-        let text: String
+        let bytes: [UInt8]
         do {
-            text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+            bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw HawserError(.ioError, "cannot read cookie file \(path): \(error)")
         }
-        self.load(netscapeText: text, now: now)
+        self.load(netscapeBytes: bytes, now: now)
     }
 
     /// Adds the cookies of Netscape cookie-file text. Lines are taken as newest first, the
     /// order curl writes them in, so the file's last line becomes the oldest cookie.
     public func load(netscapeText text: String, now: Date = Date()) {
-        let cookies = NetscapeCookieFile.parse(text, now: now)
+        self.load(netscapeBytes: Array(text.utf8), now: now)
+    }
+
+    /// ``load(netscapeText:now:)`` for the file's bytes: names and values are taken byte for
+    /// byte (UTF-8 or not), as ``save(toNetscapeFile:now:)`` writes them.
+    public func load(netscapeBytes bytes: [UInt8], now: Date = Date()) {
+        let cookies = NetscapeCookieFile.parse(bytes: bytes, now: now)
         let limits = (self.maxCookiesPerDomain, self.maxCookies)
         self.store.withLock { store in
             for c in cookies.reversed() { _ = store.insert(c, now: now, limits: limits) }
@@ -255,16 +351,86 @@ public final class CookieJar: Sendable {
     }
 
     /// The jar as a Netscape cookie file, as curl writes it: unexpired cookies, newest
-    /// first, session cookies with expiry 0.
+    /// first, session cookies with expiry 0. (A String: bytes of names and values that are
+    /// not UTF-8 read as U+FFFD; ``netscapeFileBytes(now:)`` keeps them.)
     public func netscapeFileContents(now: Date = Date()) -> String {
-        NetscapeCookieFile.render(self.allCookies.reversed().filter { !$0.isExpired(at: now) })
+        String(decoding: self.netscapeFileBytes(now: now), as: UTF8.self)
+    }
+
+    /// The jar as a Netscape cookie file's bytes: names and values byte for byte.
+    public func netscapeFileBytes(now: Date = Date()) -> [UInt8] {
+        NetscapeCookieFile.renderBytes(self.allCookies.reversed().filter { !$0.isExpired(at: now) })
     }
 
     /// Writes the jar to `path` in curl's Netscape format, atomically (a temporary file in
-    /// the same directory, then rename), readable by the owner only (mode 0600).
+    /// the same directory, then rename), readable by the owner only (mode 0600). Names and
+    /// values are written byte for byte.
     /// - Throws: `.ioError` when the file cannot be written.
     public func save(toNetscapeFile path: String, now: Date = Date()) throws(HawserError) {
-        try writeAtomically(Array(self.netscapeFileContents(now: now).utf8), to: path)
+        try writeAtomically(self.netscapeFileBytes(now: now), to: path)
+    }
+}
+
+// MARK: - The Cookie field and its caps
+
+/// The `Cookie` field a jar builds for one request (``CookieJar/cookieHeader(for:now:)``).
+public struct CookieHeader: Sendable, Hashable {
+    /// The field value, byte for byte: `name=value` pairs joined by `; `, in RFC 6265's order
+    /// (longer paths first, then older cookies first). Empty when no cookie fit the caps.
+    public var value: [UInt8]
+    /// How many cookies ``value`` holds.
+    public var cookieCount: Int
+    /// How many matching cookies were left out because the field reached a cap: the first
+    /// that would have passed ``maxBytes`` or ``maxCount``, and every one after it.
+    public var omittedCount: Int
+    /// The byte cap the field was built under (the jar's ``CookieJar/maxCookieHeaderBytes``).
+    public var maxBytes: Int
+    /// The count cap the field was built under (the jar's ``CookieJar/maxCookiesPerRequest``).
+    public var maxCount: Int
+
+    /// A field value and what was left out of it (the jar makes these; tests build them to compare).
+    public init(value: [UInt8], cookieCount: Int, omittedCount: Int, maxBytes: Int, maxCount: Int) {
+        self.value = value
+        self.cookieCount = cookieCount
+        self.omittedCount = omittedCount
+        self.maxBytes = maxBytes
+        self.maxCount = maxCount
+    }
+
+    /// The bytes of the field line `Cookie: value`, without CRLF (what ``maxBytes`` limits).
+    public var lineBytes: Int { Self.linePrefixBytes + self.value.count }
+
+    /// `Cookie: `.
+    static let linePrefixBytes = 8
+}
+
+/// The caps of one `Cookie` field.
+struct CookieHeaderCaps: Sendable {
+    var maxBytes: Int
+    var maxCount: Int
+
+    /// How many of `sorted` (in sending order) go into the field: the longest prefix whose
+    /// line (`Cookie: ` and `name=value` pairs joined by `; `) stays within both caps.
+    func fitting(_ sorted: [Cookie]) -> Int {
+        var line = CookieHeader.linePrefixBytes
+        for (i, c) in sorted.enumerated() {
+            if i >= self.maxCount { return i }
+            line += (i == 0 ? 0 : 2) + c.nameBytes.count + 1 + c.valueBytes.count
+            if line > self.maxBytes { return i }
+        }
+        return sorted.count
+    }
+}
+
+extension Cookie {
+    /// Whether the name and value can be written in a field value: no control byte or DEL, no
+    /// blank at the pair's edges. Cookies from `Set-Cookie` and cookie files always can; one
+    /// made by hand might not, and is then never sent.
+    var isSendable: Bool {
+        func clean(_ b: [UInt8]) -> Bool { !b.contains { $0 < 0x20 || $0 == 0x7F } }
+        let blank: (UInt8?) -> Bool = { $0 == 0x20 }
+        return clean(self.nameBytes) && clean(self.valueBytes) && !self.nameBytes.isEmpty
+            && !blank(self.nameBytes.first) && !blank(self.valueBytes.last)
     }
 }
 
@@ -290,7 +456,7 @@ struct CookieStore: ~Copyable {
     func wouldShadowSecure(_ new: Cookie) -> Bool {
         for (_, list) in self.byDomain {
             for old in list
-            where old.isSecure && old.name == new.name
+            where old.isSecure && old.nameBytes == new.nameBytes
                 && (CookieRules.domainMatches(old.domain, new.domain)
                     || CookieRules.domainMatches(new.domain, old.domain))
                 && CookieRules.pathMatches(new.path, old.path)
@@ -366,10 +532,18 @@ struct CookieStore: ~Copyable {
         }
     }
 
-    /// §5.4: the cookies for `url`, longer paths first, then earlier created; expired ones
-    /// met on the way are removed.
-    mutating func matching(_ url: URL, now: Date, touch: Bool) -> [Cookie] {
-        guard let host = CookieRules.canonicalHost(url) else { return [] }
+    /// §5.4: the cookies for `url`, longer paths first, then earlier created, as many as fit
+    /// `caps` (the first that does not fit and every later one are counted as omitted);
+    /// expired ones met on the way are removed.
+    mutating func matching(
+        _ url: URL,
+        now: Date,
+        touch: Bool,
+        caps: CookieHeaderCaps
+    ) -> (
+        cookies: [Cookie], omitted: Int
+    ) {
+        guard let host = CookieRules.canonicalHost(url) else { return ([], 0) }
         let secure = CookieRules.isSecureOrigin(url)
         let path = CookieRules.requestPath(url)
         var candidates = [host]
@@ -392,6 +566,7 @@ struct CookieStore: ~Copyable {
                 if c.isHostOnly ? c.domain != host : !CookieRules.domainMatches(host, c.domain) { continue }
                 if c.isSecure && !secure { continue }
                 if !CookieRules.pathMatches(path, c.path) { continue }
+                if !c.isSendable { continue }
                 out.append(c)
             }
         }
@@ -400,6 +575,9 @@ struct CookieStore: ~Copyable {
             a.path.utf8.count != b.path.utf8.count
                 ? a.path.utf8.count > b.path.utf8.count : a.creationIndex < b.creationIndex
         }
+        let fitting = caps.fitting(out)
+        let omitted = out.count - fitting
+        if omitted > 0 { out.removeLast(omitted) }
         if touch {
             for i in out.indices {
                 out[i].lastAccessTime = now
@@ -411,7 +589,7 @@ struct CookieStore: ~Copyable {
                 }
             }
         }
-        return out
+        return (out, omitted)
     }
 }
 
@@ -435,11 +613,17 @@ public enum NetscapeCookieFile {
     /// The cookies of a file's text, in file order; malformed lines, cookies for public
     /// suffixes and cookies expired at `now` are skipped.
     public static func parse(_ text: String, now: Date = Date()) -> [Cookie] {
+        self.parse(bytes: Array(text.utf8), now: now)
+    }
+
+    /// ``parse(_:now:)`` for the file's bytes: names and values are taken byte for byte
+    /// (UTF-8 or not); the other fields are ASCII.
+    public static func parse(bytes: [UInt8], now: Date = Date()) -> [Cookie] {
         var out: [Cookie] = []
         // Lines and fields are split on bytes: as Characters, "\r\n" is not "\n", and a
         // separator followed by a combining mark is not the separator.
         let httpOnlyPrefix = "#HttpOnly_".utf8
-        for rawLine in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: true) {
+        for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: true) {
             var line = rawLine
             if line.last == 0x0D { line = line.dropLast() }
             var httpOnly = false
@@ -451,27 +635,26 @@ public enum NetscapeCookieFile {
             }
             // Control characters (other than the tab separators) make the line malformed.
             if line.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { continue }
-            var fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map {
-                String(decoding: $0, as: UTF8.self)
-            }
+            var raw = line.split(separator: 0x09, omittingEmptySubsequences: false)
             // An empty value makes a 6-field line when the trailing tab is missing (curl reads it so).
-            if fields.count == 6 { fields.append("") }
-            guard fields.count == 7 else { continue }
+            if raw.count == 6 { raw.append([]) }
+            guard raw.count == 7 else { continue }
+            let fields = raw[0..<5].map { String(decoding: $0, as: UTF8.self) }
             let domain = CookieRules.canonicalDomain(fields[0])
             let includeSubdomains = fields[1].uppercased() == "TRUE"
             var path = fields[2]
             let secure = fields[3].uppercased() == "TRUE"
             guard let expiry = Int64(fields[4]) else { continue }
-            let name = fields[5]
-            let value = fields[6]
+            let name = Array(raw[5])
+            let value = Array(raw[6])
             if name.isEmpty || !Self.isHostName(domain) { continue }
-            if name.utf8.count + value.utf8.count > SetCookie.maxNameValueBytes { continue }
+            if name.count + value.count > SetCookie.maxNameValueBytes { continue }
             if includeSubdomains && PublicSuffixes.isPublicSuffix(domain) { continue }
             if path.utf8.first != UInt8(ascii: "/") { path = "/" }
             let expires: Date? = expiry == 0 ? nil : Date(timeIntervalSince1970: Double(expiry))
             let cookie = Cookie(
-                name: name,
-                value: value,
+                nameBytes: name,
+                valueBytes: value,
                 domain: domain,
                 path: path,
                 expires: expires,
@@ -498,27 +681,35 @@ public enum NetscapeCookieFile {
             }
     }
 
-    /// The file text for `cookies`, in the given order.
+    /// The file text for `cookies`, in the given order (bytes of names and values that are
+    /// not UTF-8 read as U+FFFD: ``renderBytes(_:)`` keeps them).
     public static func render(_ cookies: [Cookie]) -> String {
-        var out = self.header
+        String(decoding: self.renderBytes(cookies), as: UTF8.self)
+    }
+
+    /// The file's bytes for `cookies`, in the given order, names and values byte for byte.
+    public static func renderBytes(_ cookies: [Cookie]) -> [UInt8] {
+        var out = Array(self.header.utf8)
         for c in cookies {
-            if c.isHTTPOnly { out += "#HttpOnly_" }
-            if !c.isHostOnly { out += "." }
-            out += c.domain
-            out += c.isHostOnly ? "\tFALSE\t" : "\tTRUE\t"
-            out += c.path
-            out += c.isSecure ? "\tTRUE\t" : "\tFALSE\t"
+            var line = ""
+            if c.isHTTPOnly { line += "#HttpOnly_" }
+            if !c.isHostOnly { line += "." }
+            line += c.domain
+            line += c.isHostOnly ? "\tFALSE\t" : "\tTRUE\t"
+            line += c.path
+            line += c.isSecure ? "\tTRUE\t" : "\tFALSE\t"
             if let e = c.expires {
                 let seconds = e.timeIntervalSince1970.rounded(.down)
-                out += String(seconds >= 1 ? Int64(clamping: Int(seconds)) : 1)
+                line += String(seconds >= 1 ? Int64(clamping: Int(seconds)) : 1)
             } else {
-                out += "0"
+                line += "0"
             }
-            out += "\t"
-            out += c.name
-            out += "\t"
-            out += c.value
-            out += "\n"
+            line += "\t"
+            out += line.utf8
+            out += c.nameBytes
+            out.append(0x09)
+            out += c.valueBytes
+            out.append(0x0A)
         }
         return out
     }

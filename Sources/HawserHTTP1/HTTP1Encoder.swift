@@ -97,6 +97,24 @@ public enum HTTP1Encoder {
         if let problem { throw HTTP1EncodeError(problem) }
     }
 
+    /// ``writeField(name:value:into:)`` for a value given as octets (obs-text that is not
+    /// UTF-8 is written as it is), with the same checks.
+    public static func writeField(
+        name: String,
+        valueBytes: [UInt8],
+        into buffer: inout [UInt8]
+    ) throws(HTTP1EncodeError) {
+        var name = name
+        let problem: HTTP1EncodeError.Kind? = name.withUTF8 { n in
+            valueBytes.withUnsafeBytes { v in
+                if let problem = fieldProblem(name: UnsafeRawBufferPointer(n), value: v) { return problem }
+                append(name: UnsafeRawBufferPointer(n), value: v, into: &buffer)
+                return nil
+            }
+        }
+        if let problem { throw HTTP1EncodeError(problem) }
+    }
+
     /// Every field of `headers`, checked as ``writeRequestHead(_:into:)`` checks them, without the
     /// empty line that ends the head. With `omittingFraming`, `Content-Length` and
     /// `Transfer-Encoding` fields are left out (the caller writes the body's own framing).

@@ -189,6 +189,12 @@ public struct HTTPHeaders: @unchecked Sendable {
         self.indices(of: name).map { self.value(at: $0) }
     }
 
+    /// Every value of the field `name` (case-insensitive), in order, byte for byte as received
+    /// (see ``valueBytes(at:)``): what `Set-Cookie` is parsed from.
+    public func valueBytes(for name: String) -> [[UInt8]] {
+        self.indices(of: name).map { self.valueBytes(at: $0) }
+    }
+
     /// Whether a field named `name` (case-insensitive) is present.
     public func contains(name: String) -> Bool {
         var found = false

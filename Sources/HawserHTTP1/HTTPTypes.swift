@@ -68,8 +68,23 @@ public struct HTTPResponseHead: Sendable {
     public var version: HTTPVersion
     /// The status code, 100 through 999 (the parser takes exactly three digits).
     public var status: Int
-    /// The reason phrase after the status code, possibly empty; informative only, never interpreted.
-    public var reasonPhrase: String
+    /// The reason phrase after the status code, possibly empty; informative only, never
+    /// interpreted. Bytes that are not UTF-8 (obs-text) read as U+FFFD here:
+    /// ``reasonPhraseBytes`` has them as received.
+    public var reasonPhrase: String {
+        get { self.reasonText }
+        set {
+            self.reasonText = newValue
+            self.reasonOctets = nil
+        }
+    }
+    @usableFromInline var reasonText: String
+    /// The reason phrase's bytes as received, kept only when they are not UTF-8.
+    @usableFromInline var reasonOctets: [UInt8]?
+
+    /// The reason phrase byte for byte as received: obs-text (0x80–0xFF, RFC 9112 §4) that is
+    /// not UTF-8 is kept, where ``reasonPhrase`` would give U+FFFD.
+    public var reasonPhraseBytes: [UInt8] { self.reasonOctets ?? Array(self.reasonText.utf8) }
     /// The header fields, in the order and with the name case they arrived in.
     public var headers: HTTPHeaders
 
@@ -87,7 +102,19 @@ public struct HTTPResponseHead: Sendable {
     public init(version: HTTPVersion = .http1_1, status: Int, reasonPhrase: String = "", headers: HTTPHeaders = [:]) {
         self.version = version
         self.status = status
-        self.reasonPhrase = reasonPhrase
+        self.reasonText = reasonPhrase
+        self.reasonOctets = nil
+        self.headers = headers
+    }
+
+    /// A response head whose reason phrase is given as octets (the parser's: they need not
+    /// be UTF-8; ``reasonPhraseBytes`` gives them back unchanged).
+    public init(version: HTTPVersion = .http1_1, status: Int, reasonPhraseBytes: [UInt8], headers: HTTPHeaders = [:]) {
+        let text = String(decoding: reasonPhraseBytes, as: UTF8.self)
+        self.version = version
+        self.status = status
+        self.reasonText = text
+        self.reasonOctets = text.utf8.elementsEqual(reasonPhraseBytes) ? nil : reasonPhraseBytes
         self.headers = headers
     }
 }

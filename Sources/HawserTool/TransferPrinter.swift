@@ -77,9 +77,10 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     /// received (obs-text included), CRLF line ends.
     static func headBytes(_ head: HTTPResponseHead) -> [UInt8] {
         var out = Array("\(head.version) \(head.status)".utf8)
-        if !head.reasonPhrase.isEmpty {
+        let reason = head.reasonPhraseBytes
+        if !reason.isEmpty {
             out.append(0x20)
-            out += Array(head.reasonPhrase.utf8)
+            out += reason
         }
         out += [0x0D, 0x0A]
         let fields = head.headers

@@ -50,6 +50,33 @@ extension ObservabilityTests {
             }
         }
 
+        @Test("cookies the jar's caps leave out of the Cookie field: one warning naming how many and the caps")
+        func cookiesLeftOutWarning() async throws {
+            let recorder = LogRecorder()
+            let jar = CookieJar(maxCookiesPerDomain: 1000)
+            try await withServer({
+                $0.logger = recorder.logger(level: .warning)
+                $0.httpCookieStorage = jar
+            }) { server, session in
+                for i in 0..<160 { jar.setCookie(Cookie(name: "k\(i)", value: "1", domain: "127.0.0.1")) }
+                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/cookies")))
+                #expect(String(decoding: r.body, as: UTF8.self).split(separator: ";").count == 150)
+                let lines = recorder.lines
+                #expect(lines.count == 1)
+                let line = try #require(lines.first)
+                #expect(line.level == .warning)
+                #expect(
+                    line.message
+                        == "10 cookies left out of the Cookie header, past its cap of 8190 bytes or 150 cookies"
+                )
+                #expect(line.metadata["hawser.cookies.omitted"] == "10")
+                #expect(line.metadata["hawser.cookies.sent"] == "150")
+                #expect(line.metadata["hawser.cookies.max_bytes"] == "8190")
+                #expect(line.metadata["hawser.cookies.max_count"] == "150")
+                #expect(line.metadata["url.full"] == server.baseURL + "/cookies")
+            }
+        }
+
         @Test("a failure logs one debug line with the error code")
         func failureLine() async throws {
             let recorder = LogRecorder()

@@ -1,6 +1,7 @@
 import Foundation
 import HawserCore
 import HawserTestServer
+import HawserTestSupport
 import Testing
 
 @testable import HawserTool
@@ -84,6 +85,32 @@ struct CurlSideBySideTests {
         #expect(await GetCommand.run(["-s", "-i", "-o", out, url]) == 0)
         #expect(try Curl.run(["-s", "-i", "-o", curlOut, url]) == 0)
         #expect(try TempFiles.read(out) == (try TempFiles.read(curlOut)))
+    }
+
+    @Test(
+        "-D keeps a reason phrase's and a Set-Cookie's bytes that are not UTF-8; -c writes the cookie's bytes; as curl"
+    )
+    func nonUTF8HeadAndCookie() async throws {
+        let response: [UInt8] =
+            Array("HTTP/1.1 200 Caf".utf8) + [0xE9, 0x20, 0xFF] + Array("\r\nSet-Cookie: n".utf8) + [0x80]
+            + Array("=v".utf8) + [0xFF, 0x80] + Array("\r\nContent-Length: 2\r\n\r\nok".utf8)
+        let script: [ScriptedServer.Step] = [.readRequest(), .send(response), .waitForClose]
+        let server = try ScriptedServer([script, script])
+        defer { server.stop() }
+        let t = TempFiles()
+        let url = server.baseURL + "/"
+        let (heads, jar, curlHeads, curlJar) = (
+            t.path("heads"), t.path("jar"), t.path("curl-heads"), t.path("curl-jar")
+        )
+        #expect(await GetCommand.run(["-s", "-D", heads, "-c", jar, "-o", "/dev/null", url]) == 0)
+        #expect(try Curl.run(["-s", "-D", curlHeads, "-c", curlJar, "-o", "/dev/null", url]) == 0)
+        let ours = try TempFiles.read(heads)
+        #expect(Array(ours.prefix(21)) == Array(response.prefix(21)), "the status line as received")
+        #expect(ours == (try TempFiles.read(curlHeads)))
+        // The cookie file: the same line as curl's, with the octets as received.
+        let line: [UInt8] = Array("127.0.0.1\tFALSE\t/\tFALSE\t0\tn".utf8) + [0x80, 0x09, 0x76, 0xFF, 0x80, 0x0A]
+        #expect(try TempFiles.read(jar).firstRange(of: line) != nil)
+        #expect(try TempFiles.read(curlJar).firstRange(of: line) != nil)
     }
 }
 

@@ -91,11 +91,13 @@ extension RequestTask {
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
-                self.prepared.head = try Session.prepare(
+                let revalidation = try Session.prepare(
                     conditional,
                     configuration: self.context.configuration,
                     addedFields: self.observer?.headerFields
-                ).head
+                )
+                self.prepared.head = revalidation.head
+                self.prepared.cookiesLeftOut = revalidation.cookiesLeftOut
             } catch {
                 return false  // the original head stands; the response is simply not revalidated
             }

@@ -73,6 +73,10 @@ public struct ExchangeInfo: Sendable {
     public var remoteAddress: SocketAddress?
     /// Whether the exchange runs on a kept-alive connection.
     public var reusedConnection: Bool
+    /// Cookies the jar matched for this request but left out of its `Cookie` field, because
+    /// the field reached the jar's caps (`CookieJar.maxCookieHeaderBytes`,
+    /// `CookieJar.maxCookiesPerRequest`); nil when none was. The session's logger warns.
+    public var cookiesLeftOut: CookiesLeftOut?
 
     /// Describes an exchange.
     public init(
@@ -81,7 +85,8 @@ public struct ExchangeInfo: Sendable {
         request: HTTPClientRequest,
         wireHead: [UInt8],
         remoteAddress: SocketAddress?,
-        reusedConnection: Bool
+        reusedConnection: Bool,
+        cookiesLeftOut: CookiesLeftOut? = nil
     ) {
         self.reason = reason
         self.resendCount = resendCount
@@ -89,6 +94,30 @@ public struct ExchangeInfo: Sendable {
         self.wireHead = wireHead
         self.remoteAddress = remoteAddress
         self.reusedConnection = reusedConnection
+        self.cookiesLeftOut = cookiesLeftOut
+    }
+}
+
+/// Cookies left out of a request's `Cookie` field by the jar's caps (the defence against a
+/// "cookie header bomb": many large cookies set for a parent domain would otherwise make every
+/// request to its hosts too large to be accepted).
+public struct CookiesLeftOut: Sendable, Hashable {
+    /// Cookies the field carries.
+    public var sent: Int
+    /// Matching cookies left out: the first that would have passed a cap, and every one after
+    /// it in RFC 6265's order (shorter paths, then newer cookies).
+    public var omitted: Int
+    /// The cap on the field line's bytes (`Cookie: …`, without CRLF).
+    public var maxBytes: Int
+    /// The cap on the number of cookies.
+    public var maxCount: Int
+
+    /// What was sent and left out, under which caps.
+    public init(sent: Int, omitted: Int, maxBytes: Int, maxCount: Int) {
+        self.sent = sent
+        self.omitted = omitted
+        self.maxBytes = maxBytes
+        self.maxCount = maxCount
     }
 }
 

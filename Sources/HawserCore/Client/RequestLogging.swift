@@ -1,8 +1,9 @@
 // swift-log for a session's requests (trait "Logging"): a RequestObserver made per task when the
-// session or the request has a logger. One `debug` line when the task ends; at `trace`, each head
-// as sent and as received on one line, with credentials and cookies redacted. Query strings are
-// written by the configuration's QueryLogging (values redacted by default), in `url.full` and in
-// the request line. Without a logger no observer exists and nothing here runs.
+// session or the request has a logger. One `debug` line when the task ends; a `warning` when the
+// cookie jar's caps left cookies out of a head's `Cookie` field; at `trace`, each head as sent
+// and as received on one line, with credentials and cookies redacted. Query strings are written
+// by the configuration's QueryLogging (values redacted by default), in `url.full` and in the
+// request line. Without a logger no observer exists and nothing here runs.
 #if Logging
 import HawserBase
 import HawserHTTP1
@@ -29,6 +30,20 @@ final class LoggingObserver: RequestObserver, @unchecked Sendable {
     }
 
     func exchangeStarted(_ exchange: ExchangeInfo) {
+        if let left = exchange.cookiesLeftOut, self.logger.logLevel <= .warning {
+            self.logger.warning(
+                """
+                \(left.omitted) cookies left out of the Cookie header, past its cap of \(left.maxBytes) bytes \
+                or \(left.maxCount) cookies
+                """,
+                metadata: [
+                    "hawser.cookies.sent": "\(left.sent)",
+                    "hawser.cookies.omitted": "\(left.omitted)",
+                    "hawser.cookies.max_bytes": "\(left.maxBytes)",
+                    "hawser.cookies.max_count": "\(left.maxCount)",
+                ]
+            )
+        }
         guard self.logger.logLevel <= .trace else { return }
         if exchange.reason != .initial {
             // A redirect may change the method and the URL: later lines carry the new ones.
@@ -130,7 +145,7 @@ final class LoggingObserver: RequestObserver, @unchecked Sendable {
     /// A response head as text on one line, as ``redactedRequestHead(_:queryLogging:)`` writes one.
     static func redactedResponseHead(_ head: HTTPResponseHead) -> String {
         var out = "HTTP/\(head.version.major).\(head.version.minor) \(head.status) "
-        Self.appendEscaped(head.reasonPhrase.utf8, to: &out)
+        Self.appendEscaped(head.reasonPhraseBytes, to: &out)
         for index in 0..<head.headers.count {
             out += "\\r\\n"
             let name = head.headers.name(at: index)

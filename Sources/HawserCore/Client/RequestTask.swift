@@ -565,7 +565,8 @@ public final class RequestTask: @unchecked Sendable {
                 request: self.request,
                 wireHead: self.prepared.head,
                 remoteAddress: self.metrics.remoteAddress,
-                reusedConnection: connection.isReused
+                reusedConnection: connection.isReused,
+                cookiesLeftOut: self.prepared.cookiesLeftOut
             )
         )
         self.exchangeCount += 1

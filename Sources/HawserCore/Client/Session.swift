@@ -156,7 +156,8 @@ public final class Session: Sendable {
                 key: ConnectionKey(scheme: "http", host: "", port: 0),
                 head: [],
                 body: nil,
-                expectsContinue: false
+                expectsContinue: false,
+                cookiesLeftOut: nil
             )
         }
         let task = RequestTask(
@@ -278,6 +279,8 @@ public final class Session: Sendable {
         var head: [UInt8]
         var body: RequestBody?
         var expectsContinue: Bool
+        /// Cookies the jar's caps kept out of the head's `Cookie` field (nil: none).
+        var cookiesLeftOut: CookiesLeftOut?
 
         var plan: RequestStateMachine.BodyPlan {
             switch self.body {
@@ -340,6 +343,7 @@ public final class Session: Sendable {
             }
         }
         let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
+        var cookiesLeftOut: CookiesLeftOut? = nil
         let head = try Self.encodeHead(
             request,
             body: body,
@@ -347,9 +351,16 @@ public final class Session: Sendable {
             extra: extra,
             target: info.target,
             hostHeader: info.hostHeader,
-            configuration: configuration
+            configuration: configuration,
+            cookiesLeftOut: &cookiesLeftOut
         )
-        return Prepared(key: info.key, head: head, body: body, expectsContinue: expects)
+        return Prepared(
+            key: info.key,
+            head: head,
+            body: body,
+            expectsContinue: expects,
+            cookiesLeftOut: cookiesLeftOut
+        )
     }
 
     /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
@@ -362,7 +373,8 @@ public final class Session: Sendable {
         extra: [(name: String, value: String)],
         target: String,
         hostHeader: String,
-        configuration: SessionConfiguration
+        configuration: SessionConfiguration,
+        cookiesLeftOut: inout CookiesLeftOut?
     ) throws(HawserError) -> [UInt8] {
         let headers = request.headers
         var out: [UInt8] = []
@@ -383,9 +395,20 @@ public final class Session: Sendable {
             }
             if request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
                 let jar = configuration.httpCookieStorage,
-                !headers.contains(name: "Cookie"), let cookies = jar.cookieHeaderValue(for: request.url)
+                !headers.contains(name: "Cookie"), let cookies = jar.cookieHeader(for: request.url)
             {
-                try HTTP1Encoder.writeField(name: "Cookie", value: cookies, into: &out)
+                // Byte for byte as the jar holds them: cookie octets need not be UTF-8.
+                if cookies.cookieCount > 0 {
+                    try HTTP1Encoder.writeField(name: "Cookie", valueBytes: cookies.value, into: &out)
+                }
+                if cookies.omittedCount > 0 {
+                    cookiesLeftOut = CookiesLeftOut(
+                        sent: cookies.cookieCount,
+                        omitted: cookies.omittedCount,
+                        maxBytes: cookies.maxBytes,
+                        maxCount: cookies.maxCount
+                    )
+                }
             }
             if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
                 // A byte range of a coded representation cannot be decoded on its own (and its
