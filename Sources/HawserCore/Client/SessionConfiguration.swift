@@ -16,11 +16,14 @@ import Logging
 public struct SessionConfiguration: Sendable {
     /// Seconds allowed for resolving, connecting (and, for HTTPS, the handshake). Default 30.
     public var connectTimeout: Double = 30
-    /// Host names answered without DNS: host (lower-case) → IP addresses, tried as a resolver's
-    /// answer would be (Happy Eyeballs). The connection goes to those addresses while the Host
-    /// field, SNI, the certificate's name check and cookies keep the name (AsyncHTTPClient's
-    /// `dnsOverride`, curl's `--resolve`). An entry that is not an IP address fails the request
-    /// with `invalidRequest`. Applies to every port, and to a proxy's name too.
+    /// Host names answered without DNS: host (lower-case; A-labels for an internationalized
+    /// name) → IP addresses, tried as a resolver's answer would be (Happy Eyeballs). The
+    /// connection goes to those addresses while the Host field, SNI, the certificate's name check
+    /// and cookies keep the name (AsyncHTTPClient's `dnsOverride`, curl's `--resolve`). An entry
+    /// that is not an IP address fails the request with `invalidRequest`. A key `HOST` applies
+    /// to every port; a key `HOST:PORT` (`[ADDRESS]:PORT` for an IPv6 literal) to that port
+    /// only, and is taken first. Applies to every request of the session, redirects included,
+    /// and to a proxy's name too.
     public var dnsOverride: [String: [String]] = [:]
     /// Seconds allowed between two bytes moving in either direction (timeoutIntervalForRequest). Default 60.
     public var timeoutIntervalForRequest: Double = 60
