@@ -156,13 +156,15 @@ enum Redirect {
         if trimmed.hasPrefix("//") {
             text = (base.scheme ?? "http") + ":" + trimmed
         } else if let colon = trimmed.firstIndex(of: ":"), trimmed[trimmed.index(after: colon)...].hasPrefix("//"),
-            trimmed[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+            ["http", "https"].contains(trimmed[..<colon].lowercased())
         {
             text = trimmed
         } else {
+            // Relative references have no authority; other schemes are refused as such (refusal(of:)).
             return nil
         }
-        if case .failure(let e) = URLAuthority.parse(text) { return e }
+        // A missing host is refused as "not http or https with a host" afterwards.
+        if case .failure(let e) = URLAuthority.parse(text), e.code == .badURL { return e }
         return nil
     }
 
