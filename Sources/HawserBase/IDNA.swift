@@ -98,7 +98,11 @@ public enum IDNA {
         // 2. Normalize (NFC, the standard library's).
         let normalized = String(decoding: mapped._nfcCodeUnits, as: UTF8.self)
         // 3. Break into labels (the mapping made U+3002 and the like full stops already).
-        let labels = normalized.split(separator: ".", omittingEmptySubsequences: false)
+        // By scalars, not Characters: a full stop followed by a combining mark is one Character
+        // that is not "." (found by FuzzURLValidation), and still ends a label.
+        let labels = normalized.unicodeScalars.split(separator: ".", omittingEmptySubsequences: false).map {
+            Substring($0)
+        }
         var bidiDomain = false
         var decodedLabels: [[Unicode.Scalar]] = []
         decodedLabels.reserveCapacity(labels.count)

@@ -82,6 +82,7 @@ struct URLValidationTests {
             "ab--ü.example",  // hyphens in the third and fourth positions
             "a\u{FF0F}b.example",  // a fullwidth solidus maps to '/'
             "1\u{5D0}.example",  // the Bidi rule: an RTL label starting with a digit
+            "er.\u{94D}mple",  // a label starting with a combining mark after a dot (one Character with it)
         ] {
             guard case .failure = IDNA.toASCII(bad) else {
                 Issue.record("'\(bad)' was accepted")
