@@ -57,7 +57,7 @@ func checkIDNA(_ bytes: [UInt8]) {
     guard case .success(let ascii) = IDNA.toASCII(bytes) else { return }
     checkHost(ascii, ipv6: false)
     for label in ascii.split(separator: ".", omittingEmptySubsequences: false) where label.hasPrefix("xn--") {
-        precondition(label.utf8.count <= 63 || bytes.allSatisfy { $0 < 0x80 }, "A-label longer than 63: \(label)")
+        precondition(label.utf8.count <= 63, "A-label longer than 63: \(label)")
     }
     guard case .success(let again) = IDNA.toASCII(ascii) else { preconditionFailure("\(ascii) is refused") }
     precondition(again == ascii, "not idempotent: \(ascii) -> \(again)")

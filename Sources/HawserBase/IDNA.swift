@@ -110,6 +110,9 @@ public enum IDNA {
             var scalars = Array(label.unicodeScalars)
             if label.utf8.count >= 4, label.utf8.starts(with: "xn--".utf8) {
                 let encoded = label.utf8.dropFirst(4)
+                guard label.utf8.count <= 63 else {
+                    return .failure(Failure("the label '\(label)' is longer than 63 bytes"))
+                }
                 guard !encoded.isEmpty, encoded.allSatisfy({ $0 < 0x80 }),
                     let decoded = Punycode.decode(Array(encoded))
                 else {

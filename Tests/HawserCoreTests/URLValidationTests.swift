@@ -83,6 +83,7 @@ struct URLValidationTests {
             "a\u{FF0F}b.example",  // a fullwidth solidus maps to '/'
             "1\u{5D0}.example",  // the Bidi rule: an RTL label starting with a digit
             "er.\u{94D}mple",  // a label starting with a combining mark after a dot (one Character with it)
+            "xn--" + String(repeating: "v", count: 60) + "bchexp\u{FF0E}",  // an A-label over 63 bytes
         ] {
             guard case .failure = IDNA.toASCII(bad) else {
                 Issue.record("'\(bad)' was accepted")
