@@ -215,6 +215,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "FuzzURLValidation",
+            dependencies: ["FuzzSupport", "HawserCore"],
+            path: "Fuzz/FuzzURLValidation",
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "FuzzJSON",
             dependencies: ["FuzzSupport", "Hawser"],
             path: "Fuzz/FuzzJSON",

@@ -104,9 +104,14 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         return c.url ?? url
     }
 
-    /// `urlString` resolved against ``baseURL`` (or alone when there is none); nil if invalid.
+    /// `urlString` resolved against ``baseURL`` (or alone when there is none); nil if invalid:
+    /// as NSURL's `URLWithString:relativeToURL:` (RFC 3986), a string with a space, a control
+    /// byte or one of `"<>\^`{|}` is not a URL (Foundation's `URL(string:)` would percent-encode
+    /// them and send another URL than the one written). Non-ASCII characters are percent-encoded
+    /// as UTF-8, as `URL(string:)` does.
     public func url(for urlString: String) -> URL? {
         if urlString.isEmpty { return self.baseURL }
+        guard !HTTPRequestSerializer.hasBytesNoURLHas(urlString) else { return nil }
         let url =
             self.baseURL == nil ? URL(string: urlString) : URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL
         guard let url, url.scheme != nil else { return nil }

@@ -393,7 +393,9 @@ extension HTTPRequestSerializing {
         urlString: String,
         parameters: (any Sendable)?
     ) throws -> HTTPClientRequest {
-        guard let parsed = URL(string: urlString), parsed.scheme != nil else {
+        guard !HTTPRequestSerializer.hasBytesNoURLHas(urlString), let parsed = URL(string: urlString),
+            parsed.scheme != nil
+        else {
             throw SerializationError(.invalidURL, "'\(urlString)' is not an absolute URL")
         }
         let url = try HTTPRequestSerializer.checked(parsed)
@@ -421,7 +423,25 @@ extension HTTPRequestSerializer {
         guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw SerializationError(.invalidURL, "'\(url.absoluteString)' has no host", url: url)
         }
+        // The engine's own check of the authority (port in range, no space, backslash or control
+        // byte, a user part without a backslash, a host that is a valid domain name), here so
+        // that it fails at serialization time as the other -1000 cases do.
+        if case .failure(let e) = URLAuthority.parse(url) {
+            throw SerializationError(.invalidURL, e.message, url: url)
+        }
         return url
+    }
+
+    /// Whether `s` has a byte RFC 3986 does not allow anywhere in a URL: a control byte, a space,
+    /// DEL, or one of `"<>\^`{|}`. NSURL's `URLWithString:` refuses such a string; Foundation's
+    /// `URL(string:)` percent-encodes it, which would send a URL the caller did not write.
+    public static func hasBytesNoURLHas(_ s: String) -> Bool {
+        s.utf8.contains { b in
+            switch b {
+            case 0x00...0x20, 0x7F, 0x22, 0x3C, 0x3E, 0x5C, 0x5E, 0x60, 0x7B, 0x7C, 0x7D: return true
+            default: return false
+            }
+        }
     }
 }
 

@@ -16,7 +16,7 @@ extension HawserError: LocalizedError {
     public var errorDescription: String? {
         switch self.code {
         case .cancelled, .sessionShutDown: return "cancelled"
-        case .invalidRequest: return "bad URL"
+        case .invalidRequest, .badURL: return "bad URL"
         case .unsupportedURL: return "unsupported URL"
         case .connectTimeout, .idleTimeout, .resourceTimeout: return "The request timed out."
         case .cannotResolveHost: return "A server with the specified hostname could not be found."

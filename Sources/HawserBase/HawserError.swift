@@ -19,6 +19,11 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         case cancelled
         /// The request itself is unusable (a URL without a host, an invalid header…).
         case invalidRequest
+        /// The URL cannot be used as it is written (URLError's -1000, bad URL): a port that is not
+        /// a number in 1...65535, a space, backslash or control byte in the authority, more than
+        /// one `@`, a user part with a backslash or a control byte, or a host that is not a valid
+        /// domain name (UTS #46 / IDNA). Checked before any IO, for every request and redirect.
+        case badURL
         /// The URL has no scheme, or one other than http and https (URLError's -1002,
         /// unsupported URL).
         case unsupportedURL
@@ -121,7 +126,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     public var urlErrorCode: Int {
         switch self.code {
         case .cancelled: return -999
-        case .invalidRequest: return -1000
+        case .invalidRequest, .badURL: return -1000
         case .unsupportedURL: return -1002
         case .connectTimeout, .idleTimeout, .resourceTimeout: return -1001
         case .cannotResolveHost: return -1003

@@ -1,3 +1,4 @@
+import HawserBase
 import HawserHTTP1
 import HawserPosix
 
@@ -449,10 +450,10 @@ public enum CookieRules {
     /// empty label (`.example.com`, `a..b`, `example.com..`: no such host resolves, and
     /// canonicalizing one would turn it into a host it is not).
     public static func canonicalHost(_ url: URL) -> String? {
-        guard var host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
-        if host.utf8.first == UInt8(ascii: "[") && host.utf8.last == UInt8(ascii: "]") {
-            host = String(decoding: host.utf8.dropFirst().dropLast(), as: UTF8.self)
-        }
+        // The host as it goes on the wire (A-labels for an internationalized name), the same
+        // the connection and the Host field use; nil for a URL the session would refuse.
+        guard case .success(let authority) = URLAuthority.parse(url) else { return nil }
+        let host = authority.host
         var name = host.utf8[...]
         if name.last == UInt8(ascii: ".") { name = name.dropLast() }
         if hasEmptyLabel(name) { return nil }

@@ -1,3 +1,4 @@
+import HawserBase
 import HawserHTTP1
 import HawserPosix
 
@@ -458,24 +459,25 @@ public struct ProxyConfiguration: Sendable, Hashable {
         else {
             return nil
         }
+        // The host as it goes on the wire (A-labels for an internationalized name: the CONNECT
+        // line, the SOCKS5 request and the no_proxy match all take that form).
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host(percentEncoded: false), !host.isEmpty
+            case .success(let authority) = URLAuthority.parse(url)
         else { return nil }
+        let host = authority.host
         if self.bypass.matches(host: host) { return nil }
         let secure = scheme == "https"
         let own = secure ? self.httpsProxy : self.httpProxy
         if own == nil, let error = self.invalidSettings[secure ? .https : .http] { throw error }
         if own == nil, self.allProxy == nil, let error = self.invalidSettings[.all] { throw error }
         guard let server = own ?? self.allProxy else { return nil }
-        let port = url.port ?? (secure ? 443 : 80)
+        let port = authority.port ?? (secure ? 443 : 80)
         let mode: ProxyTarget.Mode
         switch server.kind {
         case .socks5(let remote): mode = .socks5(remoteDNS: remote)
         case .http, .https: mode = secure ? .connectTunnel : .forward
         }
-        var bare = host
-        if bare.hasPrefix("["), bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
-        return ProxyTarget(server: server, mode: mode, host: bare, port: port)
+        return ProxyTarget(server: server, mode: mode, host: host, port: port)
     }
 }
 

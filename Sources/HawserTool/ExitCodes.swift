@@ -35,7 +35,7 @@ enum ExitCode {
             default:
                 return Self.weirdServerReply
             }
-        case .invalidRequest: return Self.malformedURL
+        case .invalidRequest, .badURL: return Self.malformedURL
         case .unsupportedURL: return Self.unsupportedProtocol
         case .connectionLost:
             if let parse = e.underlying as? HTTP1ParseError, parse.kind == .truncatedBody { return Self.partialFile }

@@ -54,6 +54,11 @@ enum GetCommand {
         guard scheme == "http" || scheme == "https" else {
             throw ToolFailure(ExitCode.unsupportedProtocol, "Protocol \"\(scheme)\" not supported or disabled")
         }
+        // The authority as the user wrote it, before Foundation's parser percent-encodes a space
+        // or a backslash into it (curl: "URL rejected", exit 3).
+        if case .failure(let e) = URLAuthority.parse(full) {
+            throw ToolFailure(ExitCode.malformedURL, "URL rejected: \(e.message)")
+        }
         guard var url = URL(string: full), let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw ToolFailure(ExitCode.malformedURL, "URL using bad/illegal format or missing URL: '\(text)'")
         }
@@ -333,8 +338,10 @@ enum GetCommand {
 
     // MARK: - Routing
 
-    /// --resolve: curl's entries are for one HOST:PORT, so only those for the URL's port become
-    /// the engine's `dnsOverride` (which keeps the name for Host, SNI and the certificate check).
+    /// --resolve: curl's entries are for one HOST:PORT, and so are the engine's `dnsOverride` keys
+    /// made of them (`HOST:PORT`, the host as A-labels): every entry goes in, so that a redirect to
+    /// another name or port that has one goes where it says, as in curl. The name stays for Host,
+    /// SNI and the certificate check.
     /// --unix-socket: the URL becomes `http+unix://<percent-encoded path>/path` (or `https+unix`)
     /// and the Host field is the original URL's, as curl sends it.
     static func applyRouting(
@@ -345,12 +352,20 @@ enum GetCommand {
     ) throws {
         let scheme = (url.scheme ?? "http").lowercased()
         let defaultPort = scheme == "https" ? 443 : 80
-        let port = url.port ?? defaultPort
-        var host = url.host(percentEncoded: false) ?? ""
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        host = host.lowercased()
-        for entry in o.resolve where entry.host == host && entry.port == port {
-            config.dnsOverride[host] = entry.addresses
+        let authority: URLAuthority
+        switch URLAuthority.parse(url) {
+        case .success(let a): authority = a
+        case .failure(let e): throw ToolFailure(ExitCode.malformedURL, "URL rejected: \(e.message)")
+        }
+        let port = authority.port ?? defaultPort
+        let host = authority.host
+        for entry in o.resolve {
+            var name = entry.host
+            if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+            if !name.contains(":"), case .success(let ascii) = IDNA.toASCII(name) { name = ascii }
+            let key = name.contains(":") ? "[\(name.lowercased())]:\(entry.port)" : "\(name):\(entry.port)"
+            // curl: the first entry for a HOST:PORT wins.
+            if config.dnsOverride[key] == nil { config.dnsOverride[key] = entry.addresses }
         }
         guard let socket = o.unixSocket else { return }
         guard !socket.isEmpty else { throw CurlOptions.UsageError(description: "--unix-socket needs a path") }

@@ -43,6 +43,31 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
         #expect(HTTPSessionManager().url(for: "relative/only") == nil, "no base URL: a relative string is not a URL")
     }
 
+    @Test("a relative reference with a space is not a URL: the failure is -1000 at serialization, nothing is sent")
+    func relativeReferenceWithASpace() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        let m = makeHTTPManager(server)
+        defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
+        #expect(m.url(for: "foo bar") == nil, "NSURL's URLWithString:relativeToURL: refuses it")
+        for bad in ["foo bar", "echo?q=a b", "a\\b", "http://127.0.0.1:18446744073709570171/"] {
+            let done = Expectation()
+            let failure = Box<(any Error)?>(nil)
+            let task = m.get(
+                bad,
+                success: { _, _ in done.fulfill() },
+                failure: { _, e in
+                    failure.value = e
+                    done.fulfill()
+                }
+            )
+            #expect(task == nil, "\(bad): a task was made")
+            #expect(await done.wait())
+            let e = failure.value as? SerializationError
+            #expect(e?.code == .invalidURL && e?.errorCode == -1000, "\(bad): \(String(describing: failure.value))")
+        }
+    }
+
     @Test func curlDescriptionQuotesEverything() {
         var r = HTTPClientRequest(method: .post, url: URL(string: "http://example.com/a?b=c")!)
         r.headers.add(name: "X-Quote", value: "it's")

@@ -42,28 +42,22 @@ extension HTTPClientRequest {
         default:
             throw HawserError(.unsupportedURL, "unsupported URL scheme '\(scheme)'", url: self.url)
         }
-        guard var host = self.url.host(percentEncoded: false), !host.isEmpty else {
-            throw HawserError(.invalidRequest, "URL has no host", url: self.url)
-        }
-        if host.utf8.first == UInt8(ascii: "["), host.utf8.last == UInt8(ascii: "]") {
-            host = String(host.dropFirst().dropLast())
+        // The authority, parsed from the URL's text and checked (port digits, spaces, backslashes,
+        // controls, userinfo, IDNA): a bad one is `badURL` before any IO.
+        let authority: URLAuthority
+        switch URLAuthority.parse(self.url) {
+        case .success(let a): authority = a
+        case .failure(let e): throw e
         }
         let defaultPort = scheme == "https" ? 443 : 80
-        let port = self.url.port ?? defaultPort
-        guard (1...65535).contains(port) else {
-            throw HawserError(.invalidRequest, "port \(port) is out of range", url: self.url)
-        }
+        let port = authority.port ?? defaultPort
         var target = self.url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let q = self.url.query(percentEncoded: true) { target += "?" + q }
-        let hostForHeader = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+        let name = authority.hostFieldName
+        let hostForHeader = authority.isIPv6 ? "[\(name)]" : name
         let hostHeader = port == defaultPort ? hostForHeader : "\(hostForHeader):\(port)"
-        // Most hosts are lower-case ASCII already; only the others pay for lowercased().
-        let needsLowering = host.utf8.contains { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }
-        return (
-            ConnectionKey(scheme: scheme, host: needsLowering ? host.lowercased() : host, port: port), target,
-            hostHeader
-        )
+        return (ConnectionKey(scheme: scheme, host: authority.host, port: port), target, hostHeader)
     }
 }
 

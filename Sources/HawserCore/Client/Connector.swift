@@ -190,9 +190,16 @@ final class Connector: EventLoopIOHandler {
         return try self.overridden(self.dialHost, port: self.dialPort)
     }
 
-    /// The DNS override's addresses for `host`, nil when it has none.
+    /// The DNS override's addresses for `host` and `port` (an entry `HOST:PORT` first, then one
+    /// for `HOST` alone), nil when it has none. Redirects go through here as every connection
+    /// does, so an override applies to every hop that goes to its name.
     private func overridden(_ host: String, port: Int) throws(HawserError) -> [SocketAddress]? {
-        guard let texts = self.dnsOverride[host] ?? self.dnsOverride[host.lowercased()] else { return nil }
+        guard !self.dnsOverride.isEmpty else { return nil }
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+        guard
+            let texts = self.dnsOverride["\(name):\(port)"] ?? self.dnsOverride["\(name.lowercased()):\(port)"]
+                ?? self.dnsOverride[host] ?? self.dnsOverride[host.lowercased()]
+        else { return nil }
         var addresses: [SocketAddress] = []
         for text in texts {
             guard let address = SocketAddress(ipAddress: text, port: port) else {

@@ -49,13 +49,25 @@ enum Redirect {
         configuration: RedirectConfiguration
     ) -> Result<HTTPClientRequest, HawserError>? {
         guard configuration.followsRedirects, Self.statuses.contains(response.status),
-            let location = response.headers["Location"]
+            let locationBytes = Self.locationBytes(response.headers)
         else { return nil }
+        // The field's bytes, what may not stand in a URL percent-encoded byte for byte (obs-text
+        // that is not UTF-8 stays the byte it was: 0x80 is %80, as curl sends it).
+        let location = URLAuthority.percentEncodingReference(locationBytes)
         if redirectsSoFar >= configuration.maximumRedirects {
             return .failure(
                 HawserError(
                     .tooManyRedirects,
                     "more than \(configuration.maximumRedirects) redirects (the last one, \(response.status), to \(location))",
+                    url: request.url
+                )
+            )
+        }
+        if let e = Self.authorityFailure(location, base: request.url) {
+            return .failure(
+                HawserError(
+                    .badURL,
+                    "the \(response.status) redirect's Location '\(location)' is a bad URL: \(e.message)",
                     url: request.url
                 )
             )
@@ -125,6 +137,38 @@ enum Redirect {
         return .success(checked)
     }
 
+    /// The first `Location` field's bytes as received, nil when there is none.
+    static func locationBytes(_ headers: HTTPHeaders) -> [UInt8]? {
+        for i in 0..<headers.count where headers.name(at: i).lowercased() == "location" {
+            var bytes = headers.valueBytes(at: i)[...]
+            while let b = bytes.first, b == 0x20 || b == 0x09 { bytes = bytes.dropFirst() }
+            while let b = bytes.last, b == 0x20 || b == 0x09 { bytes = bytes.dropLast() }
+            return Array(bytes)
+        }
+        return nil
+    }
+
+    /// The authority check of a reference that has an authority (`scheme://…` or `//…`), on its
+    /// text as received (before Foundation's parser encodes a space or backslash into it); nil
+    /// when it has none or it passes.
+    static func authorityFailure(_ location: String, base: URL) -> HawserError? {
+        let trimmed = location.trimmingASCIIWhitespace()
+        let text: String
+        if trimmed.hasPrefix("//") {
+            text = (base.scheme ?? "http") + ":" + trimmed
+        } else if let colon = trimmed.firstIndex(of: ":"), trimmed[trimmed.index(after: colon)...].hasPrefix("//"),
+            ["http", "https"].contains(trimmed[..<colon].lowercased())
+        {
+            text = trimmed
+        } else {
+            // Relative references have no authority; other schemes are refused as such (refusal(of:)).
+            return nil
+        }
+        // A missing host is refused as "not http or https with a host" afterwards.
+        if case .failure(let e) = URLAuthority.parse(text), e.code == .badURL { return e }
+        return nil
+    }
+
     /// Why a redirect from `request` may not go to `target` (which `source` named), or nil: only
     /// http and https URLs with a host, and no https → http unless the configuration allows it.
     private static func refusal(
@@ -138,6 +182,13 @@ enum Redirect {
             return HawserError(
                 .redirectRefused,
                 "refusing a redirect to \(target.absoluteString) (from \(source)): only http and https URLs with a host are followed",
+                url: request.url
+            )
+        }
+        if case .failure(let e) = URLAuthority.parse(target) {
+            return HawserError(
+                .badURL,
+                "refusing a redirect to \(target.absoluteString) (from \(source)): \(e.message)",
                 url: request.url
             )
         }
@@ -164,15 +215,14 @@ enum Redirect {
         return url
     }
 
+    /// Same scheme, host and port, the host and port as they go on the wire (A-labels; the port
+    /// digits as written, not Foundation's reading of them).
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
         let sa = a.scheme?.lowercased()
         let sb = b.scheme?.lowercased()
-        return sa == sb
-            && a.host(percentEncoded: false)?.lowercased() == b.host(percentEncoded: false)?.lowercased()
-            && Self.port(a) == Self.port(b)
-    }
-
-    static func port(_ u: URL) -> Int {
-        u.port ?? (u.scheme?.lowercased() == "https" ? 443 : 80)
+        guard sa == sb, case .success(let x) = URLAuthority.parse(a), case .success(let y) = URLAuthority.parse(b)
+        else { return false }
+        let defaultPort = sa == "https" ? 443 : 80
+        return x.host == y.host && (x.port ?? defaultPort) == (y.port ?? defaultPort)
     }
 }

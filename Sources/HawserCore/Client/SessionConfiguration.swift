@@ -23,11 +23,14 @@ public struct SessionConfiguration: Sendable {
     /// (or at once when that one fails), while the earlier ones go on. Default 0.25, RFC 8305's
     /// recommendation; kept within its bounds, 0.01 to 2.
     public var connectionAttemptDelay: Double = 0.25
-    /// Host names answered without DNS: host (lower-case) → IP addresses, tried as a resolver's
-    /// answer would be (Happy Eyeballs). The connection goes to those addresses while the Host
-    /// field, SNI, the certificate's name check and cookies keep the name (AsyncHTTPClient's
-    /// `dnsOverride`, curl's `--resolve`). An entry that is not an IP address fails the request
-    /// with `invalidRequest`. Applies to every port, and to a proxy's name too.
+    /// Host names answered without DNS: host (lower-case; A-labels for an internationalized
+    /// name) → IP addresses, tried as a resolver's answer would be (Happy Eyeballs). The
+    /// connection goes to those addresses while the Host field, SNI, the certificate's name check
+    /// and cookies keep the name (AsyncHTTPClient's `dnsOverride`, curl's `--resolve`). An entry
+    /// that is not an IP address fails the request with `invalidRequest`. A key `HOST` applies
+    /// to every port; a key `HOST:PORT` (`[ADDRESS]:PORT` for an IPv6 literal) to that port
+    /// only, and is taken first. Applies to every request of the session, redirects included,
+    /// and to a proxy's name too.
     public var dnsOverride: [String: [String]] = [:]
     /// Seconds allowed between two bytes moving in either direction (timeoutIntervalForRequest). Default 60.
     public var timeoutIntervalForRequest: Double = 60
