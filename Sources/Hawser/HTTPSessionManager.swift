@@ -111,7 +111,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// as UTF-8, as `URL(string:)` does.
     public func url(for urlString: String) -> URL? {
         if urlString.isEmpty { return self.baseURL }
-        guard !HTTPRequestSerializer.hasBytesNoURLHas(urlString) else { return nil }
+        guard !HTTPRequestSerializer.containsBytesInvalidInURL(urlString) else { return nil }
         let url =
             self.baseURL == nil ? URL(string: urlString) : URL(string: urlString, relativeTo: self.baseURL)?.absoluteURL
         guard let url, url.scheme != nil else { return nil }

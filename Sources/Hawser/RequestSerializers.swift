@@ -393,7 +393,7 @@ extension HTTPRequestSerializing {
         urlString: String,
         parameters: (any Sendable)?
     ) throws -> HTTPClientRequest {
-        guard !HTTPRequestSerializer.hasBytesNoURLHas(urlString), let parsed = URL(string: urlString),
+        guard !HTTPRequestSerializer.containsBytesInvalidInURL(urlString), let parsed = URL(string: urlString),
             parsed.scheme != nil
         else {
             throw SerializationError(.invalidURL, "'\(urlString)' is not an absolute URL")
@@ -435,7 +435,7 @@ extension HTTPRequestSerializer {
     /// Whether `s` has a byte RFC 3986 does not allow anywhere in a URL: a control byte, a space,
     /// DEL, or one of `"<>\^`{|}`. NSURL's `URLWithString:` refuses such a string; Foundation's
     /// `URL(string:)` percent-encodes it, which would send a URL the caller did not write.
-    public static func hasBytesNoURLHas(_ s: String) -> Bool {
+    public static func containsBytesInvalidInURL(_ s: String) -> Bool {
         s.utf8.contains { b in
             switch b {
             case 0x00...0x20, 0x7F, 0x22, 0x3C, 0x3E, 0x5C, 0x5E, 0x60, 0x7B, 0x7C, 0x7D: return true
