@@ -55,6 +55,8 @@ struct BodyDecoder: Sendable {
     var digits = 0
     var lineExtra = 0
     var trailerScan: SectionScan?
+    /// Unfold obs-fold in the trailer section (responses, by default) rather than reject it.
+    var foldsTrailerLines = false
 
     init() {}
 
@@ -104,9 +106,13 @@ struct BodyDecoder: Sendable {
             case .size:
                 let value = Self.hexValue(byte)
                 if value >= 0 {
-                    // At most 16 digits (pico caps at sizeof(size_t)*2), and within Int.
-                    if self.digits == 16 || self.chunkSize > (Int.max >> 4) {
+                    // Any number of digits (RFC 9112 §7.1: 1*HEXDIG, leading zeros included)
+                    // whose value fits in an Int; the digits are a line, bounded as one.
+                    if self.chunkSize > (Int.max >> 4) {
                         throw HTTP1ParseError(.chunkSizeOverflow, offset: i)
+                    }
+                    if self.digits >= limits.maxLineLength {
+                        throw HTTP1ParseError(.lineTooLong, offset: i)
                     }
                     self.chunkSize = self.chunkSize << 4 | value
                     self.digits &+= 1
@@ -200,7 +206,7 @@ struct BodyDecoder: Sendable {
         start: Int,
         limits: HTTP1Limits
     ) throws(HTTP1ParseError) -> (consumed: Int, step: Step) {
-        let rules = SectionRules.trailers(limits)
+        let rules = SectionRules.trailers(limits, foldsLines: self.foldsTrailerLines)
         var summary = FieldSummary()
         guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan),
             try rules.fields(
