@@ -107,12 +107,10 @@ struct BodyDecoder: Sendable {
                 let value = Self.hexValue(byte)
                 if value >= 0 {
                     // Any number of digits (RFC 9112 §7.1: 1*HEXDIG, leading zeros included)
-                    // whose value fits in an Int; the digits are a line, bounded as one.
+                    // whose value fits in an Int. Nothing is buffered: a digit costs what a
+                    // body byte costs, so the value is bounded, not the digit count.
                     if self.chunkSize > (Int.max >> 4) {
                         throw HTTP1ParseError(.chunkSizeOverflow, offset: i)
-                    }
-                    if self.digits >= limits.maxLineLength {
-                        throw HTTP1ParseError(.lineTooLong, offset: i)
                     }
                     self.chunkSize = self.chunkSize << 4 | value
                     self.digits &+= 1
@@ -206,19 +204,26 @@ struct BodyDecoder: Sendable {
         start: Int,
         limits: HTTP1Limits
     ) throws(HTTP1ParseError) -> (consumed: Int, step: Step) {
-        let rules = SectionRules.trailers(limits, foldsLines: self.foldsTrailerLines)
+        let rules = SectionRules.trailers(limits)
         var summary = FieldSummary()
-        guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan),
-            try rules.fields(
-                p,
-                avail: avail,
-                base: start,
-                firstLine: start,
-                linesBefore: 0,
-                scan: &self.trailerScan,
-                into: &summary
-            )
-        else { return (start, .needMore) }
+        guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan) else { return (start, .needMore) }
+        do throws(HTTP1ParseError) {
+            guard
+                try rules.fields(
+                    p,
+                    avail: avail,
+                    base: start,
+                    firstLine: start,
+                    linesBefore: 0,
+                    scan: &self.trailerScan,
+                    into: &summary
+                )
+            else { return (start, .needMore) }
+        } catch {
+            // A complete trailer section with obs-fold, unfolded (HTTP1LineFolding.swift).
+            guard self.foldsTrailerLines else { throw error }
+            _ = try rules.unfold(after: error, p, avail: avail, base: start, into: &summary)
+        }
         if summary.headers.count == 0 { return (summary.end, .end) }
         return (summary.end, .trailers(summary.headers))
     }

@@ -1,10 +1,13 @@
 // HTTP1LineFolding.swift: obsolete line folding (obs-fold, RFC 9112 §5.2) in responses.
 //
 // A user agent that receives obs-fold in a response must replace each one with SP before
-// interpreting the field value. The fast path (HTTP1SectionParser.swift) never sees a fold
-// in the usual message: it meets one only as a field line that starts with SP or HTAB, and
-// then hands the whole section to `parseFoldedFields`, which parses it again line by line
-// (a cold path: no message anyone sends today folds).
+// interpreting the field value. The fast path (HTTP1SectionParser.swift) knows nothing of
+// folds and is the same code with or without them: it stops at a field line that starts with
+// SP or HTAB (or at a framing field whose value is empty or wrong, which the next line may
+// continue) as at any bad byte, and the error is thrown once the section is complete. The
+// response parser catches it (`unfold(after:)`): when a fold explains it (`foldExplains`), the
+// section is parsed again line by line by `parseFoldedFields` (a cold path: no message anyone
+// sends today folds). Nothing is added to the path of a message without a fold.
 //
 // The same rules as the fast path, so that errors stay independent of the split:
 // * limits are per physical line (a continuation line is a field line for `maxLineLength`
@@ -18,6 +21,71 @@
 // runs become one SP) and its span shortened.
 
 extension SectionRules {
+    /// `fields` threw `error` for the section at `base`: the section's fields unfolded, into a
+    /// fresh `summary`, when a fold explains the error; the error again otherwise.
+    @inline(never)
+    func unfold(
+        after error: HTTP1ParseError,
+        _ p: UnsafePointer<UInt8>,
+        avail: Int,
+        base: Int,
+        into summary: inout FieldSummary
+    ) throws(HTTP1ParseError) -> Bool {
+        guard self.foldExplains(error, p, avail, base) else { throw error }
+        return try self.unfoldSection(p, avail, base, &summary)
+    }
+
+    /// Whether the fast path's error may be a fold: its line (the error's offset is in it)
+    /// continues a field (obs-fold, not the section's first field line), or a framing field
+    /// failed on a value that the next line continues. Either error is thrown only once the
+    /// section is complete; limit errors and the rest are never a fold's doing.
+    func foldExplains(
+        _ error: HTTP1ParseError,
+        _ p: UnsafePointer<UInt8>,
+        _ avail: Int,
+        _ base: Int
+    ) -> Bool {
+        switch error.kind {
+        case .obsoleteLineFolding:
+            return error.offset != self.firstFieldLine(p, avail, base)
+        case .invalidContentLength, .conflictingContentLength, .invalidTransferEncoding:
+            guard self.framingFields else { return false }
+            let end = Swift.min(avail, base &+ self.maxSectionBytes)
+            guard let lf = SWAR.firstLF(p, from: error.offset, end: end), lf &+ 1 < end else { return false }
+            return isOWS(p[lf &+ 1])
+        default:
+            return false
+        }
+    }
+
+    /// The section's first field line: after the start line's LF, or the trailer section's first byte.
+    func firstFieldLine(_ p: UnsafePointer<UInt8>, _ avail: Int, _ base: Int) -> Int {
+        guard self.startLine != .none, let lf = SWAR.firstLF(p, from: base, end: avail) else { return base }
+        return lf &+ 1
+    }
+
+    /// The complete section's fields, unfolded, into a fresh `summary` (the fast path's notes on
+    /// the fields before the fold are dropped); throws the first error in them. Limits were
+    /// checked on every line already.
+    @inline(never)
+    func unfoldSection(
+        _ p: UnsafePointer<UInt8>,
+        _ avail: Int,
+        _ base: Int,
+        _ summary: inout FieldSummary
+    ) throws(HTTP1ParseError) -> Bool {
+        summary = FieldSummary()
+        let firstLine = self.firstFieldLine(p, avail, base)
+        switch self.parseFoldedFields(p, avail: avail, base: base, firstLine: firstLine, into: &summary) {
+        case .complete:
+            return true
+        case .failed(let error, _, _):
+            throw error
+        case .stopped:
+            preconditionFailure("the folding parser stopped in a section the scan found complete")
+        }
+    }
+
     /// Parses field lines from `firstLine` to the blank line, unfolding obs-fold.
     @inline(never)
     func parseFoldedFields(
@@ -170,7 +238,7 @@ extension SectionRules {
                         let span = dst + field &* HTTPHeaders.spanSize
                         let start = Int(span.load(fromByteOffset: 8, as: UInt32.self))
                         let length = Int(span.load(fromByteOffset: 12, as: UInt32.self))
-                        let unfolded = unfold(bytes + start, count: length)
+                        let unfolded = unfoldValue(bytes + start, count: length)
                         span.storeBytes(of: UInt32(truncatingIfNeeded: unfolded), toByteOffset: 12, as: UInt32.self)
                     }
                 }
@@ -212,7 +280,7 @@ extension SectionRules {
             let q = buffer.baseAddress!
             q.update(from: p + nameStart, count: nameLength)
             (q + nameLength).update(from: p + valueStart, count: valueEnd &- valueStart)
-            let length = unfold(q + nameLength, count: valueEnd &- valueStart)
+            let length = unfoldValue(q + nameLength, count: valueEnd &- valueStart)
             return noteFramingField(
                 UnsafePointer(q),
                 nameStart: 0,
@@ -228,7 +296,7 @@ extension SectionRules {
 
 /// Replaces each run of OWS and line ends that holds a line end with one SP, in place;
 /// returns the new length. The value is trimmed, so no run starts or ends it.
-func unfold(_ value: UnsafeMutablePointer<UInt8>, count: Int) -> Int {
+func unfoldValue(_ value: UnsafeMutablePointer<UInt8>, count: Int) -> Int {
     var read = 0
     var write = 0
     while read < count {

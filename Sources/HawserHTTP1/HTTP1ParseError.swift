@@ -51,7 +51,7 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case headTooLarge
         /// More field lines than `maxHeaderCount`.
         case tooManyHeaders
-        /// A line longer than `maxLineLength` (for a chunk-size line: more size digits than that).
+        /// A line longer than `maxLineLength`.
         case lineTooLong
         /// A chunk-size line with more than `maxChunkExtensionBytes` after the digits.
         case chunkExtensionTooLong

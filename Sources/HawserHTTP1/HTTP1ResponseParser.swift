@@ -210,7 +210,7 @@ public struct HTTP1ResponseParser: Sendable {
         let avail = input.count
         guard avail > 0, let raw = input.baseAddress else { return (0, nil) }
         let p = raw.assumingMemoryBound(to: UInt8.self)
-        let rules = SectionRules.head(self.limits, .status, foldsLines: self.foldsLines)
+        let rules = SectionRules.head(self.limits, .status)
         if self.headScan != nil {
             guard try rules.resume(p, avail: avail, base: 0, scan: &self.headScan) else { return (0, nil) }
         }
@@ -221,9 +221,23 @@ public struct HTTP1ResponseParser: Sendable {
         }
         let line = try StartLine.parseStatus(p, lineStart: 0, lf: lf)
         var summary = FieldSummary()
-        guard
-            try rules.fields(p, avail: avail, base: 0, firstLine: lf &+ 1, linesBefore: 1, scan: &scan, into: &summary)
-        else {
+        let complete: Bool
+        do throws(HTTP1ParseError) {
+            complete = try rules.fields(
+                p,
+                avail: avail,
+                base: 0,
+                firstLine: lf &+ 1,
+                linesBefore: 1,
+                scan: &scan,
+                into: &summary
+            )
+        } catch {
+            // A complete head the fast path stopped in: obs-fold, unfolded (HTTP1LineFolding.swift).
+            guard self.foldsLines else { throw error }
+            complete = try rules.unfold(after: error, p, avail: avail, base: 0, into: &summary)
+        }
+        guard complete else {
             self.headScan = scan
             return (0, nil)
         }

@@ -66,9 +66,6 @@ enum FastResult {
     case stopped(lineStart: Int, fieldLines: Int)
     /// A bad byte in the field line at `lineStart`; reported once the section is complete.
     case failed(HTTP1ParseError, lineStart: Int, fieldLines: Int)
-    /// A field continues on the next line (obs-fold) and the rules unfold it: parse the
-    /// section again with `parseFoldedFields`.
-    case folded
 }
 
 @usableFromInline
@@ -80,35 +77,31 @@ struct SectionRules: Sendable {
     var startLine: StartLineKind
     /// Interpret Content-Length / Transfer-Encoding / Connection (heads, not trailers).
     var framingFields: Bool
-    /// Unfold obs-fold (RFC 9112 §5.2) instead of rejecting it: responses, by default.
-    var foldsLines: Bool = false
 
     /// Limits are clamped to 0...UInt32.max: offsets are stored as UInt32 in the span
     /// table, and the bound arithmetic must not overflow.
     @inline(__always)
     static func clamp(_ limit: Int) -> Int { Swift.min(Swift.max(limit, 0), Int(UInt32.max)) }
 
-    static func head(_ limits: HTTP1Limits, _ startLine: StartLineKind, foldsLines: Bool = false) -> SectionRules {
+    static func head(_ limits: HTTP1Limits, _ startLine: StartLineKind) -> SectionRules {
         SectionRules(
             maxSectionBytes: clamp(limits.maxHeadBytes),
             maxLineLength: clamp(limits.maxLineLength),
             maxFieldCount: limits.maxHeaderCount,
             tooLarge: .headTooLarge,
             startLine: startLine,
-            framingFields: true,
-            foldsLines: foldsLines
+            framingFields: true
         )
     }
 
-    static func trailers(_ limits: HTTP1Limits, foldsLines: Bool = false) -> SectionRules {
+    static func trailers(_ limits: HTTP1Limits) -> SectionRules {
         SectionRules(
             maxSectionBytes: clamp(limits.maxTrailerBytes),
             maxLineLength: clamp(limits.maxLineLength),
             maxFieldCount: limits.maxHeaderCount,
             tooLarge: .trailersTooLarge,
             startLine: .none,
-            framingFields: false,
-            foldsLines: foldsLines
+            framingFields: false
         )
     }
 
@@ -223,33 +216,6 @@ struct SectionRules: Sendable {
             return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, nil, &saved)
         case .failed(let error, let lineStart, let fieldLines):
             return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, error, &saved)
-        case .folded:
-            return try self.foldedFields(p, avail, base, firstLine, linesBefore, &saved, &summary)
-        }
-    }
-
-    /// The fast path met obs-fold and the rules unfold it: the folding parser, from the first
-    /// field line (the fast path's notes on the fields before the fold are dropped).
-    @inline(never)
-    func foldedFields(
-        _ p: UnsafePointer<UInt8>,
-        _ avail: Int,
-        _ base: Int,
-        _ firstLine: Int,
-        _ linesBefore: Int,
-        _ saved: inout SectionScan?,
-        _ summary: inout FieldSummary
-    ) throws(HTTP1ParseError) -> Bool {
-        summary = FieldSummary()
-        switch self.parseFoldedFields(p, avail: avail, base: base, firstLine: firstLine, into: &summary) {
-        case .complete:
-            return true
-        case .stopped(let lineStart, let fieldLines):
-            return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, nil, &saved)
-        case .failed(let error, let lineStart, let fieldLines):
-            return try self.fallBack(p, avail, base, lineStart, fieldLines &+ linesBefore, error, &saved)
-        case .folded:
-            preconditionFailure("the folding parser never hands a fold on")
         }
     }
 
@@ -340,9 +306,6 @@ struct SectionRules: Sendable {
                     break
                 }
                 if isOWS(first) {
-                    // obs-fold: unfolded by the folding parser when the rules say so and there
-                    // is a field to continue; rejected otherwise.
-                    if self.foldsLines && count > 0 { return .folded }
                     return .failed(HTTP1ParseError(.obsoleteLineFolding, offset: s), lineStart: s, fieldLines: count)
                 }
                 // Another control byte: the name check below reports it.
@@ -425,8 +388,6 @@ struct SectionRules: Sendable {
                     valueEnd: valueEnd,
                     into: &summary
                 ) {
-                    // The value may go on on the next line: then it is judged unfolded.
-                    if self.foldsLines && lf &+ 1 < end && isOWS(p[lf &+ 1]) { return .folded }
                     return .failed(error, lineStart: s, fieldLines: count)
                 }
             }

@@ -182,7 +182,7 @@ public struct ServerTrust: Sendable {
     /// - OpenSSL builds one path, taking the first fitting issuer. When that path fails at a
     ///   certificate the server sent (a root that is not an anchor, a certificate whose issuer
     ///   nobody has, or one out of its dates, not a CA or too weak), the path is built again
-    ///   without that certificate, up to ``maxPathAttempts`` verifications in all; if none
+    ///   without that certificate, up to ``ServerTrust/maxPathAttempts`` verifications in all; if none
     ///   succeeds, the first path's failure is reported (docs/SECURITY.md, "Path building").
     /// - The leaf must be usable for TLS servers (extendedKeyUsage, when present, must allow
     ///   serverAuth); issuers must be CAs.
