@@ -627,35 +627,10 @@ final class TrustStore: @unchecked Sendable {
 
     deinit { X509_STORE_free(self.pointer) }
 
-    /// Whether `certificate` itself is one of the store's anchors.
+    /// Whether `certificate` itself is one of the anchors given as certificates (the custom
+    /// ones; the system store is not searched, which would read its hashed directory).
     func holds(_ certificate: Certificate) -> Bool {
-        var found = false
-        self.forEachCertificate(named: certificate) { x in
-            found = X509_cmp(x, certificate.x509.pointer) == 0
-            return !found
-        }
-        return found
-    }
-
-    /// Calls `body` with each anchor whose subject is `certificate`'s (the store's lookup, so the
-    /// system store's hashed directory too) until it returns false.
-    private func forEachCertificate(named certificate: Certificate, _ body: (OpaquePointer) -> Bool) {
-        withExtendedLifetime(certificate) {
-            guard let ctx = X509_STORE_CTX_new() else { return }
-            defer { X509_STORE_CTX_free(ctx) }
-            guard X509_STORE_CTX_init(ctx, self.pointer, nil, nil) == 1,
-                let found = X509_STORE_CTX_get1_certs(ctx, X509_get_subject_name(certificate.x509.pointer))
-            else {
-                ERR_clear_error()
-                return
-            }
-            defer { CHawserTrust_sk_X509_pop_free(found) }
-            for i in 0..<CHawserTrust_sk_X509_num(found) {
-                guard let x = CHawserTrust_sk_X509_value(found, i) else { continue }
-                if !body(x) { break }
-            }
-            ERR_clear_error()
-        }
+        self.anchors.contains(certificate)
     }
 
     private static func build(system: Bool, anchors: [Certificate]) throws(TrustFailure) -> TrustStore {
