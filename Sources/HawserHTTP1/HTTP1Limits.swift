@@ -43,7 +43,7 @@ public struct HTTP1Limits: Sendable, Hashable {
 /// rejects (``HTTP1ParseError/Kind/obsoleteLineFolding``).
 public enum HTTP1ObsoleteLineFolding: Sendable, Hashable {
     /// Unfold: each obs-fold (the line end, and the whitespace around it) becomes one SP in the
-    /// field's value, as h11, curl and http-parser do. A line that starts with whitespace where
+    /// field's value (h11, curl and http-parser accept such responses too). A line that starts with whitespace where
     /// there is no field to continue (the first field line, or the first trailer line) is still
     /// rejected: RFC 9112 §2.2 lets a recipient reject it.
     case replaceWithSpace
