@@ -10,8 +10,8 @@ struct ResponseParser: FuzzedParser {
     var parser: HTTP1ResponseParser
     let method: HTTPMethod
 
-    init(method: HTTPMethod, limits: HTTP1Limits) {
-        self.parser = HTTP1ResponseParser(limits: limits)
+    init(method: HTTPMethod, limits: HTTP1Limits, folding: HTTP1ObsoleteLineFolding) {
+        self.parser = HTTP1ResponseParser(limits: limits, obsoleteLineFolding: folding)
         self.method = method
         self.parser.expectResponse(to: method)
     }
@@ -48,7 +48,9 @@ public func fuzzResponseParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
     let methods: [HTTPMethod] = [.get, .head, .connect, .post]
     let method = methods[Int(seed >> 60) & 3]
     let limits = fuzzLimits(seed: seed)
-    checkSplitInvariant(bytes, seed: seed) { ResponseParser(method: method, limits: limits) }
+    // obs-fold: unfolded (the default) for three inputs in four, rejected for the rest.
+    let folding: HTTP1ObsoleteLineFolding = (seed >> 56) & 3 == 0 ? .reject : .replaceWithSpace
+    checkSplitInvariant(bytes, seed: seed) { ResponseParser(method: method, limits: limits, folding: folding) }
     return 0
 }
 

@@ -55,6 +55,8 @@ struct BodyDecoder: Sendable {
     var digits = 0
     var lineExtra = 0
     var trailerScan: SectionScan?
+    /// Unfold obs-fold in the trailer section (responses, by default) rather than reject it.
+    var foldsTrailerLines = false
 
     init() {}
 
@@ -104,8 +106,10 @@ struct BodyDecoder: Sendable {
             case .size:
                 let value = Self.hexValue(byte)
                 if value >= 0 {
-                    // At most 16 digits (pico caps at sizeof(size_t)*2), and within Int.
-                    if self.digits == 16 || self.chunkSize > (Int.max >> 4) {
+                    // Any number of digits (RFC 9112 §7.1: 1*HEXDIG, leading zeros included)
+                    // whose value fits in an Int. Nothing is buffered: a digit costs what a
+                    // body byte costs, so the value is bounded, not the digit count.
+                    if self.chunkSize > (Int.max >> 4) {
                         throw HTTP1ParseError(.chunkSizeOverflow, offset: i)
                     }
                     self.chunkSize = self.chunkSize << 4 | value
@@ -202,17 +206,24 @@ struct BodyDecoder: Sendable {
     ) throws(HTTP1ParseError) -> (consumed: Int, step: Step) {
         let rules = SectionRules.trailers(limits)
         var summary = FieldSummary()
-        guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan),
-            try rules.fields(
-                p,
-                avail: avail,
-                base: start,
-                firstLine: start,
-                linesBefore: 0,
-                scan: &self.trailerScan,
-                into: &summary
-            )
-        else { return (start, .needMore) }
+        guard try rules.resume(p, avail: avail, base: start, scan: &self.trailerScan) else { return (start, .needMore) }
+        do throws(HTTP1ParseError) {
+            guard
+                try rules.fields(
+                    p,
+                    avail: avail,
+                    base: start,
+                    firstLine: start,
+                    linesBefore: 0,
+                    scan: &self.trailerScan,
+                    into: &summary
+                )
+            else { return (start, .needMore) }
+        } catch {
+            // A complete trailer section with obs-fold, unfolded (HTTP1LineFolding.swift).
+            guard self.foldsTrailerLines else { throw error }
+            _ = try rules.unfold(after: error, p, avail: avail, base: start, into: &summary)
+        }
         if summary.headers.count == 0 { return (summary.end, .end) }
         return (summary.end, .trailers(summary.headers))
     }

@@ -33,3 +33,20 @@ public struct HTTP1Limits: Sendable, Hashable {
     /// The defaults: 64 KiB heads, 256 fields, 16 KiB lines, 1 KiB chunk extensions, 16 KiB trailers.
     public static let `default` = HTTP1Limits()
 }
+
+/// What a parser does with obsolete line folding (obs-fold, RFC 9112 §5.2): a field line
+/// continued on the next line, which starts with SP or HTAB.
+///
+/// RFC 9112 §5.2: a user agent that receives obs-fold in a response must replace each one
+/// with SP before interpreting the field value; a server may reject a request that has it.
+/// The response parser takes ``replaceWithSpace`` by default; the request parser always
+/// rejects (``HTTP1ParseError/Kind/obsoleteLineFolding``).
+public enum HTTP1ObsoleteLineFolding: Sendable, Hashable {
+    /// Unfold: each obs-fold (the line end, and the whitespace around it) becomes one SP in the
+    /// field's value (h11, curl and http-parser accept such responses too). A line that starts with whitespace where
+    /// there is no field to continue (the first field line, or the first trailer line) is still
+    /// rejected: RFC 9112 §2.2 lets a recipient reject it.
+    case replaceWithSpace
+    /// Reject the message with ``HTTP1ParseError/Kind/obsoleteLineFolding``.
+    case reject
+}

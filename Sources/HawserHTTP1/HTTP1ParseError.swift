@@ -20,7 +20,8 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case whitespaceBeforeColon
         /// A field value holds NUL, another control byte, or DEL.
         case invalidFieldValue
-        /// A line starts with SP or HTAB (obs-fold, RFC 9112 §5.2).
+        /// A line starts with SP or HTAB (obs-fold, RFC 9112 §5.2): in a request, in a
+        /// response parsed with ``HTTP1ObsoleteLineFolding/reject``, or where no field precedes it.
         case obsoleteLineFolding
         /// A CR not followed by LF.
         case bareCR
@@ -40,7 +41,7 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         case transferEncodingInHTTP1_0
         /// A chunk-size line that does not start with a hex digit, or has bad bytes after it.
         case invalidChunkSize
-        /// A chunk size too large for an Int (or more than 16 hex digits).
+        /// A chunk size too large for an Int (leading zeros do not count).
         case chunkSizeOverflow
         /// A control byte inside a chunk extension.
         case invalidChunkExtension

@@ -39,6 +39,8 @@ public struct HTTP1ResponseParser: Sendable {
     }
 
     @usableFromInline var limits: HTTP1Limits
+    /// Unfold obs-fold (``HTTP1ObsoleteLineFolding/replaceWithSpace``) rather than reject it.
+    @usableFromInline var foldsLines: Bool
     @usableFromInline var state: State = .head
     @usableFromInline var expecting: Expecting = .normal
     /// Set by `expectResponse(to:)` during a message, for the one after it.
@@ -53,10 +55,18 @@ public struct HTTP1ResponseParser: Sendable {
     /// Creates a parser for the responses of one connection, in order; call
     /// ``expectResponse(to:)`` before each.
     ///
-    /// - Parameter limits: the bounds a response may not exceed; ``HTTP1Limits/default`` by default.
-    public init(limits: HTTP1Limits = .default) {
+    /// - Parameters:
+    ///   - limits: the bounds a response may not exceed; ``HTTP1Limits/default`` by default.
+    ///   - obsoleteLineFolding: what to do with a field value folded onto the next line, in
+    ///     heads and trailers: ``HTTP1ObsoleteLineFolding/replaceWithSpace`` by default, as
+    ///     RFC 9112 §5.2 asks of a user agent.
+    public init(limits: HTTP1Limits = .default, obsoleteLineFolding: HTTP1ObsoleteLineFolding = .replaceWithSpace) {
         self.limits = limits
+        self.foldsLines = obsoleteLineFolding == .replaceWithSpace
     }
+
+    /// What this parser does with obsolete line folding.
+    public var obsoleteLineFolding: HTTP1ObsoleteLineFolding { self.foldsLines ? .replaceWithSpace : .reject }
 
     /// Before each response: the method of the request it answers. HEAD → no body;
     /// CONNECT with 2xx → no body, tunnel. Resets per-message state.
@@ -211,9 +221,23 @@ public struct HTTP1ResponseParser: Sendable {
         }
         let line = try StartLine.parseStatus(p, lineStart: 0, lf: lf)
         var summary = FieldSummary()
-        guard
-            try rules.fields(p, avail: avail, base: 0, firstLine: lf &+ 1, linesBefore: 1, scan: &scan, into: &summary)
-        else {
+        let complete: Bool
+        do throws(HTTP1ParseError) {
+            complete = try rules.fields(
+                p,
+                avail: avail,
+                base: 0,
+                firstLine: lf &+ 1,
+                linesBefore: 1,
+                scan: &scan,
+                into: &summary
+            )
+        } catch {
+            // A complete head the fast path stopped in: obs-fold, unfolded (HTTP1LineFolding.swift).
+            guard self.foldsLines else { throw error }
+            complete = try rules.unfold(after: error, p, avail: avail, base: 0, into: &summary)
+        }
+        guard complete else {
             self.headScan = scan
             return (0, nil)
         }
@@ -281,6 +305,7 @@ public struct HTTP1ResponseParser: Sendable {
         } else if summary.hasTransferEncoding {
             if summary.chunkedIsFinal {
                 self.body = BodyDecoder(framing: .chunked)
+                self.body.foldsTrailerLines = self.foldsLines
             } else {
                 // RFC 9112 §6.3 rule 4: chunked not final in a response → read until close.
                 self.body = BodyDecoder(framing: .untilClose)

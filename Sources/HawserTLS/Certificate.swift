@@ -93,7 +93,15 @@ public struct Certificate: Sendable, Hashable, CustomStringConvertible {
     public var issuer: String { distinguishedName(X509_get_issuer_name(self.x509.pointer)) }
     /// The subjectAltName entries that name the server: DNS names as written (`*.example.com`)
     /// and IP addresses in text form (`127.0.0.1`, `::1`). Other kinds (e-mail, URI) are omitted.
-    public var subjectAlternativeNames: [String] { alternativeNames(self.x509.pointer) }
+    public var subjectAlternativeNames: [String] { alternativeNames(self.x509.pointer).map(\.name) }
+    /// The same entries with their kind: an iPAddress entry, or a dNSName.
+    var alternativeNameEntries: [(name: String, isIPAddress: Bool)] { alternativeNames(self.x509.pointer) }
+    /// The issuer's common name, else its whole distinguished name (as ``subjectSummary``).
+    var issuerSummary: String {
+        if let cn = commonName(X509_get_issuer_name(self.x509.pointer)), !cn.isEmpty { return cn }
+        let issuer = self.issuer
+        return issuer.isEmpty ? "(empty issuer)" : issuer
+    }
     /// Start of the validity period.
     public let notValidBefore: Date
     /// End of the validity period.
@@ -507,11 +515,11 @@ private func commonName(_ name: OpaquePointer?) -> String? {
     return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
 }
 
-private func alternativeNames(_ x: OpaquePointer) -> [String] {
+private func alternativeNames(_ x: OpaquePointer) -> [(name: String, isIPAddress: Bool)] {
     guard let raw = X509_get_ext_d2i(x, NID_subject_alt_name, nil, nil) else { return [] }
     let names = OpaquePointer(raw)
     defer { GENERAL_NAMES_free(names) }
-    var out: [String] = []
+    var out: [(name: String, isIPAddress: Bool)] = []
     for i in 0..<CHawserTrust_sk_GENERAL_NAME_num(names) {
         guard let name = CHawserTrust_sk_GENERAL_NAME_value(names, i) else { continue }
         var type: Int32 = 0
@@ -521,9 +529,9 @@ private func alternativeNames(_ x: OpaquePointer) -> [String] {
         let bytes = UnsafeBufferPointer(start: data, count: length)
         switch type {
         case GEN_DNS:
-            out.append(String(decoding: bytes, as: UTF8.self))
+            out.append((String(decoding: bytes, as: UTF8.self), false))
         case GEN_IPADD:
-            if let text = ipText(Array(bytes)) { out.append(text) }
+            if let text = ipText(Array(bytes)) { out.append((text, true)) }
         default:
             continue
         }

@@ -228,7 +228,7 @@ public struct SecurityPolicy: ServerTrustEvaluating {
             if let hostname, !leaf.matches(host: hostname, allowsCommonNameFallback: cnFallback) {
                 throw TrustFailure(
                     .hostnameMismatch,
-                    "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (\(leaf.namesExplanation(commonNameFallback: cnFallback)))",
+                    "certificate '\(leaf.subjectSummary)' is not valid for '\(hostname)' (\(leaf.namesExplanation(for: hostname, commonNameFallback: cnFallback)))",
                     certificate: leaf,
                     depth: 0
                 )

@@ -177,7 +177,13 @@ public struct ServerTrust: Sendable {
     ///
     /// - The leaf is the first certificate; the others are untrusted intermediates that OpenSSL
     ///   may use to build a path to an anchor (any certificate among the anchors ends a path,
-    ///   self-signed or not: OpenSSL's `X509_V_FLAG_PARTIAL_CHAIN`, curl's default).
+    ///   self-signed or not: OpenSSL's `X509_V_FLAG_PARTIAL_CHAIN`, curl's default; a leaf that
+    ///   is an anchor is a path of its own).
+    /// - OpenSSL builds one path, taking the first fitting issuer. When that path fails at a
+    ///   certificate the server sent (a root that is not an anchor, a certificate whose issuer
+    ///   nobody has, or one out of its dates, not a CA or too weak), the path is built again
+    ///   without that certificate, up to ``ServerTrust/maxPathAttempts`` verifications in all; if none
+    ///   succeeds, the first path's failure is reported (docs/SECURITY.md, "Path building").
     /// - The leaf must be usable for TLS servers (extendedKeyUsage, when present, must allow
     ///   serverAuth); issuers must be CAs.
     /// - Security level 2: RSA and DSA keys of at least 2048 bits, EC of at least 224, no
@@ -223,6 +229,13 @@ public struct ServerTrust: Sendable {
         }
     }
 
+    /// Verifications of one evaluation at most: the first path and up to seven alternates
+    /// (docs/SECURITY.md, "Path building").
+    public static let maxPathAttempts = 8
+
+    /// Builds and verifies a path; when it fails at a certificate the server sent (other than the
+    /// leaf) for a reason another issuer could avoid, verifies again without that certificate
+    /// (RFC 4158 backtracking, bounded). A leaf that is itself an anchor ends its own path.
     private func verify(
         leaf: Certificate,
         store: TrustStore,
@@ -230,21 +243,99 @@ public struct ServerTrust: Sendable {
         time: Date?,
         commonNameFallback: Bool
     ) -> TrustResult {
+        if store.holds(leaf) {
+            // OpenSSL looks at the leaf's own trust only once every issuer is tried, and then
+            // keeps the issuers it found above it: a path through an expired copy of a root
+            // would fail although the leaf is an anchor. A store of the leaf alone ends the
+            // path at the leaf.
+            let own: TrustStore
+            do {
+                own = try TrustStore.make(.custom([leaf]))
+            } catch {
+                return TrustResult(failure: error, chain: [leaf])
+            }
+            return withExtendedLifetime(own) {
+                self.attempt(
+                    leaf: leaf,
+                    untrusted: [],
+                    store: own,
+                    hostname: hostname,
+                    time: time,
+                    commonNameFallback: commonNameFallback
+                ).result
+            }
+        }
+        var excluded: Set<Int> = []
+        var first: TrustResult?
+        var firstAnchored: TrustResult?
+        for _ in 0..<Self.maxPathAttempts {
+            let untrusted = self.certificates.indices.dropFirst().filter { !excluded.contains($0) }
+            let outcome = self.attempt(
+                leaf: leaf,
+                untrusted: untrusted,
+                store: store,
+                hostname: hostname,
+                time: time,
+                commonNameFallback: commonNameFallback
+            )
+            if outcome.result.isTrusted { return outcome.result }
+            if first == nil { first = outcome.result }
+            if firstAnchored == nil, let code = outcome.result.failure?.verifyErrorCode,
+                !Self.noPathCodes.contains(code)
+            {
+                firstAnchored = outcome.result
+            }
+            guard let dropped = outcome.alternate, excluded.insert(dropped).inserted else { break }
+        }
+        // The first path that reached an anchor says what is wrong (a host name, a date);
+        // when none did, the first path says where it ended.
+        return firstAnchored ?? first!
+    }
+
+    /// The OpenSSL errors of a path that reached no anchor.
+    static let noPathCodes: Set<Int32> = [
+        X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+        X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+        X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE,
+    ]
+
+    /// The OpenSSL errors after which another path may succeed: the path ended at a root that is
+    /// not an anchor or at a certificate whose issuer nobody has, or a certificate on it is out of
+    /// its dates, is no CA, or is below the security floor. Another copy of that certificate (or
+    /// another issuer) may not be.
+    static let alternateCodes: Set<Int32> = [
+        X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+        X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_CERT_HAS_EXPIRED, X509_V_ERR_CERT_NOT_YET_VALID,
+        X509_V_ERR_INVALID_CA, X509_V_ERR_KEYUSAGE_NO_CERTSIGN, X509_V_ERR_CA_KEY_TOO_SMALL,
+        X509_V_ERR_CA_MD_TOO_WEAK,
+    ]
+
+    /// One verification with the sent certificates at `untrusted` (indices into ``certificates``)
+    /// as candidate issuers. `alternate`: the sent certificate to leave out of the next try, when
+    /// the failure names one (never the leaf) for one of the ``alternateCodes``.
+    private func attempt(
+        leaf: Certificate,
+        untrusted indices: [Int],
+        store: TrustStore,
+        hostname: String?,
+        time: Date?,
+        commonNameFallback: Bool
+    ) -> (result: TrustResult, alternate: Int?) {
         guard let ctx = X509_STORE_CTX_new() else {
-            return TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf])
+            return (TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf]), nil)
         }
         defer { X509_STORE_CTX_free(ctx) }
         guard let untrusted = CHawserTrust_sk_X509_new() else {
-            return TrustResult(failure: internalFailure("sk_X509_new"), chain: [leaf])
+            return (TrustResult(failure: internalFailure("sk_X509_new"), chain: [leaf]), nil)
         }
         defer { CHawserTrust_sk_X509_free(untrusted) }
-        for certificate in self.certificates.dropFirst() {
-            guard CHawserTrust_sk_X509_push(untrusted, certificate.x509.pointer) > 0 else {
-                return TrustResult(failure: internalFailure("sk_X509_push"), chain: [leaf])
+        for index in indices {
+            guard CHawserTrust_sk_X509_push(untrusted, self.certificates[index].x509.pointer) > 0 else {
+                return (TrustResult(failure: internalFailure("sk_X509_push"), chain: [leaf]), nil)
             }
         }
         guard X509_STORE_CTX_init(ctx, store.pointer, leaf.x509.pointer, untrusted) == 1 else {
-            return TrustResult(failure: internalFailure("X509_STORE_CTX_init"), chain: [leaf])
+            return (TrustResult(failure: internalFailure("X509_STORE_CTX_init"), chain: [leaf]), nil)
         }
         // Purpose and trust settings of a TLS client checking a server (what libssl uses).
         _ = X509_STORE_CTX_set_default(ctx, "ssl_server")
@@ -257,15 +348,13 @@ public struct ServerTrust: Sendable {
         if let hostname {
             guard let target = HostTarget(hostname) else {
                 ERR_clear_error()
-                return TrustResult(
-                    failure: TrustFailure(
-                        .hostnameMismatch,
-                        "'\(hostname)' is not a host name or IP address a certificate can be checked against",
-                        certificate: leaf,
-                        depth: 0
-                    ),
-                    chain: [leaf]
+                let failure = TrustFailure(
+                    .hostnameMismatch,
+                    "'\(hostname)' is not a host name or IP address a certificate can be checked against",
+                    certificate: leaf,
+                    depth: 0
                 )
+                return (TrustResult(failure: failure, chain: [leaf]), nil)
             }
             X509_VERIFY_PARAM_set_hostflags(param, HostTarget.checkFlags(commonNameFallback: commonNameFallback))
             let ok =
@@ -274,15 +363,13 @@ public struct ServerTrust: Sendable {
                 : X509_VERIFY_PARAM_set1_host(param, target.name, 0)
             guard ok == 1 else {
                 ERR_clear_error()
-                return TrustResult(
-                    failure: TrustFailure(
-                        .hostnameMismatch,
-                        "'\(hostname)' cannot be used as a host name to check",
-                        certificate: leaf,
-                        depth: 0
-                    ),
-                    chain: [leaf]
+                let failure = TrustFailure(
+                    .hostnameMismatch,
+                    "'\(hostname)' cannot be used as a host name to check",
+                    certificate: leaf,
+                    depth: 0
                 )
+                return (TrustResult(failure: failure, chain: [leaf]), nil)
             }
         }
 
@@ -290,29 +377,38 @@ public struct ServerTrust: Sendable {
         let chain = self.builtChain(ctx, store: store, leaf: leaf)
         if rc == 1 {
             ERR_clear_error()
-            return TrustResult(failure: nil, chain: chain)
+            return (TrustResult(failure: nil, chain: chain), nil)
         }
         let code = X509_STORE_CTX_get_error(ctx)
         guard code != X509_V_OK else {
-            return TrustResult(failure: internalFailure("X509_verify_cert"), chain: chain)
+            return (TrustResult(failure: internalFailure("X509_verify_cert"), chain: chain), nil)
         }
         ERR_clear_error()
         let depth = Int(X509_STORE_CTX_get_error_depth(ctx))
         var culprit: Certificate? = nil
+        var alternate: Int? = nil
         if let current = X509_STORE_CTX_get_current_cert(ctx) {
             culprit = self.certificate(for: current, store: store, leaf: leaf)
+            if depth > 0, Self.alternateCodes.contains(code),
+                let index = self.certificates.indices.dropFirst().first(where: {
+                    self.certificates[$0].x509.pointer == current
+                })
+            {
+                alternate = index
+            }
         }
         if culprit == nil, depth >= 0, depth < chain.count { culprit = chain[depth] }
+        let certificate = culprit ?? leaf
         let failure = TrustFailure.fromVerifyError(
             code,
             depth: depth,
-            certificate: culprit ?? leaf,
+            certificate: certificate,
             chain: chain,
             hostname: hostname,
             time: time,
             commonNameFallback: commonNameFallback
         )
-        return TrustResult(failure: failure, chain: chain)
+        return (TrustResult(failure: failure, chain: chain), alternate)
     }
 
     /// The chain OpenSSL built, mapped back to the caller's Certificate values where it can
@@ -364,6 +460,18 @@ struct HostTarget {
         self.isIPAddress = isV4 || isV6
     }
 
+    /// True when both texts are IP address literals of the same address.
+    static func sameIPAddress(_ a: String, _ b: String) -> Bool {
+        func bytes(_ text: String) -> [UInt8]? {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            if inet_pton(AF_INET, text, &buffer) == 1 { return Array(buffer.prefix(4)) }
+            if inet_pton(AF_INET6, text, &buffer) == 1 { return buffer }
+            return nil
+        }
+        guard let x = bytes(a), let y = bytes(b) else { return false }
+        return x == y
+    }
+
     /// OpenSSL's host-check flags: no partial wildcards (`f*.example.com`), and the subject's
     /// common name never consulted unless the caller opted in.
     static func checkFlags(commonNameFallback: Bool) -> UInt32 {
@@ -373,6 +481,21 @@ struct HostTarget {
 }
 
 extension Certificate {
+    /// Which names a host check saw in this certificate, for a mismatch message about `host`.
+    /// An IP address the certificate writes as a DNS name is called out: it names the address,
+    /// but not in the form that can match one (RFC 6125 §6.2.1: iPAddress entries only).
+    func namesExplanation(for host: String?, commonNameFallback: Bool) -> String {
+        if let host, let target = HostTarget(host), target.isIPAddress,
+            let entry = self.alternativeNameEntries.first(where: {
+                !$0.isIPAddress && HostTarget.sameIPAddress($0.name, target.name)
+            })
+        {
+            return
+                "it names \(entry.name) only as a DNS name (DNS:\(entry.name)); an IP address matches only an IP address entry of the subjectAltName (IP:\(target.name))"
+        }
+        return self.namesExplanation(commonNameFallback: commonNameFallback)
+    }
+
     /// Which names a host check saw in this certificate, for a mismatch message.
     func namesExplanation(commonNameFallback: Bool) -> String {
         let names = self.subjectAlternativeNames
@@ -413,20 +536,24 @@ extension TrustFailure {
         commonNameFallback: Bool = false
     ) -> TrustFailure {
         let name = "'\(certificate.subjectSummary)'"
+        // Above the leaf, the issuer tells a cross-signed copy of a root (an expired cross-sign
+        // a server still sends) from the root of the same name.
+        let dated =
+            depth > 0 && !certificate.isSelfSigned ? "\(name) issued by '\(certificate.issuerSummary)'" : name
         let openSSL = String(cString: X509_verify_cert_error_string(Int(code)))
         let reason: Reason
         var message: String
         switch code {
         case X509_V_ERR_CERT_HAS_EXPIRED:
             reason = .expired
-            message = "certificate \(name) expired on \(certificate.notValidAfter.formatted(.iso8601))"
+            message = "certificate \(dated) expired on \(certificate.notValidAfter.formatted(.iso8601))"
         case X509_V_ERR_CERT_NOT_YET_VALID:
             reason = .notYetValid
-            message = "certificate \(name) is not valid before \(certificate.notValidBefore.formatted(.iso8601))"
+            message = "certificate \(dated) is not valid before \(certificate.notValidBefore.formatted(.iso8601))"
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH:
             reason = .hostnameMismatch
             message =
-                "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(commonNameFallback: commonNameFallback)))"
+                "certificate \(name) is not valid for '\(hostname ?? "")' (\(certificate.namesExplanation(for: hostname, commonNameFallback: commonNameFallback)))"
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
             reason = .selfSigned
             message = "certificate \(name) is self-signed and is not a trust anchor"
@@ -499,6 +626,12 @@ final class TrustStore: @unchecked Sendable {
     }
 
     deinit { X509_STORE_free(self.pointer) }
+
+    /// Whether `certificate` itself is one of the anchors given as certificates (the custom
+    /// ones; the system store is not searched, which would read its hashed directory).
+    func holds(_ certificate: Certificate) -> Bool {
+        self.anchors.contains(certificate)
+    }
 
     private static func build(system: Bool, anchors: [Certificate]) throws(TrustFailure) -> TrustStore {
         guard let store = X509_STORE_new() else {

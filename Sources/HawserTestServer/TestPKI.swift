@@ -28,10 +28,18 @@ public struct TestPKIError: Error, Sendable, CustomStringConvertible {
 /// Hawser Untrusted Root CA (EC P-256)
 /// └── untrusted
 /// selfSigned (its own EC P-256 key)
+///
+/// Cross-signing (the same subject and key under two issuers):
+/// Hawser Test Root CA 2 (EC P-256), self-signed and trusted by nobody
+/// ├── also cross-signed by Hawser Test Root CA (``root2CrossSigned``)
+/// └── crossSigned (presented as leaf, Root CA 2 self-signed, Root CA 2 cross-signed)
+/// Hawser Legacy Root CA (EC P-256), trusted by nobody
+/// └── Hawser Test Root CA, cross-signed, expired (``expiredRootCopy``)
 /// ```
 ///
 /// Server leaves name `localhost`, `127.0.0.1` and `::1` unless said otherwise.
-/// ``Leaf/chainPath`` holds what a server sends (leaf, then its intermediate when it has one);
+/// ``Leaf/chainPath`` holds what a server sends (leaf, then its intermediate when it has one, then
+/// the cross-signed or expired copies a scenario adds);
 /// ``Leaf/certificatePath`` the leaf alone (a server that forgets its intermediate).
 public final class TestPKI: Sendable {
     /// One issued certificate with its key and files.
@@ -41,7 +49,8 @@ public final class TestPKI: Sendable {
         /// The certificate.
         public let certificate: Certificate
         /// The certificates a server presents for it, leaf first: the leaf and its issuing
-        /// intermediate when it has one (for ``TestPKI/untrusted``: the leaf and its root).
+        /// intermediate when it has one (for ``TestPKI/untrusted``: the leaf and its root), and
+        /// the extra certificates of the scenario.
         public let presentedChain: [Certificate]
         /// PEM file of the leaf alone.
         public let certificatePath: String
@@ -74,6 +83,19 @@ public final class TestPKI: Sendable {
     public let untrustedRoot: Certificate
     /// The PEM file of ``untrustedRoot``.
     public let untrustedRootPath: String
+    /// `Hawser Test Root CA 2`, self-signed, trusted by nobody: the issuer of ``crossSigned``.
+    public let root2: Certificate
+    /// `Hawser Test Root CA 2` (same subject and key as ``root2``) issued by ``root``: the
+    /// cross-sign that makes ``crossSigned`` trusted by whoever trusts ``root``.
+    public let root2CrossSigned: Certificate
+    /// Eight more self-signed `Hawser Test Root CA 2` certificates (same key, other serial
+    /// numbers): issuers of ``crossSigned`` that lead nowhere, to bound path building with.
+    public let root2Reissues: [Certificate]
+    /// `Hawser Legacy Root CA`, self-signed, trusted by nobody: the issuer of ``expiredRootCopy``.
+    public let legacyRoot: Certificate
+    /// A copy of ``root`` (same subject and key) cross-signed by ``legacyRoot``, expired 30 days
+    /// ago: what a server still sending an old cross-sign presents.
+    public let expiredRootCopy: Certificate
 
     /// Valid for localhost, 127.0.0.1, ::1 (issued by the intermediate).
     public let valid: Leaf
@@ -102,6 +124,15 @@ public final class TestPKI: Sendable {
     /// A client certificate (extendedKeyUsage clientAuth) issued directly by ``root``, for
     /// mutual TLS (`CN=hawser-client`).
     public let client: Leaf
+    /// Issued by ``root2``; presented as the leaf, then ``root2`` (self-signed, before the
+    /// certificate that makes it trusted), then ``root2CrossSigned``. A path to ``root`` exists
+    /// through the third certificate only.
+    public let crossSigned: Leaf
+    /// Issued by ``intermediate``; presented with the intermediate, then ``expiredRootCopy``.
+    public let withExpiredRootCopy: Leaf
+    /// `CN=127.0.0.1` and `DNS:127.0.0.1` only: the address written as a DNS name, which never
+    /// matches the IP address (only an iPAddress entry does).
+    public let ipAsDNSName: Leaf
 
     /// Every server scenario, by name.
     public var serverLeaves: [Leaf] {
@@ -141,6 +172,8 @@ public final class TestPKI: Sendable {
         let selfSignedKey = try Key.ec()
         let ecdsaKey = try Key.ec()
         let clientKey = try Key.ec()
+        let root2Key = try Key.ec()
+        let legacyRootKey = try Key.ec()
 
         let day = 86_400
         let rootX = try CertificateBuilder.make(
@@ -170,6 +203,42 @@ public final class TestPKI: Sendable {
             kind: .ca
         )
         defer { X509_free(root2X) }
+        let newRootX = try CertificateBuilder.make(
+            subject: "Hawser Test Root CA 2",
+            key: root2Key,
+            issuer: nil,
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
+        defer { X509_free(newRootX) }
+        let newRootCrossX = try CertificateBuilder.make(
+            subject: "Hawser Test Root CA 2",
+            key: root2Key,
+            issuer: (rootX, rootKey),
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
+        defer { X509_free(newRootCrossX) }
+        let legacyX = try CertificateBuilder.make(
+            subject: "Hawser Legacy Root CA",
+            key: legacyRootKey,
+            issuer: nil,
+            from: -3650 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
+        defer { X509_free(legacyX) }
+        let rootCopyX = try CertificateBuilder.make(
+            subject: "Hawser Test Root CA",
+            key: rootKey,
+            issuer: (legacyX, legacyRootKey),
+            from: -400 * day,
+            to: -30 * day,
+            kind: .ca
+        )
+        defer { X509_free(rootCopyX) }
 
         self.root = try files.certificate(rootX)
         self.rootPath = try files.write("root.pem", pem: [rootX])
@@ -178,6 +247,24 @@ public final class TestPKI: Sendable {
         self.intermediatePath = try files.write("intermediate.pem", pem: [intX])
         self.untrustedRoot = try files.certificate(root2X)
         self.untrustedRootPath = try files.write("untrusted-root.pem", pem: [root2X])
+        self.root2 = try files.certificate(newRootX)
+        self.root2CrossSigned = try files.certificate(newRootCrossX)
+        var reissues: [Certificate] = []
+        for _ in 0..<8 {
+            let x = try CertificateBuilder.make(
+                subject: "Hawser Test Root CA 2",
+                key: root2Key,
+                issuer: nil,
+                from: -60 * day,
+                to: 3650 * day,
+                kind: .ca
+            )
+            defer { X509_free(x) }
+            reissues.append(try files.certificate(x))
+        }
+        self.root2Reissues = reissues
+        self.legacyRoot = try files.certificate(legacyX)
+        self.expiredRootCopy = try files.certificate(rootCopyX)
 
         let localNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
         let byIntermediate = (intX, intermediateKey)
@@ -185,7 +272,7 @@ public final class TestPKI: Sendable {
             _ name: String,
             key: Key,
             issuer: (OpaquePointer, Key)?,
-            chainExtra: OpaquePointer?,
+            chainExtra: [OpaquePointer],
             subject: String = "localhost",
             sans: String? = localNames,
             from: Int = -day,
@@ -205,9 +292,9 @@ public final class TestPKI: Sendable {
             let certificate = try files.certificate(x)
             var presented = [certificate]
             var pem = [x]
-            if let chainExtra {
-                presented.append(try files.certificate(chainExtra))
-                pem.append(chainExtra)
+            for extra in chainExtra {
+                presented.append(try files.certificate(extra))
+                pem.append(extra)
             }
             return Leaf(
                 name: name,
@@ -219,12 +306,12 @@ public final class TestPKI: Sendable {
                 keyPath: try files.write("\(name)-key.pem", bytes: try key.pem())
             )
         }
-        self.valid = try leaf("valid", key: leafKey, issuer: byIntermediate, chainExtra: intX)
+        self.valid = try leaf("valid", key: leafKey, issuer: byIntermediate, chainExtra: [intX])
         self.expired = try leaf(
             "expired",
             key: leafKey,
             issuer: byIntermediate,
-            chainExtra: intX,
+            chainExtra: [intX],
             from: -30 * day,
             to: -day
         )
@@ -232,7 +319,7 @@ public final class TestPKI: Sendable {
             "not-yet-valid",
             key: leafKey,
             issuer: byIntermediate,
-            chainExtra: intX,
+            chainExtra: [intX],
             from: 30 * day,
             to: 400 * day
         )
@@ -240,20 +327,20 @@ public final class TestPKI: Sendable {
             "wrong-host",
             key: leafKey,
             issuer: byIntermediate,
-            chainExtra: intX,
+            chainExtra: [intX],
             subject: "wrong.example.com",
             sans: "DNS:wrong.example.com"
         )
-        self.selfSigned = try leaf("self-signed", key: selfSignedKey, issuer: nil, chainExtra: nil)
-        self.untrusted = try leaf("untrusted", key: ecdsaKey, issuer: (root2X, untrustedRootKey), chainExtra: root2X)
-        self.cnOnly = try leaf("cn-only", key: leafKey, issuer: byIntermediate, chainExtra: intX, sans: nil)
-        self.rsa1024 = try leaf("rsa1024", key: weakKey, issuer: byIntermediate, chainExtra: intX)
-        self.ecdsa = try leaf("ecdsa", key: ecdsaKey, issuer: byIntermediate, chainExtra: intX)
+        self.selfSigned = try leaf("self-signed", key: selfSignedKey, issuer: nil, chainExtra: [])
+        self.untrusted = try leaf("untrusted", key: ecdsaKey, issuer: (root2X, untrustedRootKey), chainExtra: [root2X])
+        self.cnOnly = try leaf("cn-only", key: leafKey, issuer: byIntermediate, chainExtra: [intX], sans: nil)
+        self.rsa1024 = try leaf("rsa1024", key: weakKey, issuer: byIntermediate, chainExtra: [intX])
+        self.ecdsa = try leaf("ecdsa", key: ecdsaKey, issuer: byIntermediate, chainExtra: [intX])
         self.wildcard = try leaf(
             "wildcard",
             key: leafKey,
             issuer: byIntermediate,
-            chainExtra: intX,
+            chainExtra: [intX],
             subject: "*.hawser.localhost",
             sans: "DNS:*.hawser.localhost"
         )
@@ -261,7 +348,7 @@ public final class TestPKI: Sendable {
             "partial-wildcard",
             key: leafKey,
             issuer: byIntermediate,
-            chainExtra: intX,
+            chainExtra: [intX],
             subject: "api*.hawser.localhost",
             sans: "DNS:api*.hawser.localhost"
         )
@@ -269,15 +356,36 @@ public final class TestPKI: Sendable {
             "client",
             key: clientKey,
             issuer: (rootX, rootKey),
-            chainExtra: nil,
+            chainExtra: [],
             subject: "hawser-client",
             sans: nil,
             kind: .client
+        )
+        self.crossSigned = try leaf(
+            "cross-signed",
+            key: leafKey,
+            issuer: (newRootX, root2Key),
+            chainExtra: [newRootX, newRootCrossX]
+        )
+        self.withExpiredRootCopy = try leaf(
+            "expired-root-copy",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: [intX, rootCopyX]
+        )
+        self.ipAsDNSName = try leaf(
+            "ip-as-dns-name",
+            key: leafKey,
+            issuer: byIntermediate,
+            chainExtra: [intX],
+            subject: "127.0.0.1",
+            sans: "DNS:127.0.0.1"
         )
         // Keep the keys alive until every certificate is signed (they free themselves).
         withExtendedLifetime(
             (rootKey, leafKey, weakKey, intermediateKey, untrustedRootKey, selfSignedKey, ecdsaKey, clientKey)
         ) {}
+        withExtendedLifetime((root2Key, legacyRootKey)) {}
     }
 }
 

@@ -90,6 +90,54 @@ extension NetworkTests {
         }
 
         @Test(
+            "folded header lines are unfolded (RFC 9112 §5.2) and leading zeros in chunk sizes read, on one kept-alive connection"
+        )
+        func foldedFieldsAndLongChunkSizes() async throws {
+            let responses = [
+                // A value folded after the colon; Content-Length on a continuation line.
+                "HTTP/1.1 200 OK\r\nX-Folded:\r\n value\r\nContent-Length:\r\n 5\r\n\r\nhello",
+                // A blank continuation line, then a value folded in the middle.
+                "HTTP/1.1 200 OK\r\nX-A: 1\r\n \r\nX-B: two\r\n\t words\r\nContent-Length: 2\r\n\r\nok",
+                // Chunk sizes with many leading zeros.
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "0", count: 40)
+                    + "5\r\nchunk\r\n" + String(repeating: "0", count: 40) + "\r\n\r\n",
+            ]
+            let server = try ScriptedServer([
+                responses.flatMap { [ScriptedServer.Step.readRequest(), .sendText($0)] } + [.waitForClose]
+            ])
+            defer { server.stop() }
+            try await FaultTests.withSession { session in
+                let first = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/1")))
+                #expect(first.headers["X-Folded"] == "value")
+                #expect(first.headers["Content-Length"] == "5")
+                #expect(first.body == Array("hello".utf8))
+                let second = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/2")))
+                #expect(second.headers["X-A"] == "1")
+                #expect(second.headers["X-B"] == "two words")
+                #expect(second.body == Array("ok".utf8))
+                let third = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/3")))
+                #expect(third.body == Array("chunk".utf8))
+                #expect(third.metrics.isReusedConnection)
+                #expect(server.connections.load(ordering: .relaxed) == 1, "every response was framed right")
+            }
+        }
+
+        @Test("obsoleteLineFolding = .reject refuses a folded response as a protocol error")
+        func foldedFieldsRejectedWhenConfigured() async throws {
+            let folded = "HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok"
+            let server = try ScriptedServer([[.readRequest(), .sendText(folded), .waitForClose]])
+            defer { server.stop() }
+            try await FaultTests.withSession({ $0.obsoleteLineFolding = .reject }) { session in
+                #expect(SessionConfiguration().obsoleteLineFolding == .replaceWithSpace)
+                let r = await FaultTests.run(session, HTTPClientRequest(url: url(server.baseURL + "/")))
+                #expect(r.completions == 1)
+                let e = try #require(FaultTests.error(r))
+                #expect(e.code == .protocolError, "\(e)")
+                #expect(e.message.contains("obsolete line folding"), "\(e.message)")
+            }
+        }
+
+        @Test(
             "a streamed body of known length is sent at its last byte: an early answer leaves the connection reusable"
         )
         func streamedBodyCompleteAtItsLength() async throws {

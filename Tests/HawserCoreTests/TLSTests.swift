@@ -498,6 +498,113 @@ extension NetworkTests {
             }
         }
 
+        /// Issue 27: the policies of the matrix that validate the chain, for a scenario's leaf.
+        static func chainValidatingPolicies(
+            _ p: TestPKI,
+            leaf: Certificate
+        ) throws -> [(String, any ServerTrustEvaluating)] {
+            func policy(_ mode: SecurityPolicy.PinningMode, _ pinned: Set<Certificate> = []) -> SecurityPolicy {
+                var s = SecurityPolicy(pinningMode: mode, pinnedCertificates: pinned)
+                s.anchors = .custom([p.root])
+                return s
+            }
+            var commonName = policy(.none)
+            commonName.allowsCommonNameFallback = true
+            var spki = try SecurityPolicy(pinnedPublicKeyHashes: [
+                "sha256/" + String(repeating: "A", count: 43) + "=", leaf.publicKeySHA256Pin,
+            ])
+            spki.anchors = .custom([p.root])
+            return [
+                ("default evaluator", DefaultTrustEvaluator(anchors: .custom([p.root]))),
+                ("default", policy(.none)),
+                ("common-name fallback (private CA opt-in)", commonName),
+                ("public-key pin on leaf", policy(.publicKey, [leaf])),
+                ("public-key pin on root", policy(.publicKey, [p.root])),
+                ("certificate pin on root", policy(.certificate, [p.root])),
+                ("certificate pin on leaf", policy(.certificate, [leaf])),
+                ("SPKI hash pins with a backup", spki),
+            ]
+        }
+
+        @Test("a root sent self-signed before its cross-signed copy: every chain-validating policy finds the path")
+        func crossSignedRootAfterItsSelfSignedCopy() async throws {
+            let p = try Self.pki()
+            try await Self.withTLSServer(p.crossSigned) { server in
+                for (name, evaluator) in try Self.chainValidatingPolicies(p, leaf: p.crossSigned.certificate) {
+                    var c = SessionConfiguration()
+                    c.serverTrustEvaluator = evaluator
+                    try await Self.withSession(c) { session in
+                        switch await Self.get(session, "https://localhost:\(server.port)/hello") {
+                        case .success(let r):
+                            #expect(r.status == 200, "\(name)")
+                        case .failure(let e):
+                            Issue.record("\(name): \(e)")
+                        }
+                    }
+                }
+            }
+        }
+
+        @Test("a pinned leaf sent with an expired cross-signed copy of the root: the path ends at the pinned leaf")
+        func pinnedLeafWithAnExpiredRootCopy() async throws {
+            let p = try Self.pki()
+            try await Self.withTLSServer(p.withExpiredRootCopy) { server in
+                for (name, evaluator) in try Self.chainValidatingPolicies(p, leaf: p.withExpiredRootCopy.certificate) {
+                    var c = SessionConfiguration()
+                    c.serverTrustEvaluator = evaluator
+                    try await Self.withSession(c) { session in
+                        switch await Self.get(session, "https://localhost:\(server.port)/hello") {
+                        case .success(let r): #expect(r.status == 200, "\(name)")
+                        case .failure(let e): Issue.record("\(name): \(e)")
+                        }
+                    }
+                }
+                // Trusting only the legacy root: the copy is on the path, and the refusal names it
+                // with its issuer.
+                var c = SessionConfiguration()
+                c.serverTrustEvaluator = DefaultTrustEvaluator(anchors: .custom([p.legacyRoot]))
+                try await Self.withSession(c) { session in
+                    guard case .failure(let e) = await Self.get(session, "https://localhost:\(server.port)/hello")
+                    else {
+                        Issue.record("a path through an expired certificate was trusted")
+                        return
+                    }
+                    let failure = e.underlying as? TrustFailure
+                    #expect(failure?.reason == .expired)
+                    #expect(failure?.certificate == p.expiredRootCopy)
+                    #expect(
+                        failure?.message.contains("'Hawser Test Root CA' issued by 'Hawser Legacy Root CA' expired")
+                            == true,
+                        "\(e)"
+                    )
+                }
+            }
+        }
+
+        @Test("an IP address written as a DNS name is refused, and the message says it needs an IP entry")
+        func ipAddressAsADNSName() async throws {
+            let p = try Self.pki()
+            try await Self.withTLSServer(p.ipAsDNSName) { server in
+                try await Self.withSession(try Self.trustingTestRoot()) { session in
+                    guard case .failure(let e) = await Self.get(session, "https://127.0.0.1:\(server.port)/hello")
+                    else {
+                        Issue.record("DNS:127.0.0.1 matched the IP address 127.0.0.1")
+                        return
+                    }
+                    #expect(e.code == .serverCertificateUntrusted)
+                    let failure = e.underlying as? TrustFailure
+                    #expect(failure?.reason == .hostnameMismatch)
+                    let message = failure?.message ?? ""
+                    #expect(
+                        message.contains(
+                            "certificate '127.0.0.1' is not valid for '127.0.0.1' (it names 127.0.0.1 only as a DNS name (DNS:127.0.0.1); an IP address matches only an IP address entry of the subjectAltName (IP:127.0.0.1))"
+                        ),
+                        "\(message)"
+                    )
+                }
+            }
+        }
+
         @Test(
             "a handshake that never completes hits the connect timeout; garbage instead of a ServerHello is a clear error"
         )

@@ -412,6 +412,100 @@ private func policy(
             "DefaultTrustEvaluator without host validation"
         )
     }
+
+    /// Issue 27: the server sends the leaf, then its root self-signed (trusted by nobody), then the
+    /// same root cross-signed by a trusted root. OpenSSL takes the first and stops at it; the
+    /// path through the cross-sign is found on the next try.
+    @Test func crossSignedRootSentAfterItsSelfSignedCopy() throws {
+        let p = try pki()
+        let trust = ServerTrust(host: "localhost", certificates: p.crossSigned.presentedChain)
+        #expect(p.crossSigned.presentedChain == [p.crossSigned.certificate, p.root2, p.root2CrossSigned])
+        let result = trust.evaluate(anchors: .custom([p.root]), validatesHost: true)
+        #expect(result.failure == nil, "\(String(describing: result.failure))")
+        #expect(result.verifiedChain == [p.crossSigned.certificate, p.root2CrossSigned, p.root])
+        // Trusting the new root itself: the first path is the one.
+        #expect(
+            trust.evaluate(anchors: .custom([p.root2]), validatesHost: true).verifiedChain
+                == [p.crossSigned.certificate, p.root2]
+        )
+        // No path at all: the first path's failure is reported, naming where it ended.
+        let none = trust.evaluate(anchors: .custom([p.untrustedRoot]), validatesHost: true)
+        #expect(none.failure?.reason == .untrustedRoot)
+        #expect(none.failure?.message.contains("ends at 'Hawser Test Root CA 2'") == true)
+        #expect(none.failure?.verifyErrorCode == 19)
+        // The other failures still come out of the path that reaches the anchor.
+        #expect(
+            trust.evaluate(anchors: .custom([p.root]), hostname: "example.com").failure?.reason == .hostnameMismatch
+        )
+    }
+
+    /// Path building is bounded: the first path and at most seven alternates.
+    @Test func alternatePathsAreCapped() throws {
+        let p = try pki()
+        #expect(ServerTrust.maxPathAttempts == 8)
+        func evaluate(decoys: Int) -> TrustResult {
+            // Each decoy is a self-signed Root CA 2 that OpenSSL takes before the cross-sign.
+            let chain = [p.crossSigned.certificate] + p.root2Reissues.prefix(decoys) + [p.root2CrossSigned]
+            return ServerTrust(host: "localhost", certificates: chain)
+                .evaluate(anchors: .custom([p.root]), validatesHost: true)
+        }
+        #expect(evaluate(decoys: 7).verifiedChain == [p.crossSigned.certificate, p.root2CrossSigned, p.root])
+        let capped = evaluate(decoys: 8)
+        #expect(capped.failure?.reason == .untrustedRoot)
+        #expect(capped.failure?.certificate == p.root2Reissues[0], "the first path's failure")
+    }
+
+    /// Issue 27: a leaf among the anchors ends its own path, whatever the server sends above it.
+    @Test func leafAnchorEndsThePath() throws {
+        let p = try pki()
+        let leaf = p.withExpiredRootCopy.certificate
+        let trust = ServerTrust(host: "localhost", certificates: p.withExpiredRootCopy.presentedChain)
+        let pinned = trust.evaluate(anchors: .custom([leaf]), validatesHost: true)
+        #expect(pinned.failure == nil, "\(String(describing: pinned.failure))")
+        #expect(pinned.verifiedChain == [leaf])
+        // The leaf's own checks still apply.
+        #expect(trust.evaluate(anchors: .custom([leaf]), hostname: "example.com").failure?.reason == .hostnameMismatch)
+        let expired = ServerTrust(host: "localhost", certificates: p.expired.presentedChain)
+        #expect(
+            expired.evaluate(anchors: .custom([p.expired.certificate]), validatesHost: true).failure?.reason
+                == .expired
+        )
+    }
+
+    /// Issue 27: an expired cross-signed copy of a root is named with its issuer, so the message
+    /// cannot be read as the root of the same name having expired.
+    @Test func expiredCopyOfARootIsNamedWithItsIssuer() throws {
+        let p = try pki()
+        let trust = ServerTrust(host: "localhost", certificates: p.withExpiredRootCopy.presentedChain)
+        #expect(trust.evaluate(anchors: .custom([p.root]), validatesHost: true).isTrusted)
+        let failure = trust.evaluate(anchors: .custom([p.legacyRoot]), validatesHost: true).failure
+        #expect(failure?.reason == .expired)
+        #expect(failure?.certificate == p.expiredRootCopy)
+        #expect(failure?.depth == 2)
+        #expect(
+            failure?.message.hasPrefix(
+                "certificate 'Hawser Test Root CA' issued by 'Hawser Legacy Root CA' expired on "
+            ) == true,
+            "\(failure?.message ?? "")"
+        )
+    }
+
+    /// Issue 27: an IP address written as a DNS name is refused, and the message says why.
+    @Test func ipAddressWrittenAsADNSName() throws {
+        let p = try pki()
+        let trust = ServerTrust(host: "127.0.0.1", certificates: p.ipAsDNSName.presentedChain)
+        let failure = trust.evaluate(anchors: .custom([p.root]), validatesHost: true).failure
+        #expect(failure?.reason == .hostnameMismatch)
+        let message = failure?.message ?? ""
+        #expect(message.contains("names 127.0.0.1 only as a DNS name (DNS:127.0.0.1)"), "\(message)")
+        #expect(message.contains("an IP address matches only an IP address entry"), "\(message)")
+        #expect(!message.contains("(it names 127.0.0.1)"), "\(message)")
+        // Other mismatches keep the list of names.
+        let other = ServerTrust(host: "127.0.0.2", certificates: p.valid.presentedChain)
+            .evaluate(anchors: .custom([p.root]), validatesHost: true).failure
+        #expect(other?.message.contains("it names localhost, 127.0.0.1, ::1") == true)
+        #expect(!p.ipAsDNSName.certificate.matches(host: "127.0.0.1"))
+    }
 }
 
 @Suite struct SecurityPolicyTests {
@@ -808,6 +902,56 @@ private func policy(
             both,
             [Row("ECDSA", p.ecdsa.presentedChain, nil), Row("valid", p.valid.presentedChain, .pinMismatch)],
             "SPKI pin + pinned certificate"
+        )
+    }
+
+    /// Issue 27: the cross-signed scenarios under every kind of policy that validates the chain.
+    @Test func crossSignedChainsUnderEveryPolicy() throws {
+        let p = try pki()
+        let cross = p.crossSigned
+        let copy = p.withExpiredRootCopy
+        var spki = try SecurityPolicy(pinnedPublicKeyHashes: [
+            "sha256/" + String(repeating: "A", count: 43) + "=", p.root2.publicKeySHA256Pin,
+        ])
+        spki.anchors = .custom([p.root])
+        check(
+            try policy(.none),
+            [Row("cross-signed", cross.presentedChain, nil), Row("expired root copy", copy.presentedChain, nil)],
+            "default"
+        )
+        check(
+            try policy(.publicKey, pinned: [cross.certificate]),
+            [Row("cross-signed, leaf key pinned", cross.presentedChain, nil)],
+            "public-key pin on the leaf"
+        )
+        check(
+            try policy(.publicKey, pinned: [p.root2]),
+            [Row("cross-signed, Root CA 2 key pinned", cross.presentedChain, nil)],
+            "public-key pin on Root CA 2"
+        )
+        check(spki, [Row("cross-signed", cross.presentedChain, nil)], "SPKI pins with a backup")
+        check(
+            try policy(.certificate, pinned: [p.root]),
+            [Row("cross-signed", cross.presentedChain, nil), Row("expired root copy", copy.presentedChain, nil)],
+            "certificate pin on the root"
+        )
+        check(
+            try policy(.certificate, pinned: [cross.certificate]),
+            [Row("cross-signed", cross.presentedChain, nil)],
+            "certificate pin on the cross-signed leaf"
+        )
+        check(
+            try policy(.certificate, pinned: [copy.certificate]),
+            [
+                Row("expired root copy, leaf pinned", copy.presentedChain, nil),
+                Row("another leaf", p.valid.presentedChain, .pinMismatch),
+            ],
+            "certificate pin on the leaf sent with an expired root copy"
+        )
+        check(
+            try policy(.certificate, pinned: [copy.certificate], allowInvalid: true),
+            [Row("expired root copy, leaf pinned", copy.presentedChain, nil)],
+            "certificate pin on the leaf, allowInvalid"
         )
     }
 

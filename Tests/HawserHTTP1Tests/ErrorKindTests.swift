@@ -68,7 +68,12 @@ let errorCases: [ErrorCase] = [
     ErrorCase("NUL in a value", ok + "X: a\u{0}b\r\n\r\n", .invalidFieldValue),
     ErrorCase("control byte in a value", ok + "X: a\u{1B}b\r\n\r\n", .invalidFieldValue),
     ErrorCase("DEL in a value", ok + "X: a\u{7F}\r\n\r\n", .invalidFieldValue),
-    ErrorCase("obs-fold (RFC 9112 §5.2)", ok + "X: a\r\n b\r\n\r\n", .obsoleteLineFolding),
+    ErrorCase(
+        "obs-fold in a request (RFC 9112 §5.2)",
+        .request,
+        "GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+        .obsoleteLineFolding
+    ),
     ErrorCase("whitespace before the first field", ok + " X: a\r\n\r\n", .obsoleteLineFolding),
     ErrorCase("bare CR in a value", ok + "X: a\rb\r\n\r\n", .bareCR),
     ErrorCase("bare CR as the blank line", ok + "X: a\r\n\rX\r\n\r\n", .bareCR),
@@ -142,7 +147,11 @@ let errorCases: [ErrorCase] = [
     ErrorCase("chunk size missing", chunkedHead + "\r\n", .invalidChunkSize),
     ErrorCase("junk after a chunk size", chunkedHead + "5x\r\nhello\r\n", .invalidChunkSize),
     ErrorCase("junk after chunk-size whitespace", chunkedHead + "5 x\r\nhello\r\n", .invalidChunkSize),
-    ErrorCase("chunk size of 17 digits", chunkedHead + "00000000000000001\r\n", .chunkSizeOverflow),
+    ErrorCase(
+        "chunk size above Int.max after leading zeros",
+        chunkedHead + "000000000000000000008000000000000000\r\n",
+        .chunkSizeOverflow
+    ),
     ErrorCase("chunk size above Int.max", chunkedHead + "8000000000000000\r\n", .chunkSizeOverflow),
     ErrorCase("NUL in a chunk extension", chunkedHead + "5;a\u{0}\r\nhello\r\n", .invalidChunkExtension),
     ErrorCase("chunk data without CRLF", chunkedHead + "5\r\nhelloX\r\n", .invalidChunkData),

@@ -49,8 +49,12 @@ struct ResponseHarness: ParserHarness {
     var parser: HTTP1ResponseParser
     let method: HTTPMethod
 
-    init(method: HTTPMethod = .get, limits: HTTP1Limits = .default) {
-        self.parser = HTTP1ResponseParser(limits: limits)
+    init(
+        method: HTTPMethod = .get,
+        limits: HTTP1Limits = .default,
+        obsoleteLineFolding: HTTP1ObsoleteLineFolding = .replaceWithSpace
+    ) {
+        self.parser = HTTP1ResponseParser(limits: limits, obsoleteLineFolding: obsoleteLineFolding)
         self.method = method
         self.parser.expectResponse(to: method)
     }

@@ -132,7 +132,10 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.pool = pool
         self.connectTimings = timings
         self.readChunkSize = context.configuration.readChunkSize
-        self.parser = HTTP1ResponseParser(limits: context.configuration.parserLimits)
+        self.parser = HTTP1ResponseParser(
+            limits: context.configuration.parserLimits,
+            obsoleteLineFolding: context.configuration.obsoleteLineFolding
+        )
     }
 
     /// True when a request has already completed on this connection.

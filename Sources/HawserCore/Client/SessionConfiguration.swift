@@ -45,6 +45,10 @@ public struct SessionConfiguration: Sendable {
     public var httpAdditionalHeaders: HTTPHeaders = ["User-Agent": HawserVersion.userAgentProduct]
     /// Parser limits for response heads and chunked framing.
     public var parserLimits: HTTP1Limits = .default
+    /// What the response parser does with a header field folded onto the next line (obs-fold):
+    /// replace each fold with SP, as RFC 9112 §5.2 asks of a user agent (the default), or
+    /// refuse the response (`HTTP1ParseError.Kind.obsoleteLineFolding`).
+    public var obsoleteLineFolding: HTTP1ObsoleteLineFolding = .replaceWithSpace
     /// The largest body the buffered APIs collect in memory before failing with `limitExceeded`.
     /// Default 256 MiB. Streaming delegates are not limited.
     public var maximumBufferedBodySize: Int = 256 * 1024 * 1024
