@@ -251,33 +251,23 @@ public struct HTTP1ResponseParser: Sendable {
         _ line: StatusLine,
         _ summary: FieldSummary
     ) throws(HTTP1ParseError) -> (Int, HTTP1ResponseEvent?) {
-        let head: HTTPResponseHead
+        let reason: String
         let reasonLength = line.reasonEnd &- line.reasonStart
-        let raw = UnsafeBufferPointer(start: p + line.reasonStart, count: reasonLength)
-        if reasonLength > 0 && raw.contains(where: { $0 >= 0x80 }) {
-            // obs-text: kept as octets too, for what shows the head byte for byte (-D, -i).
-            head = HTTPResponseHead(
-                version: line.version,
-                status: line.status,
-                reasonPhraseBytes: Array(raw),
-                headers: summary.headers
-            )
+        if reasonLength == 2 && p[line.reasonStart] == 0x4F && p[line.reasonStart &+ 1] == 0x4B {
+            reason = "OK"
+        } else if reasonLength == 0 {
+            reason = ""
         } else {
-            let reason: String
-            if reasonLength == 2 && p[line.reasonStart] == 0x4F && p[line.reasonStart &+ 1] == 0x4B {
-                reason = "OK"
-            } else if reasonLength == 0 {
-                reason = ""
-            } else {
-                reason = String(decoding: raw, as: UTF8.self)
-            }
-            head = HTTPResponseHead(
-                version: line.version,
-                status: line.status,
-                reasonPhrase: reason,
-                headers: summary.headers
+            reason = HTTPResponseHead.storedReasonPhrase(
+                UnsafeBufferPointer(start: p + line.reasonStart, count: reasonLength)
             )
         }
+        let head = HTTPResponseHead(
+            version: line.version,
+            status: line.status,
+            checkedReasonPhrase: reason,
+            headers: summary.headers
+        )
         let end = summary.end
         if summary.hasTransferEncoding {
             if line.version == .http1_0 { throw HTTP1ParseError(.transferEncodingInHTTP1_0, offset: end) }

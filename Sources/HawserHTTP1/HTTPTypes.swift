@@ -72,19 +72,58 @@ public struct HTTPResponseHead: Sendable {
     /// interpreted. Bytes that are not UTF-8 (obs-text) read as U+FFFD here:
     /// ``reasonPhraseBytes`` has them as received.
     public var reasonPhrase: String {
-        get { self.reasonText }
-        set {
-            self.reasonText = newValue
-            self.reasonOctets = nil
+        get {
+            Self.holdsOctets(self.reasonText)
+                ? String(decoding: self.reasonPhraseBytes, as: UTF8.self) : self.reasonText
         }
+        set { self.reasonText = Self.stored(newValue) }
     }
+    /// The phrase as stored: the text itself, or, for bytes that are not UTF-8, U+FFFF followed
+    /// by one scalar U+0000–U+00FF per byte (ISO 8859-1), so that no byte is lost (a phrase that
+    /// itself begins with the noncharacter U+FFFF is stored the second way too). One String and
+    /// no second stored field: a head is copied with every parser event, and a wider head cost
+    /// every message about 3% more instructions, an extra array about 10%.
     @usableFromInline var reasonText: String
-    /// The reason phrase's bytes as received, kept only when they are not UTF-8.
-    @usableFromInline var reasonOctets: [UInt8]?
 
     /// The reason phrase byte for byte as received: obs-text (0x80–0xFF, RFC 9112 §4) that is
     /// not UTF-8 is kept, where ``reasonPhrase`` would give U+FFFD.
-    public var reasonPhraseBytes: [UInt8] { self.reasonOctets ?? Array(self.reasonText.utf8) }
+    public var reasonPhraseBytes: [UInt8] {
+        guard Self.holdsOctets(self.reasonText) else { return Array(self.reasonText.utf8) }
+        return self.reasonText.unicodeScalars.dropFirst().map { UInt8(truncatingIfNeeded: $0.value) }
+    }
+
+    /// Whether `stored` is the octets form (it begins with U+FFFF, UTF-8 EF BF BF).
+    @inlinable
+    static func holdsOctets(_ stored: String) -> Bool {
+        var bytes = stored.utf8.makeIterator()
+        return bytes.next() == 0xEF && bytes.next() == 0xBF && bytes.next() == 0xBF
+    }
+
+    /// `text` as stored: itself, unless it begins with U+FFFF.
+    @inlinable
+    static func stored(_ text: String) -> String {
+        Self.holdsOctets(text) ? Self.octetsForm(Array(text.utf8)) : text
+    }
+
+    /// A phrase as received, in its stored form: bytes beyond ASCII are kept byte for byte (the
+    /// octets form when they are not UTF-8, or when the text begins with U+FFFF), for what shows
+    /// a head as it arrived (`-D`, `-i`). Out of line: most phrases are "OK".
+    @usableFromInline @inline(never)
+    static func storedReasonPhrase(_ raw: UnsafeBufferPointer<UInt8>) -> String {
+        guard raw.contains(where: { $0 >= 0x80 }) else { return String(decoding: raw, as: UTF8.self) }
+        if let text = String(validating: raw, as: UTF8.self) { return Self.stored(text) }
+        return Self.octetsForm(Array(raw))
+    }
+
+    /// The octets form of `bytes`: U+FFFF, then one scalar per byte.
+    @usableFromInline
+    static func octetsForm(_ bytes: [UInt8]) -> String {
+        var scalars = String.UnicodeScalarView()
+        scalars.append("\u{FFFF}")
+        scalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+        return String(scalars)
+    }
+
     /// The header fields, in the order and with the name case they arrived in.
     public var headers: HTTPHeaders
 
@@ -102,19 +141,29 @@ public struct HTTPResponseHead: Sendable {
     public init(version: HTTPVersion = .http1_1, status: Int, reasonPhrase: String = "", headers: HTTPHeaders = [:]) {
         self.version = version
         self.status = status
-        self.reasonText = reasonPhrase
-        self.reasonOctets = nil
+        self.reasonText = Self.stored(reasonPhrase)
+        self.headers = headers
+    }
+
+    /// A head whose phrase the parser has checked: plain text that does not begin with U+FFFF.
+    @inlinable
+    init(version: HTTPVersion, status: Int, checkedReasonPhrase: String, headers: HTTPHeaders) {
+        self.version = version
+        self.status = status
+        self.reasonText = checkedReasonPhrase
         self.headers = headers
     }
 
     /// A response head whose reason phrase is given as octets (the parser's: they need not
     /// be UTF-8; ``reasonPhraseBytes`` gives them back unchanged).
     public init(version: HTTPVersion = .http1_1, status: Int, reasonPhraseBytes: [UInt8], headers: HTTPHeaders = [:]) {
-        let text = String(decoding: reasonPhraseBytes, as: UTF8.self)
         self.version = version
         self.status = status
-        self.reasonText = text
-        self.reasonOctets = text.utf8.elementsEqual(reasonPhraseBytes) ? nil : reasonPhraseBytes
+        if let text = String(validating: reasonPhraseBytes, as: UTF8.self) {
+            self.reasonText = Self.stored(text)
+        } else {
+            self.reasonText = Self.octetsForm(reasonPhraseBytes)
+        }
         self.headers = headers
     }
 }

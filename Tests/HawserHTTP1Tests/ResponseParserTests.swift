@@ -290,6 +290,39 @@ struct ResponseParserTests {
         }
     }
 
+    @Test("a reason phrase keeps its bytes: obs-text, UTF-8, and a phrase that begins with U+FFFF")
+    func reasonPhraseOctets() throws {
+        func head(_ phrase: [UInt8]) throws -> HTTPResponseHead {
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(to: .get)
+            let wire = bytes("HTTP/1.1 200 ") + phrase + bytes("\r\nContent-Length: 0\r\n\r\n")
+            let (_, event) = try wire.withUnsafeBytes { try parser.next($0) }
+            guard case .head(let h)? = event else {
+                Issue.record("no head: \(String(describing: event))")
+                return HTTPResponseHead(status: 0)
+            }
+            return h
+        }
+        let obsText: [UInt8] = [0x80, 0x43, 0x61, 0x66, 0xC3, 0xA9, 0xFF]
+        let a = try head(obsText)
+        #expect(a.reasonPhraseBytes == obsText)
+        #expect(a.reasonPhrase == "\u{FFFD}Caf\u{E9}\u{FFFD}")
+        let b = try head(Array("Café".utf8))
+        #expect(b.reasonPhrase == "Café" && b.reasonPhraseBytes == Array("Café".utf8))
+        let marked = Array("\u{FFFF}x".utf8)
+        let c = try head(marked)
+        #expect(c.reasonPhrase == "\u{FFFF}x" && c.reasonPhraseBytes == marked)
+        #expect(try head(bytes("OK")).reasonPhrase == "OK")
+        #expect(try head([]).reasonPhraseBytes.isEmpty)
+        // Made by hand, and set: the same round trips.
+        var d = HTTPResponseHead(status: 200, reasonPhrase: "\u{FFFF}y")
+        #expect(d.reasonPhrase == "\u{FFFF}y" && d.reasonPhraseBytes == Array("\u{FFFF}y".utf8))
+        d.reasonPhrase = "Not Found"
+        #expect(d.reasonPhraseBytes == bytes("Not Found"))
+        let e = HTTPResponseHead(status: 200, reasonPhraseBytes: obsText)
+        #expect(e.reasonPhraseBytes == obsText && e.reasonPhrase == a.reasonPhrase)
+    }
+
     @Test("a partial head consumes nothing and the parser is not idle")
     func partialHeadConsumesNothing() throws {
         var parser = HTTP1ResponseParser()
