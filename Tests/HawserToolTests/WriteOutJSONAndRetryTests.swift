@@ -136,6 +136,19 @@ struct WriteOutJSONAndRetryTests {
         #expect(String(decoding: obs.stdout, as: UTF8.self).contains(#""x-obs-text":["caf\u00e9 \u00ff\u00a0end"]"#))
         let parsed = try Self.object(obs.stdout)
         #expect(parsed["x-obs-text"] as? [String] == ["caf\u{E9} \u{FF}\u{A0}end"])
+
+        // A quote, a backslash and a tab escaped; a repeated name is one array, in order; as curl.
+        let response = "HTTP/1.1 200 OK\r\nX-Q: a\"b\\c\td\r\nX-Multi: 1\r\nx-multi: 2\r\nContent-Length: 2\r\n\r\nok"
+        let script: [ScriptedServer.Step] = [.readRequest(), .sendText(response), .waitForClose]
+        let scripted = try ScriptedServer([script, script])
+        defer { scripted.stop() }
+        let args = ["-s", "-o", t.path("o"), "-w", "%{header_json}", scripted.baseURL + "/"]
+        let quoted = try Self.object(try HawserBinary.run(["get"] + args).stdout)
+        let curlQuoted = try Self.object(try Self.curlStdout(args, t).stdout)
+        #expect(quoted["x-q"] as? [String] == ["a\"b\\c\td"])
+        #expect(quoted["x-multi"] as? [String] == ["1", "2"])
+        #expect(quoted["x-q"] as? [String] == curlQuoted["x-q"] as? [String])
+        #expect(quoted["x-multi"] as? [String] == curlQuoted["x-multi"] as? [String])
     }
 
     /// A POST that the server answers with an empty reply, then a 503, then 200; each time it reads the body.
