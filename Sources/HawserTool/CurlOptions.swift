@@ -40,6 +40,9 @@ struct CurlOptions {
     var retryDelay: Double?  // --retry-delay S
     var retryMaxTime: Double?  // --retry-max-time S
     var retryConnectionRefused = false  // --retry-connrefused
+    /// --retry-all-errors: retry every failure (an HTTP error only with -f), non-idempotent
+    /// methods included, as curl's does.
+    var retryAllErrors = false
     // Transfer
     var limitRate: Int64?  // --limit-rate
     var unixSocket: String?  // --unix-socket PATH
@@ -53,6 +56,9 @@ struct CurlOptions {
     var pinnedCertificatePaths: [String] = []  // --pinned-cert
     var allowInvalidCertificates = false  // --allow-invalid-certificates
     var validatesDomainName = true  // --no-validate-domain-name
+    /// --cn-fallback: accept a leaf that names the host only in its subject's common name (no
+    /// DNS subjectAltName), as `SecurityPolicy.allowsCommonNameFallback`.
+    var commonNameFallback = false
     var certPath: String?  // --cert FILE[:PASSWORD]
     var certType: String?  // --cert-type PEM|P12
     var keyPath: String?  // --key
@@ -129,6 +135,8 @@ struct CurlOptions {
           -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end
               --retry N              retry a transient failure N times (timeouts, 408 429 500 502 503
                                      504, a name that did not resolve); idempotent methods only
+              --retry-all-errors     with --retry: retry on any error (an HTTP status >= 400 only with
+                                     -f), and retry POST and other non-idempotent requests too
               --retry-delay S        wait S seconds between retries (default: 1, doubling to 600);
                                      0 retries at once (curl's 0 means its default)
               --retry-max-time S     no retry after S seconds
@@ -146,6 +154,8 @@ struct CurlOptions {
                                      --pinning certificate
               --allow-invalid-certificates  accept chains that do not verify (a pin must still match)
               --no-validate-domain-name     do not check that the certificate names the host
+              --cn-fallback          accept a certificate that names the host only in its subject's
+                                     common name (no DNS subjectAltName; never for an IP address)
           -E, --cert FILE[:PASS]     client certificate (PEM, or PKCS#12 with --cert-type P12)
               --cert-type PEM|P12    the type of --cert
               --key FILE             the client certificate's private key (PEM)
@@ -171,6 +181,9 @@ struct CurlOptions {
                                      %{time_redirect} %{time_total} %{num_connects} %{num_redirects}
                                      %{url_effective} %{content_type} %{remote_ip} %{remote_port}
                                      %{scheme} %{method} %{ssl_verify_result} %{errormsg} %{exitcode}
+                                     %{url} %{num_headers} %{filename_effective};
+                                     %{json}: all of these as one JSON object (curl's names and types);
+                                     %{header_json}: the last response's fields as a JSON object
           -m, --max-time SECONDS     limit the whole transfer
               --connect-timeout S    limit connecting
         Exit status (curl's): 0 ok, 1 unsupported protocol, 2 usage, 3 malformed URL, 5 proxy,
@@ -330,6 +343,7 @@ struct CurlOptions {
             case "--pinned-cert": o.pinnedCertificatePaths.append(try value(a))
             case "--allow-invalid-certificates": o.allowInvalidCertificates = true
             case "--no-validate-domain-name": o.validatesDomainName = false
+            case "--cn-fallback": o.commonNameFallback = true
             case "-E", "--cert": o.certPath = try value(a)
             case "--cert-type": o.certType = try value(a).uppercased()
             case "--key": o.keyPath = try value(a)
@@ -375,6 +389,8 @@ struct CurlOptions {
             case "--retry-delay": o.retryDelay = try seconds(a, allowZero: true)
             case "--retry-max-time": o.retryMaxTime = try seconds(a, allowZero: true)
             case "--retry-connrefused": o.retryConnectionRefused = true
+            case "--retry-all-errors": o.retryAllErrors = true
+            case "--no-retry-all-errors": o.retryAllErrors = false
             case "--limit-rate":
                 let v = try value(a)
                 guard let rate = Self.rate(v) else {

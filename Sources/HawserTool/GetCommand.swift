@@ -174,7 +174,10 @@ enum GetCommand {
                 resumingFrom: resumeFrom.flatMap { $0 > 0 ? $0 : nil }
             )
             outcome = await printer.run(session: session, request: attemptRequest)
-            guard attempt < o.retry, request.method.isIdempotent, let reason = Self.retryReason(outcome, o) else {
+            // A non-idempotent request is retried only with --retry-all-errors (the user's consent).
+            guard attempt < o.retry, request.method.isIdempotent || o.retryAllErrors,
+                let reason = Self.retryReason(outcome, o)
+            else {
                 break
             }
             let elapsed = Double(TaskMetrics.now() - start) / 1e9
@@ -191,7 +194,7 @@ enum GetCommand {
             attempt += 1
             if !o.silent {
                 OutputFile.stderr.write(
-                    "Warning: Problem : \(reason). Will retry in \(Int(wait.rounded(.up))) seconds. \(o.retry - attempt + 1) retries left.\n"
+                    "Warning: Problem \(reason). Will retry in \(Int(wait.rounded(.up))) seconds. \(o.retry - attempt + 1) retries left.\n"
                 )
             }
             if printer.bodyBytes > 0 && resumeFrom == nil && body.truncate() && !o.silent {
@@ -270,24 +273,30 @@ enum GetCommand {
                 sslVerifyResult: trustLog.lastVerifyResult,
                 connects: printer.connects,
                 errorMessage: message,
-                exitCode: code
+                exitCode: code,
+                inputURL: url.absoluteString,
+                outputFile: outputPath
             )
             OutputFile.stdout.write(WriteOut.render(w, t) { OutputFile.stderr.write("hawser: \($0)\n") })
         }
         return code == 0 ? 0 : Self.fail(o, code, message)
     }
 
-    /// Why curl would retry this outcome (its words), or nil: a timeout or a name that did not
-    /// resolve, a refused connection with --retry-connrefused, or 408, 429, 500, 502, 503, 504.
+    /// Why curl would retry this outcome (its words, as its warning prints them), or nil: a
+    /// timeout or a name that did not resolve, a refused connection with --retry-connrefused,
+    /// 408, 429, 500, 502, 503, 504; with --retry-all-errors any other error (an HTTP status
+    /// >= 400 is an error only with -f, as in curl).
     static func retryReason(_ outcome: TransferPrinter.Outcome, _ o: CurlOptions) -> String? {
+        let allErrors = o.retryAllErrors ? "(retrying all errors)" : nil
         if let e = outcome.error {
             switch e.code {
-            case .connectTimeout, .idleTimeout, .resourceTimeout, .cannotResolveHost: return "timeout"
-            case .cannotConnect where o.retryConnectionRefused: return "connection refused"
-            default: return nil
+            case .connectTimeout, .idleTimeout, .resourceTimeout, .cannotResolveHost: return ": timeout"
+            case .cannotConnect where o.retryConnectionRefused: return ": connection refused"
+            default: return allErrors
             }
         }
-        if let status = outcome.head?.status, [408, 429, 500, 502, 503, 504].contains(status) { return "HTTP error" }
+        if let status = outcome.head?.status, [408, 429, 500, 502, 503, 504].contains(status) { return ": HTTP error" }
+        if o.failOnError, let status = outcome.head?.status, status >= 400 { return allErrors }
         return nil
     }
 
@@ -597,6 +606,7 @@ enum GetCommand {
         }
         if o.allowInvalidCertificates { policy.allowInvalidCertificates = true }
         if !o.validatesDomainName { policy.validatesDomainName = false }
+        if o.commonNameFallback { policy.allowsCommonNameFallback = true }
         if o.insecure {
             policy.allowInvalidCertificates = true
             policy.validatesDomainName = false

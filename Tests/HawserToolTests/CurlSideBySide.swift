@@ -902,6 +902,7 @@ struct ToolTLSAndVerboseTests {
             "%{time_namelookup}", "%{time_appconnect}", "%{time_redirect}", "%{speed_download}",
             "%{ssl_verify_result}", "%{http_version}", "%{num_redirects}", "%{errormsg}",
             "18 partial body", "52 empty reply", "1 unsupported protocol", "90 pinned",
+            "--retry-all-errors", "--cn-fallback", "%{json}", "%{header_json}",
         ] {
             #expect(get.stderr.contains(flag), "\(flag) is not in the help")
         }
