@@ -261,7 +261,7 @@ public struct URLAuthority: Sendable, Hashable {
 
 extension URLAuthority {
     /// Percent-encodes what may not stand in a URL as it is, byte for byte: controls, space,
-    /// DEL, `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}` and every byte from 0x80 (so bytes
+    /// DEL, `"`, `<`, `>`, `\`, `^`, a backtick, `{`, `|`, `}` and every byte from 0x80 (so bytes
     /// that are not UTF-8 stay the bytes they were: `0x80` is `%80`, as curl sends it). `%`,
     /// and the reserved characters, stay as they are. For a `Location` field's bytes.
     /// Bytes of the authority (up to the first `/`, `?` or `#` after `//`) are left alone, so
