@@ -67,7 +67,12 @@ public enum IDNA {
         guard let text = String(validating: host, as: UTF8.self) else {
             return .failure(Failure("the host is not UTF-8"))
         }
-        return Self.process(text)
+        // A host of code points UTS #46 maps to nothing (U+034F, U+200B…) is no host at all.
+        let converted = Self.process(text)
+        if case .success(let name) = converted, name.isEmpty || name == "." {
+            return .failure(Failure("the host is empty once mapped (UTS #46 ignores every code point in it)"))
+        }
+        return converted
     }
 
     /// ``toASCII(_:)`` of a string's UTF-8.

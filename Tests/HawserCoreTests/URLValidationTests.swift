@@ -94,6 +94,23 @@ struct URLValidationTests {
         for (_, expected) in cases { #expect((try? IDNA.toASCII(expected).get()) == expected) }
     }
 
+    @Test("a host UTS #46 maps to nothing is no host: a bad URL, not an empty host (found by FuzzURLValidation)")
+    func hostMappedToNothing() throws {
+        for host in ["\u{34F}", "\u{200B}", "\u{AD}\u{34F}", "\u{34F}."] {
+            guard case .failure = IDNA.toASCII(host) else {
+                Issue.record("'\(host.unicodeScalars.map { String($0.value, radix: 16) })' converted to a host")
+                continue
+            }
+            guard case .failure(let e) = URLAuthority.parse("http://\(host)/") else {
+                Issue.record("http://\(host)/ was accepted")
+                continue
+            }
+            #expect(e.code == .badURL, "\(e)")
+        }
+        // Ignored code points beside real ones are simply dropped.
+        #expect(try IDNA.toASCII("a\u{34F}b.example").get() == "ab.example")
+    }
+
     @Test("Punycode: RFC 3492's samples both ways")
     func punycode() {
         let samples: [([UInt32], String)] = [
