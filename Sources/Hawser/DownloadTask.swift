@@ -241,7 +241,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
 
     /// The final head arrived (on the loop, from the task's delegate): decides whether the
     /// resume worked, opens the file, reports progress and the resume.
-    func didReceiveResponse(_ response: HTTPResponse, engine engineTask: RequestTask, channel: MonitorChannel?) {
+    func didReceiveResponse(_ response: HawserResponse, engine engineTask: RequestTask, channel: MonitorChannel?) {
         let length = response.expectedContentLength
         enum Resumed {
             case no

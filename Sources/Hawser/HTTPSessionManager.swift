@@ -421,7 +421,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         headers: HTTPHeaders? = nil,
         constructingBodyWith build: ((inout MultipartFormData) throws -> Void)?
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         let built = try self.makeMultipartRequest(
             urlString: urlString,
@@ -464,7 +464,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         return (request, (form?.isEmpty ?? true) ? nil : form)
     }
 
-    private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
+    func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
         guard let failure else { return }
         let settings = self.core.currentSettings
         (settings.completionQueue ?? self.defaultCompletionQueue).async(
@@ -508,7 +508,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         _ urlString: String,
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
-    ) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
+    ) async throws -> (value: (any Sendable)?, response: HawserResponse) {
         try await self.request(method, urlString, parameters: parameters as (any Sendable)?, headers: headers)
     }
 
@@ -519,7 +519,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         _ urlString: String,
         parameters: (any Sendable)?,
         headers: HTTPHeaders? = nil
-    ) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
+    ) async throws -> (value: (any Sendable)?, response: HawserResponse) {
         let request = try self.makeRequest(
             method: method,
             urlString: urlString,
@@ -535,7 +535,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.get, urlString, parameters: parameters, headers: headers)
     }
@@ -544,7 +544,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         _ urlString: String,
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
-    ) async throws -> HTTPResponse {
+    ) async throws -> HawserResponse {
         try await self.request(.head, urlString, parameters: parameters, headers: headers).response
     }
     /// POST, async.
@@ -553,7 +553,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.post, urlString, parameters: parameters, headers: headers)
     }
@@ -564,7 +564,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: (any Sendable)?,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.post, urlString, parameters: parameters, headers: headers)
     }
@@ -574,7 +574,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.put, urlString, parameters: parameters, headers: headers)
     }
@@ -585,7 +585,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: (any Sendable)?,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.put, urlString, parameters: parameters, headers: headers)
     }
@@ -595,7 +595,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.patch, urlString, parameters: parameters, headers: headers)
     }
@@ -606,7 +606,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: (any Sendable)?,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.patch, urlString, parameters: parameters, headers: headers)
     }
@@ -616,7 +616,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         parameters: Parameters? = nil,
         headers: HTTPHeaders? = nil
     ) async throws
-        -> (value: (any Sendable)?, response: HTTPResponse)
+        -> (value: (any Sendable)?, response: HawserResponse)
     {
         try await self.request(.delete, urlString, parameters: parameters, headers: headers)
     }

@@ -41,7 +41,7 @@ public protocol RequestRetrier: Sendable {
     func retry(
         _ task: SessionTask,
         request: HTTPClientRequest,
-        response: HTTPResponse?,
+        response: HawserResponse?,
         error: HawserError?,
         retryCount: Int
     ) async -> RetryDecision
@@ -55,7 +55,7 @@ extension RequestInterceptor {
     public func retry(
         _ task: SessionTask,
         request: HTTPClientRequest,
-        response: HTTPResponse?,
+        response: HawserResponse?,
         error: HawserError?,
         retryCount: Int
     ) async -> RetryDecision { .doNotRetry }
@@ -85,7 +85,7 @@ public struct Interceptor: RequestInterceptor {
     public func retry(
         _ task: SessionTask,
         request: HTTPClientRequest,
-        response: HTTPResponse?,
+        response: HawserResponse?,
         error: HawserError?,
         retryCount: Int
     ) async -> RetryDecision {
@@ -136,7 +136,7 @@ public struct RetryPolicy: RequestInterceptor {
     }
 
     /// The delay before retry number `retryCount + 1`.
-    public func delay(forRetry retryCount: Int, response: HTTPResponse?) -> Double {
+    public func delay(forRetry retryCount: Int, response: HawserResponse?) -> Double {
         let backoff = self.exponentialBackoffScale * pow(self.exponentialBackoffBase, Double(retryCount))
         let retryAfter = response?.headers["Retry-After"].flatMap { Double(Substring($0).trimmingOWS()) } ?? 0
         return max(backoff, min(retryAfter, 3600))
@@ -145,7 +145,7 @@ public struct RetryPolicy: RequestInterceptor {
     public func retry(
         _ task: SessionTask,
         request: HTTPClientRequest,
-        response: HTTPResponse?,
+        response: HawserResponse?,
         error: HawserError?,
         retryCount: Int
     ) async -> RetryDecision {
@@ -185,7 +185,7 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
     public let prefix: String
     /// How many times one task may be replayed after refreshes. Default 1.
     public let maximumReplays: Int
-    private let isAuthenticationFailure: @Sendable (HTTPResponse) -> Bool
+    private let isAuthenticationFailure: @Sendable (HawserResponse) -> Bool
 
     /// Creates an interceptor.
     ///
@@ -201,7 +201,7 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
         headerName: String = "Authorization",
         prefix: String = "Bearer ",
         maximumReplays: Int = 1,
-        isAuthenticationFailure: @escaping @Sendable (HTTPResponse) -> Bool = { $0.statusCode == 401 },
+        isAuthenticationFailure: @escaping @Sendable (HawserResponse) -> Bool = { $0.statusCode == 401 },
         refresh: @escaping Refresh
     ) {
         self.state = Locked(State(token: token))
@@ -229,7 +229,7 @@ public final class AuthenticationInterceptor: RequestInterceptor, @unchecked Sen
     public func retry(
         _ task: SessionTask,
         request: HTTPClientRequest,
-        response: HTTPResponse?,
+        response: HawserResponse?,
         error: HawserError?,
         retryCount: Int
     ) async -> RetryDecision {

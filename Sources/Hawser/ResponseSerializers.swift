@@ -37,7 +37,7 @@ extension HTTPResponseValidating {
     /// - A status outside ``acceptableStatusCodes`` is a `.unacceptableStatusCode` (-1011)
     ///   error, with the content-type error (if any) as its ``SerializationError/underlying``.
     /// - Both carry the response's URL, the response and the data. A nil response is valid.
-    public func validate(response: HTTPResponse?, data: [UInt8]?) throws {
+    public func validate(response: HawserResponse?, data: [UInt8]?) throws {
         guard let response else { return }
         var error: SerializationError?
         let bodyIsEmpty = data?.isEmpty ?? true
@@ -70,7 +70,7 @@ extension HTTPResponseValidating {
     /// Runs ``validate(response:data:)`` the way AF's decoding serializers do: a content-type
     /// failure ends serialization (thrown); a status-code failure is returned so the body can
     /// still be parsed and the failure chained under a parse error.
-    package func validationFailure(response: HTTPResponse?, data: [UInt8]?) throws -> SerializationError? {
+    package func validationFailure(response: HawserResponse?, data: [UInt8]?) throws -> SerializationError? {
         do {
             try self.validate(response: response, data: data)
             return nil
@@ -131,7 +131,7 @@ public struct HTTPResponseSerializer: HTTPResponseValidating {
         self.acceptableContentTypes = acceptableContentTypes
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         try self.validate(response: response, data: data)
         return data
     }
@@ -176,12 +176,12 @@ public struct JSONResponseSerializer: HTTPResponseValidating {
         self.removesKeysWithNullValues = removesKeysWithNullValues
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         try self.json(for: response, data: data)
     }
 
     /// ``responseObject(for:data:)`` with its static type.
-    public func json(for response: HTTPResponse?, data: [UInt8]?) throws -> JSONValue? {
+    public func json(for response: HawserResponse?, data: [UInt8]?) throws -> JSONValue? {
         let statusFailure = try self.validationFailure(response: response, data: data)
         guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
@@ -236,12 +236,12 @@ public struct DecodableResponseSerializer<T: Decodable & Sendable>: HTTPResponse
         self.decode = decode
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         try self.value(for: response, data: data)
     }
 
     /// ``responseObject(for:data:)`` with its static type.
-    public func value(for response: HTTPResponse?, data: [UInt8]?) throws -> T? {
+    public func value(for response: HawserResponse?, data: [UInt8]?) throws -> T? {
         let statusFailure = try self.validationFailure(response: response, data: data)
         guard let data, !isEmptyJSONBody(data) else {
             if let statusFailure { throw statusFailure }
@@ -281,7 +281,7 @@ public struct CompoundResponseSerializer: HTTPResponseValidating {
         self.responseSerializers = responseSerializers
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         var errors: [any Error & Sendable] = []
         for serializer in self.responseSerializers {
             do {
@@ -305,7 +305,7 @@ public struct CompoundResponseSerializer: HTTPResponseValidating {
 package func parseError(
     _ what: String,
     _ error: any Error,
-    response: HTTPResponse?,
+    response: HawserResponse?,
     data: [UInt8]
 ) -> SerializationError {
     SerializationError(

@@ -16,7 +16,10 @@ import Foundation
 public typealias Parameters = [String: any Sendable]
 
 /// The NSHTTPURLResponse role: what a serializer and a completion handler see of a response.
-public struct HTTPResponse: Sendable {
+///
+/// Named so that it never meets swift-http-types' `HTTPResponse`: a program that imports both
+/// `Hawser` and `HTTPTypes` writes either name without qualification.
+public struct HawserResponse: Sendable {
     /// The URL the response came from (after redirects).
     public var url: URL
     /// The status code of the final response (100–999).
@@ -91,6 +94,17 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+/// The name ``HawserResponse`` had in 0.1, kept through 0.2 for code written against it.
+///
+/// In the Swift 5 language mode it is a deprecated alias: code that uses it builds with a warning
+/// and a fix-it. In the Swift 6 language mode it is unavailable, with the same fix-it: an alias
+/// there would make `HTTPResponse` ambiguous for every program that also imports swift-http-types,
+/// the clash the rename removes (Swift leaves an unavailable declaration out of name lookup, so
+/// `HTTPTypes.HTTPResponse` is then the only one). It is removed in 0.3.
+@available(*, deprecated, renamed: "HawserResponse")
+@available(swift, obsoleted: 6.0, renamed: "HawserResponse")
+public typealias HTTPResponse = HawserResponse
+
 /// AFURLRequestSerialization: turns a request and parameters into the request to send.
 public protocol RequestSerialization: Sendable {
     /// Returns `request` with `parameters` encoded into it (query or body), plus the
@@ -127,5 +141,5 @@ extension RequestSerialization {
 public protocol ResponseSerialization: Sendable {
     /// Validates `response` and decodes `data` into the response object (AFNetworking's
     /// `responseObjectForResponse:data:error:`). Throws a ``SerializationError`` on failure.
-    func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)?
+    func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)?
 }

@@ -77,7 +77,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible, Loca
     /// The URL of the failing request or response (`NSURLErrorFailingURLErrorKey`).
     public var url: URL?
     /// The response that failed validation (`AFNetworkingOperationFailingURLResponseErrorKey`).
-    public var response: HTTPResponse?
+    public var response: HawserResponse?
     /// The body of that response (`AFNetworkingOperationFailingURLResponseDataErrorKey`).
     public var data: [UInt8]?
     /// The error this one was chained onto (`NSUnderlyingErrorKey`): a content-type failure
@@ -94,7 +94,7 @@ public struct SerializationError: Error, Sendable, CustomStringConvertible, Loca
         _ code: Code,
         _ message: String,
         url: URL? = nil,
-        response: HTTPResponse? = nil,
+        response: HawserResponse? = nil,
         data: [UInt8]? = nil,
         underlying: (any Error & Sendable)? = nil,
         cause: (any Error & Sendable)? = nil

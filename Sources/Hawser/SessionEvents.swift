@@ -84,7 +84,7 @@ public protocol EventMonitor: Sendable {
     /// The retrier decided to send the task again after `delay` seconds.
     func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?)
     /// The final response head arrived.
-    func task(_ task: SessionTask, didReceive response: HTTPResponse)
+    func task(_ task: SessionTask, didReceive response: HawserResponse)
     /// Body bytes of a data task arrived (URLSession:dataTask:didReceiveData:). `bytes` is valid
     /// only during the call.
     func dataTask(_ task: DataTask, didReceive bytes: UnsafeRawBufferPointer)
@@ -131,7 +131,7 @@ extension EventMonitor {
     public func taskIsWaitingForConnectivity(_ task: SessionTask) {}
     public func task(_ task: SessionTask, didAdapt request: HTTPClientRequest, to adapted: HTTPClientRequest) {}
     public func task(_ task: SessionTask, willRetryAfter delay: Double, error: HawserError?) {}
-    public func task(_ task: SessionTask, didReceive response: HTTPResponse) {}
+    public func task(_ task: SessionTask, didReceive response: HawserResponse) {}
     public func dataTask(_ task: DataTask, didReceive bytes: UnsafeRawBufferPointer) {}
     public func task(
         _ task: SessionTask,

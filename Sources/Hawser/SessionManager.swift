@@ -32,16 +32,16 @@ struct ManagerHooks {
     var sessionDidReceiveAuthenticationChallenge: (@Sendable (AuthenticationChallenge) -> ChallengeDisposition)?
     var taskNeedNewBodyStream: (@Sendable (SessionTask) -> RequestBody?)?
     var taskWillPerformHTTPRedirection:
-        (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
+        (@Sendable (SessionTask, HawserResponse, HTTPClientRequest) -> HTTPClientRequest?)?
     var taskDidReceiveAuthenticationChallenge:
         (@Sendable (SessionTask, AuthenticationChallenge) -> ChallengeDisposition)?
     var taskDidSendBodyData: (@Sendable (SessionTask, Int64, Int64, Int64) -> Void)?
     var taskDidComplete: (@Sendable (SessionTask, (any Error)?) -> Void)?
     var taskDidFinishCollectingMetrics: (@Sendable (SessionTask, TaskMetrics) -> Void)?
-    var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)?
+    var dataTaskDidReceiveResponse: (@Sendable (DataTask, HawserResponse) -> ResponseDisposition)?
     var dataTaskDidBecomeDownloadTask: (@Sendable (DataTask, DownloadTask) -> Void)?
     var dataTaskDidReceiveData: (@Sendable (DataTask, Data) -> Void)?
-    var dataTaskWillCacheResponse: (@Sendable (DataTask, HTTPResponse) -> Bool)?
+    var dataTaskWillCacheResponse: (@Sendable (DataTask, HawserResponse) -> Bool)?
     var downloadTaskDidFinishDownloading: (@Sendable (DownloadTask, URL) -> URL?)?
     var downloadTaskDidWriteData: (@Sendable (DownloadTask, Int64, Int64, Int64) -> Void)?
     var downloadTaskDidResume: (@Sendable (DownloadTask, Int64, Int64) -> Void)?
@@ -409,7 +409,7 @@ public class SessionManager: @unchecked Sendable {
         with request: HTTPClientRequest,
         uploadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
         downloadProgress: (@Sendable (TransferProgress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+        completionHandler: (@Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void)?
     ) -> DataTask {
         self.makeDataTask(
             request,
@@ -420,7 +420,7 @@ public class SessionManager: @unchecked Sendable {
     }
 
     static func completion(
-        _ handler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+        _ handler: (@Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void)?
     ) -> TaskDelegate.Completion {
         guard let handler else { return .none }
         return .handler { _, response, object, error in handler(response, object, error) }
@@ -430,10 +430,17 @@ public class SessionManager: @unchecked Sendable {
         _ request: HTTPClientRequest,
         completion: TaskDelegate.Completion,
         upload: (@Sendable (TransferProgress) -> Void)? = nil,
-        download: (@Sendable (TransferProgress) -> Void)? = nil
+        download: (@Sendable (TransferProgress) -> Void)? = nil,
+        responseSerializer: (any ResponseSerialization)? = nil
     ) -> DataTask {
         let task = DataTask(identifier: self.core.nextIdentifier(), request: request, core: self.core)
-        return self.register(task, completion: completion, upload: upload, download: download)
+        return self.register(
+            task,
+            completion: completion,
+            upload: upload,
+            download: download,
+            responseSerializer: responseSerializer
+        )
     }
 
     /// Creates an upload task sending `bodyData` (suspended).
@@ -441,7 +448,7 @@ public class SessionManager: @unchecked Sendable {
         with request: HTTPClientRequest,
         from bodyData: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+        completionHandler: (@Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void)?
     ) -> UploadTask {
         var r = request
         r.body = .bytes(Array(bodyData))
@@ -459,8 +466,20 @@ public class SessionManager: @unchecked Sendable {
         with request: HTTPClientRequest,
         fromFile fileURL: URL,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+        completionHandler: (@Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void)?
     ) -> UploadTask {
+        let (r, preflight) = Self.fileUpload(request, fileURL)
+        return self.makeUpload(
+            r,
+            preflightError: preflight,
+            progress: progress,
+            completion: Self.completion(completionHandler)
+        )
+    }
+
+    /// `request` with the file at `fileURL` as a streamed body, or the error that fails the task
+    /// when it is resumed (a file that cannot be opened, or is not a regular file).
+    static func fileUpload(_ request: HTTPClientRequest, _ fileURL: URL) -> (HTTPClientRequest, (any Error)?) {
         var r = request
         var preflight: (any Error)? = nil
         let path = fileURL.path
@@ -479,12 +498,7 @@ public class SessionManager: @unchecked Sendable {
                 try await FileStreamer.stream(path: path, length: length, to: writer)
             }
         }
-        return self.makeUpload(
-            r,
-            preflightError: preflight,
-            progress: progress,
-            completion: Self.completion(completionHandler)
-        )
+        return (r, preflight)
     }
 
     /// Creates an upload task whose request carries its own body — typically a
@@ -493,7 +507,7 @@ public class SessionManager: @unchecked Sendable {
     public func uploadTask(
         withStreamedRequest request: HTTPClientRequest,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void)?
+        completionHandler: (@Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void)?
     ) -> UploadTask {
         self.makeUpload(
             request,
@@ -520,8 +534,8 @@ public class SessionManager: @unchecked Sendable {
     public func downloadTask(
         with request: HTTPClientRequest,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+        destination: (@Sendable (URL, HawserResponse?) -> URL)? = nil,
+        completionHandler: (@Sendable (HawserResponse?, URL?, (any Error)?) -> Void)?
     ) -> DownloadTask {
         let task = DownloadTask(
             identifier: self.core.nextIdentifier(),
@@ -545,8 +559,8 @@ public class SessionManager: @unchecked Sendable {
     public func downloadTask(
         withResumeData resumeData: Data,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
-        completionHandler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+        destination: (@Sendable (URL, HawserResponse?) -> URL)? = nil,
+        completionHandler: (@Sendable (HawserResponse?, URL?, (any Error)?) -> Void)?
     ) -> DownloadTask {
         var preflight: (any Error)? = nil
         var resume: DownloadResumeData? = nil
@@ -582,7 +596,7 @@ public class SessionManager: @unchecked Sendable {
     }
 
     static func downloadCompletion(
-        _ handler: (@Sendable (HTTPResponse?, URL?, (any Error)?) -> Void)?
+        _ handler: (@Sendable (HawserResponse?, URL?, (any Error)?) -> Void)?
     ) -> TaskDelegate.Completion {
         guard let handler else { return .none }
         return .handler { _, response, object, error in handler(response, object as? URL, error) }
@@ -592,11 +606,18 @@ public class SessionManager: @unchecked Sendable {
     func register<T: SessionTask>(
         _ task: T,
         completion: TaskDelegate.Completion,
-        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil,
+        destination: (@Sendable (URL, HawserResponse?) -> URL)? = nil,
         upload: (@Sendable (TransferProgress) -> Void)?,
-        download: (@Sendable (TransferProgress) -> Void)?
+        download: (@Sendable (TransferProgress) -> Void)?,
+        responseSerializer: (any ResponseSerialization)? = nil
     ) -> T {
-        let delegate = TaskDelegate(owner: task, core: self.core, completion: completion, destination: destination)
+        let delegate = TaskDelegate(
+            owner: task,
+            core: self.core,
+            completion: completion,
+            destination: destination,
+            responseSerializer: responseSerializer
+        )
         task.locked.withLock { $0.delegate = delegate }
         if let upload { task.uploadProgress.addObserver(upload) }
         if let download { task.downloadProgress.addObserver(download) }
@@ -612,7 +633,7 @@ public class SessionManager: @unchecked Sendable {
         delegate: TaskDelegate,
         engine: RequestTask,
         attempt: Int,
-        response: HTTPResponse
+        response: HawserResponse
     ) -> DownloadTask {
         let download = DownloadTask(
             identifier: self.core.nextIdentifier(),
@@ -742,7 +763,7 @@ public class SessionManager: @unchecked Sendable {
     /// would send, return that request, a changed one, or nil to stop: then the 3xx response is
     /// the task's response. Called on the event loop: be quick.
     public var taskWillPerformHTTPRedirection:
-        (@Sendable (SessionTask, HTTPResponse, HTTPClientRequest) -> HTTPClientRequest?)?
+        (@Sendable (SessionTask, HawserResponse, HTTPClientRequest) -> HTTPClientRequest?)?
     {
         get { self.hooks.withLock { $0.taskWillPerformHTTPRedirection } }
         set { self.hooks.withLock { $0.taskWillPerformHTTPRedirection = newValue } }
@@ -785,7 +806,7 @@ public class SessionManager: @unchecked Sendable {
         }
     }
     /// A data task's response head arrived: allow, cancel, or become a download.
-    public var dataTaskDidReceiveResponse: (@Sendable (DataTask, HTTPResponse) -> ResponseDisposition)? {
+    public var dataTaskDidReceiveResponse: (@Sendable (DataTask, HawserResponse) -> ResponseDisposition)? {
         get { self.hooks.withLock { $0.dataTaskDidReceiveResponse } }
         set {
             self.hooks.withLock { $0.dataTaskDidReceiveResponse = newValue }
@@ -811,7 +832,7 @@ public class SessionManager: @unchecked Sendable {
     /// Whether a response may be stored in the session's HTTP cache
     /// (URLSession:dataTask:willCacheResponse:; false = do not store). Called only when the
     /// configuration has a `urlCache` and the response is storable.
-    public var dataTaskWillCacheResponse: (@Sendable (DataTask, HTTPResponse) -> Bool)? {
+    public var dataTaskWillCacheResponse: (@Sendable (DataTask, HawserResponse) -> Bool)? {
         get { self.hooks.withLock { $0.dataTaskWillCacheResponse } }
         set { self.hooks.withLock { $0.dataTaskWillCacheResponse = newValue } }
     }
@@ -849,26 +870,16 @@ public class SessionManager: @unchecked Sendable {
     /// task ends (off the event loop), and ``completionQueue`` and ``completionGroup`` are not
     /// used, since there is no handler to call. The didFinish event is sent before this returns.
     /// The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
-    public func data(for request: HTTPClientRequest) async throws -> (value: (any Sendable)?, response: HTTPResponse) {
-        let task = self.makeDataTask(request, completion: .awaiting)
-        return try await Self.outcome(of: task).value()
-    }
-
-    /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
-    public func download(
+    ///
+    /// `responseSerializer`, when given, validates and decodes this response instead of the
+    /// manager's ``responseSerializer``, which stays as it is: concurrent calls with different
+    /// serializers share nothing.
+    public func data(
         for request: HTTPClientRequest,
-        to destination: @escaping @Sendable (URL, HTTPResponse?) -> URL
-    ) async throws -> (url: URL, response: HTTPResponse) {
-        let task = DownloadTask(
-            identifier: self.core.nextIdentifier(),
-            request: request,
-            core: self.core,
-            resumeFrom: nil
-        )
-        _ = self.register(task, completion: .awaiting, destination: destination, upload: nil, download: nil)
-        let (value, response) = try await Self.outcome(of: task).value()
-        guard let url = value as? URL else { throw SessionManagerError.noRequest }
-        return (url, response)
+        responseSerializer: (any ResponseSerialization)? = nil
+    ) async throws -> (value: (any Sendable)?, response: HawserResponse) {
+        let task = self.makeDataTask(request, completion: .awaiting, responseSerializer: responseSerializer)
+        return try await Self.outcome(of: task).value()
     }
 
     /// Resumes a task made with the `.awaiting` completion and waits for its outcome. Cancelling

@@ -46,7 +46,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var lifecycle = TaskLifecycle<RequestTask>()
         var taskDescription: String?
         var currentRequest: HTTPClientRequest?
-        var response: HTTPResponse?
+        var response: HawserResponse?
         var error: (any Error)?
         var expectedToSend: Int64
         var expectedToReceive: Int64 = -1
@@ -115,7 +115,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// the last redirect followed (NSURLSessionTask.currentRequest).
     public var currentRequest: HTTPClientRequest? { self.locked.withLock { $0.currentRequest } }
     /// The final response head, once it arrived.
-    public var response: HTTPResponse? { self.locked.withLock { $0.response } }
+    public var response: HawserResponse? { self.locked.withLock { $0.response } }
     /// The task's state.
     public var state: SessionTaskState { self.locked.withLock { $0.lifecycle.state } }
     /// Why the task failed, once it completed (nil on success).
@@ -192,7 +192,11 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         p.cancellationHandler = { [weak self] in self?.cancel() }
         p.pausingHandler = { [weak self] in self?.suspend() }
         p.resumingHandler = { [weak self] in self?.resume() }
-        if self.locked.withLock({ $0.lifecycle.isCompleted && $0.error == nil }) { p.markFinished() }
+        switch self.locked.withLock({ ($0.lifecycle.isCompleted, $0.error == nil) }) {
+        case (true, true): p.markFinished()
+        case (true, false): p.markEnded()
+        case (false, _): break
+        }
     }
 
     // MARK: - Control
@@ -540,6 +544,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         if finalError == nil {
             self.existingUploadProgress?.markFinished()
             self.existingDownloadProgress?.markFinished()
+        } else {
+            self.existingUploadProgress?.markEnded()
+            self.existingDownloadProgress?.markEnded()
         }
         delegate?.finish(self, error: finalError, metrics: metrics)
         if invalidationDone { core.finishInvalidation() }

@@ -19,7 +19,7 @@ let defaultCompletionGroup = DispatchGroup()
 
 /// The completion every task kind reduces to: the task it was created for, the response, the
 /// serialized object (a file URL for downloads), the error.
-typealias TaskCompletion = @Sendable (SessionTask, HTTPResponse?, (any Sendable)?, (any Error)?) -> Void
+typealias TaskCompletion = @Sendable (SessionTask, HawserResponse?, (any Sendable)?, (any Error)?) -> Void
 
 /// One per task. Created with the task, it captures the manager's settings of that moment (the
 /// response serializer, the completion queue and group, the body limit), as AFNetworking's
@@ -49,14 +49,14 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// The task the delegate was made for; its completion handler gets this task.
     let owner: SessionTask
     let core: ManagerCore
-    /// The manager's settings when the task was made: its response serializer, completion queue
-    /// and group.
+    /// The manager's settings when the task was made: its response serializer (or the one given
+    /// for this request), completion queue and group.
     let settings: ManagerSettings
     let completionQueue: DispatchQueue
     let completionGroup: DispatchGroup
     let completion: Completion
     /// A download's destination (the `destination` block of `downloadTask(with:…)`).
-    let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
+    let destination: (@Sendable (URL, HawserResponse?) -> URL)?
     /// The most a data task buffers (the configuration's `maximumBufferedBodySize`).
     let bodyLimit: Int
     private let awaitSlot = Mutex(AwaitSlot.empty)
@@ -74,13 +74,14 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     private var body: [UInt8] = []
     private var expectedToReceive: Int64 = -1
     /// The final response head of the current attempt (also in the task's state, for readers).
-    private var response: HTTPResponse?
+    private var response: HawserResponse?
 
     init(
         owner: SessionTask,
         core: ManagerCore,
         completion: Completion,
-        destination: (@Sendable (URL, HTTPResponse?) -> URL)? = nil
+        destination: (@Sendable (URL, HawserResponse?) -> URL)? = nil,
+        responseSerializer: (any ResponseSerialization)? = nil
     ) {
         self.owner = owner
         self.core = core
@@ -88,7 +89,9 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         self.download = owner as? DownloadTask
         self.completion = completion
         self.destination = destination
-        let settings = core.currentSettings
+        var settings = core.currentSettings
+        // A serializer given for this request replaces the manager's in this task's copy only.
+        if let responseSerializer { settings = settings.with { $0.responseSerializer = responseSerializer } }
         self.settings = settings
         self.completionQueue = settings.completionQueue ?? core.defaultCompletionQueue
         self.completionGroup = settings.completionGroup ?? defaultCompletionGroup
@@ -105,7 +108,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 
     func task(_ engine: RequestTask, didReceiveHead head: HTTPResponseHead) {
         let task = self.task
-        let response = HTTPResponse(
+        let response = HawserResponse(
             url: engine.request.url,
             statusCode: head.status,
             headers: head.headers,
@@ -269,7 +272,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         var chosen: HTTPClientRequest? = newRequest
         if let block = self.core.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
             // `engine.request` is still the request that was redirected.
-            let redirect = HTTPResponse(
+            let redirect = HawserResponse(
                 url: engine.request.url,
                 statusCode: response.status,
                 headers: response.headers,
@@ -293,7 +296,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             completion(proposed)
             return
         }
-        let response = HTTPResponse(
+        let response = HawserResponse(
             url: engine.request.url,
             statusCode: proposed.head.status,
             headers: proposed.head.headers,
@@ -387,14 +390,14 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
 /// the manager alive until then.
 struct TaskOutcome: @unchecked Sendable {
     let task: SessionTask
-    let response: HTTPResponse?
+    let response: HawserResponse?
     let data: [UInt8]
     let download: DownloadTask?
     let settings: ManagerSettings
     /// The task's own error (nil on success); the serializer's error comes from ``complete()``.
     let error: (any Error)?
     let metrics: TaskMetrics?
-    let destination: (@Sendable (URL, HTTPResponse?) -> URL)?
+    let destination: (@Sendable (URL, HawserResponse?) -> URL)?
     let core: ManagerCore
     /// Keeps the manager of a task that was in flight until the handler and the event have run.
     let pin: SessionManager?
@@ -445,7 +448,7 @@ struct TaskOutcome: @unchecked Sendable {
 
     /// The async forms' end, in the awaiting task: serializes, announces, and returns the object
     /// and the response or throws the task's or the serializer's error.
-    func value() throws -> (value: (any Sendable)?, response: HTTPResponse) {
+    func value() throws -> (value: (any Sendable)?, response: HawserResponse) {
         let (object, failure) = self.complete()
         self.announce(object: object, error: failure)
         if let failure { throw failure }

@@ -21,6 +21,8 @@ public final class TransferProgress: Sendable, CustomStringConvertible {
         var total: Int64 = -1
         var completed: Int64 = 0
         var finished = false
+        /// The task ended, successfully or not (``updates`` finishes then).
+        var ended = false
         var cancelled = false
         var paused = false
         var isCancellable = true
@@ -140,6 +142,82 @@ public final class TransferProgress: Sendable, CustomStringConvertible {
         _ = self.state.withLock { $0.observers.removeValue(forKey: token) }
     }
 
+    /// One reading of a progress: what ``updates`` delivers.
+    public struct Update: Sendable, Hashable, CustomStringConvertible {
+        /// Units done (``TransferProgress/completedUnitCount``).
+        public var completedUnitCount: Int64
+        /// Units expected, -1 while unknown (``TransferProgress/totalUnitCount``).
+        public var totalUnitCount: Int64
+        /// Done out of expected, in 0…1 (``TransferProgress/fractionCompleted``).
+        public var fractionCompleted: Double
+        /// True in the last update of a transfer that ended successfully.
+        public var isFinished: Bool
+        /// True in the last update: the task ended, successfully or not.
+        public var isLast: Bool
+
+        /// Creates an update; each parameter sets the property of the same name.
+        public init(
+            completedUnitCount: Int64,
+            totalUnitCount: Int64,
+            fractionCompleted: Double,
+            isFinished: Bool,
+            isLast: Bool
+        ) {
+            self.completedUnitCount = completedUnitCount
+            self.totalUnitCount = totalUnitCount
+            self.fractionCompleted = fractionCompleted
+            self.isFinished = isFinished
+            self.isLast = isLast
+        }
+
+        public var description: String {
+            "\(self.completedUnitCount)/\(self.totalUnitCount)\(self.isFinished ? ", finished" : self.isLast ? ", ended" : "")"
+        }
+    }
+
+    /// The progress as it is now.
+    public var current: Update {
+        self.state.withLock { s in
+            let fraction: Double =
+                s.finished ? 1 : s.total > 0 ? min(1, max(0, Double(s.completed) / Double(s.total))) : 0
+            return Update(
+                completedUnitCount: s.completed,
+                totalUnitCount: s.total,
+                fractionCompleted: fraction,
+                isFinished: s.finished,
+                isLast: s.ended
+            )
+        }
+    }
+
+    /// The changes of this progress as an `AsyncSequence`: the current state first, then each
+    /// change, ending after the update whose ``Update/isLast`` is true (the task succeeded,
+    /// failed or was cancelled). A slow reader gets the newest update, never a backlog: updates
+    /// it had no time for are skipped, the last one never is. Each iteration observes the
+    /// progress on its own; ending the iteration early stops the observation.
+    ///
+    /// ```swift
+    /// let task = manager.downloadTask(with: request, destination: { _, _ in target }, completionHandler: nil)
+    /// let progress = manager.downloadProgress(for: task)!
+    /// task.resume()
+    /// for await update in progress.updates {
+    ///     print("\(Int(update.fractionCompleted * 100)) %")
+    /// }
+    /// ```
+    public var updates: AsyncStream<Update> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let token = self.addObserver { progress in
+                let update = progress.current
+                continuation.yield(update)
+                if update.isLast { continuation.finish() }
+            }
+            continuation.onTermination = { _ in self.removeObserver(token) }
+            let now = self.current
+            continuation.yield(now)
+            if now.isLast { continuation.finish() }
+        }
+    }
+
     public var description: String {
         let s = self.state.withLock { $0 }
         return "TransferProgress(\(s.completed)/\(s.total)\(s.finished ? ", finished" : ""))"
@@ -161,7 +239,14 @@ public final class TransferProgress: Sendable, CustomStringConvertible {
             if s.total < 0 || s.total < s.completed { s.total = s.completed }
             s.completed = max(s.completed, s.total)
             s.finished = true
+            s.ended = true
         }
+    }
+
+    /// The task ended without success (failed or cancelled): the counts stay as they were, and
+    /// ``updates`` finishes.
+    func markEnded() {
+        self.update { $0.ended = true }
     }
 
     /// Back to the start (a retry, a download restarted from zero).
@@ -170,6 +255,7 @@ public final class TransferProgress: Sendable, CustomStringConvertible {
             s.completed = 0
             s.total = total
             s.finished = false
+            s.ended = false
         }
     }
 

@@ -10,8 +10,7 @@ extension HawserError: CustomNSError {
     /// `NSURLErrorDomain`, as NSURLSession's errors.
     public static var errorDomain: String { NSURLErrorDomain }
 
-    /// The `NSURLErrorDomain` code (`HawserError/urlErrorCode`): -1001, -1202 …
-    public var errorCode: Int { self.urlErrorCode }
+    // `errorCode` (the `NSURLErrorDomain` code: -1001, -1202 …) is `HawserFailure`'s, in Hawser.
 
     /// `NSURLErrorFailingURLPeerTrustErrorKey`: under it, a -1202 error's user info holds the
     /// server's trust (a `ServerTrust`: the host checked and the chain presented), where
@@ -37,7 +36,7 @@ extension HawserError: CustomNSError {
 extension SessionManagerError: CustomNSError {
     /// `NSURLErrorDomain`, with the code Foundation would report (`SessionManagerError/urlErrorCode`).
     public static var errorDomain: String { NSURLErrorDomain }
-    public var errorCode: Int { self.urlErrorCode }
+    // `errorCode` is `HawserFailure`'s, in Hawser.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: self.description]
         switch self {
@@ -58,7 +57,7 @@ extension SerializationError {
 
     /// The error as AFNetworking's NSError: its domain and code (`domain`, `errorCode`) and
     /// its user info — the description, the failure reason where AF gives one, the failing URL,
-    /// the response (an `HTTPResponse`) and its data under AF's keys, the underlying error.
+    /// the response (an `HawserResponse`) and its data under AF's keys, the underlying error.
     /// (`error as NSError` gives the domain, code and description; this adds the rest.)
     public var nsError: NSError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: self.message]

@@ -116,7 +116,7 @@ public struct PropertyListResponseSerializer: HTTPResponseValidating {
         self.readOptions = readOptions
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         let statusFailure = try self.validationFailure(response: response, data: data)
         guard let data else {
             if let statusFailure { throw statusFailure }

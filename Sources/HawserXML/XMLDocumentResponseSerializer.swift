@@ -38,12 +38,12 @@ public struct XMLDocumentResponseSerializer: HTTPResponseValidating {
         self.options = options
     }
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         try self.document(for: response, data: data)
     }
 
     /// ``responseObject(for:data:)`` with its static type: the document, or nil without a body.
-    public func document(for response: HTTPResponse?, data: [UInt8]?) throws -> XMLDocumentResponse? {
+    public func document(for response: HawserResponse?, data: [UInt8]?) throws -> XMLDocumentResponse? {
         var statusFailure: SerializationError?
         do {
             try self.validate(response: response, data: data)

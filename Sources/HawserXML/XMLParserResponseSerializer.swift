@@ -54,12 +54,12 @@ public struct XMLParserResponseSerializer: HTTPResponseValidating {
     /// without namespace processing, dropping whitespace-only text.
     public init() {}
 
-    public func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    public func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         try self.document(for: response, data: data)
     }
 
     /// ``responseObject(for:data:)`` with its static type: the root element, or nil without a body.
-    public func document(for response: HTTPResponse?, data: [UInt8]?) throws -> XMLElementNode? {
+    public func document(for response: HawserResponse?, data: [UInt8]?) throws -> XMLElementNode? {
         var statusFailure: SerializationError?
         do {
             try self.validate(response: response, data: data)

@@ -143,7 +143,7 @@ private func encoded<T: Encodable>(_ value: T) throws -> String {
 private struct TaggedSerializer: CodableResponseSerialization {
     static var codingName: String { "test.tagged" }
     var tag: String
-    func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? { self.tag }
+    func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? { self.tag }
 }
 
 @Suite struct CodingAndCopyingTests {
@@ -433,7 +433,7 @@ private struct TaggedSerializer: CodableResponseSerialization {
 
     @Test("serialization and manager errors keep AF's domains and numbers as NSErrors")
     func otherErrors() throws {
-        let response = HTTPResponse(
+        let response = HawserResponse(
             url: URL(string: "http://example.com/x")!,
             statusCode: 404,
             headers: ["Content-Type": "text/plain"]

@@ -253,7 +253,7 @@ extension ManagerNetworkTests {
         /// download opens its file).
         struct HeadMonitor: EventMonitor {
             let head: Expectation
-            func task(_ task: SessionTask, didReceive response: HTTPResponse) { self.head.fulfill() }
+            func task(_ task: SessionTask, didReceive response: HawserResponse) { self.head.fulfill() }
         }
 
         @Test(
@@ -412,7 +412,7 @@ extension ManagerNetworkTests {
             let before = peakRSSKiB()
 
             let up = Expectation()
-            let upResult = Box<(HTTPResponse?, (any Error)?)>((nil, nil))
+            let upResult = Box<(HawserResponse?, (any Error)?)>((nil, nil))
             let uploadTask = manager.uploadTask(
                 with: request(server, "/sink", method: .put),
                 fromFile: file,

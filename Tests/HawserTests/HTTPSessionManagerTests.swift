@@ -106,12 +106,12 @@ func makeHTTPManager(_ server: TestServer?) -> HTTPSessionManager {
             await p.retry(task, request: post, response: nil, error: lost, retryCount: 0) == .doNotRetry,
             "POST is not idempotent"
         )
-        let busy = HTTPResponse(url: get.url, statusCode: 503, headers: ["Retry-After": "7"])
+        let busy = HawserResponse(url: get.url, statusCode: 503, headers: ["Retry-After": "7"])
         #expect(
             await p.retry(task, request: get, response: busy, error: nil, retryCount: 0) == .retryWithDelay(7),
             "Retry-After wins when longer"
         )
-        let notFound = HTTPResponse(url: get.url, statusCode: 404, headers: [:])
+        let notFound = HawserResponse(url: get.url, statusCode: 404, headers: [:])
         #expect(await p.retry(task, request: get, response: notFound, error: nil, retryCount: 0) == .doNotRetry)
         #expect(
             await p.retry(task, request: get, response: nil, error: HawserError(.cancelled, "x"), retryCount: 0)
@@ -128,7 +128,7 @@ extension ManagerNetworkTests {
             defer { server.shutdown() }
             let m = makeHTTPManager(server)
             let done = Expectation()
-            let seen = Box<HTTPResponse?>(nil)
+            let seen = Box<HawserResponse?>(nil)
             let params: Parameters = ["a": 1, "b": "x"]
             let headers: HTTPHeaders = ["X-Default": "per-request", "X-Extra": "1"]
             let success: @Sendable (DataTask, (any Sendable)?) -> Void = { task, _ in

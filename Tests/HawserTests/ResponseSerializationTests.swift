@@ -7,10 +7,10 @@ import Testing
 
 private let responseURL = URL(string: "http://example.com/resource")!
 
-private func response(_ status: Int = 200, _ contentType: String? = "application/json") -> HTTPResponse {
+private func response(_ status: Int = 200, _ contentType: String? = "application/json") -> HawserResponse {
     var headers = HTTPHeaders()
     if let contentType { headers.add(name: "Content-Type", value: contentType) }
-    return HTTPResponse(url: responseURL, statusCode: status, headers: headers)
+    return HawserResponse(url: responseURL, statusCode: status, headers: headers)
 }
 
 private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }

@@ -109,7 +109,7 @@ extension ManagerNetworkTests {
                 return r
             }()
             let tasks:
-                [(String, (@escaping @Sendable (HTTPResponse?, (any Sendable)?, (any Error)?) -> Void) -> UploadTask)] =
+                [(String, (@escaping @Sendable (HawserResponse?, (any Sendable)?, (any Error)?) -> Void) -> UploadTask)] =
                     [
                         ("data", { manager.uploadTask(with: post, from: body, completionHandler: $0) }),
                         ("file", { manager.uploadTask(with: post, fromFile: file, completionHandler: $0) }),
@@ -391,7 +391,7 @@ extension ManagerNetworkTests {
                 let log = Box<[String]>([])
                 func taskDidCreate(_ task: SessionTask) { self.log.mutate { $0.append("create") } }
                 func taskDidResume(_ task: SessionTask) { self.log.mutate { $0.append("resume") } }
-                func task(_ task: SessionTask, didReceive response: HTTPResponse) {
+                func task(_ task: SessionTask, didReceive response: HawserResponse) {
                     self.log.mutate { $0.append("response \(response.statusCode)") }
                 }
                 func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {

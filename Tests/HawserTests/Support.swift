@@ -92,7 +92,7 @@ struct StatusError: Error, Equatable { let status: Int }
 
 /// Accepts 2xx and hands back the body as Data (AFHTTPResponseSerializer's job, minimal).
 struct DataSerializer: ResponseSerialization {
-    func responseObject(for response: HTTPResponse?, data: [UInt8]?) throws -> (any Sendable)? {
+    func responseObject(for response: HawserResponse?, data: [UInt8]?) throws -> (any Sendable)? {
         if let s = response?.statusCode, !(200..<300).contains(s) { throw StatusError(status: s) }
         return data.map { Data($0) }
     }

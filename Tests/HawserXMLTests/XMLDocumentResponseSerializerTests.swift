@@ -6,8 +6,8 @@ import Hawser
 import HawserXML
 import Testing
 
-private func response(_ status: Int = 200, _ contentType: String = "application/xml") -> HTTPResponse {
-    HTTPResponse(
+private func response(_ status: Int = 200, _ contentType: String = "application/xml") -> HawserResponse {
+    HawserResponse(
         url: URL(string: "http://example.com/doc")!,
         statusCode: status,
         headers: ["Content-Type": contentType]

@@ -4,10 +4,10 @@ import Hawser
 import HawserXML
 import Testing
 
-private func response(_ status: Int = 200, _ contentType: String? = "application/xml") -> HTTPResponse {
+private func response(_ status: Int = 200, _ contentType: String? = "application/xml") -> HawserResponse {
     var headers = HTTPHeaders()
     if let contentType { headers.add(name: "Content-Type", value: contentType) }
-    return HTTPResponse(url: URL(string: "http://example.com/feed")!, statusCode: status, headers: headers)
+    return HawserResponse(url: URL(string: "http://example.com/feed")!, statusCode: status, headers: headers)
 }
 
 @Suite struct XMLParserResponseSerializerTests {
