@@ -279,6 +279,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A user's program: Hawser and HTTPTypes imported together, typed calls, one error protocol.
+        .testTarget(
+            name: "HawserUserProgramTests",
+            dependencies: [
+                "Hawser", "HawserHTTPTypes", "HawserTestServer",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "HawserXMLTests", dependencies: ["HawserXML", "Hawser"], swiftSettings: strict),
         .testTarget(
             name: "HawserCoreTests",

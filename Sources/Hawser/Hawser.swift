@@ -1,5 +1,5 @@
 // Hawser: the AFNetworking layer on the HawserCore engine.
 //
-// The session manager, serializers, security policy and reachability arrive with their own
-// issue; for now this module re-exports the engine so `import Hawser` gives the whole client.
+// The module re-exports the engine, so `import Hawser` gives the whole client: the session
+// manager and its serializers here, `Session` and the engine's types from HawserCore.
 @_exported import HawserCore
