@@ -65,6 +65,7 @@ let package = Package(
         // The OpenAPI transport's peer (openapi-load --transport ahc), on the same AHC.
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", exact: "1.5.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
@@ -131,13 +132,24 @@ let package = Package(
             path: "Sources/HawserManagerLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The client generated from ../Tests/HawserOpenAPIExample/openapi.yaml: its Generated
+        // folder (a symbolic link), compiled here, since Hawser publishes no example as a product.
+        .target(
+            name: "OpenAPIExampleClient",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/OpenAPIExampleClient",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "OpenAPILoad",
             dependencies: [
                 "PeerSupport",
                 .product(name: "HawserCore", package: "Hawser"),
                 .product(name: "HawserOpenAPI", package: "Hawser"),
-                .product(name: "HawserOpenAPIExample", package: "Hawser"),
+                "OpenAPIExampleClient",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

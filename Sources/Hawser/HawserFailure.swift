@@ -24,8 +24,8 @@ import Foundation
 ///
 /// The table of which call fails with which type and code is in the package's
 /// `docs/AFNETWORKING.md` ("Errors"). Errors that your own code throws into a manager call (a
-/// multipart closure, a custom serializer, an interceptor's retrier) reach you as you threw
-/// them; an adapter's error arrives as ``SessionManagerError/adapterFailed(underlying:)``.
+/// multipart closure, a custom serializer) reach you as you threw them; an adapter's error
+/// arrives as ``SessionManagerError/adapterFailed(underlying:)``.
 public protocol HawserFailure: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// The Foundation-style error domain: `NSURLErrorDomain` for `HawserError` and
     /// ``SessionManagerError``; AFNetworking's serialization domains or `NSCocoaErrorDomain`
@@ -49,15 +49,15 @@ public protocol HawserFailure: Error, Sendable, CustomStringConvertible, Localiz
 extension HawserError: HawserFailure {
     /// `NSURLErrorDomain`: the engine's errors are NSURLSession's.
     public var domain: String { "NSURLErrorDomain" }
-    /// ``urlErrorCode``: the `NSURLErrorDomain` code Foundation reports for this failure.
+    /// `urlErrorCode`: the `NSURLErrorDomain` code Foundation reports for this failure.
     public var errorCode: Int { self.urlErrorCode }
-    /// ``url``.
+    /// `url`.
     public var failingURL: URL? { self.url }
     /// Always nil: an exchange that failed delivered no response to judge.
     public var response: HawserResponse? { nil }
     /// Always nil.
     public var responseData: [UInt8]? { nil }
-    /// ``underlying``: the TLS, socket, decoder or stream error under this one.
+    /// `underlying`: the TLS, socket, decoder or stream error under this one.
     public var underlyingError: (any Error)? { self.underlying }
 }
 
@@ -83,7 +83,7 @@ extension SessionManagerError: HawserFailure {
 }
 
 extension SerializationError: HawserFailure {
-    /// ``url``.
+    /// `url`.
     public var failingURL: URL? { self.url }
     /// ``data``.
     public var responseData: [UInt8]? { self.data }

@@ -164,7 +164,7 @@ extension HTTPSessionManager {
         return task
     }
 
-    /// ``dataTask(withHTTPMethod:urlString:parameters:headers:uploadProgress:downloadProgress:success:failure:)``
+    /// `dataTask(withHTTPMethod:urlString:parameters:headers:uploadProgress:downloadProgress:success:failure:)`
     /// with a serializer for this task alone: `responseSerializer` validates and decodes its
     /// response, and the manager's ``SessionManager/responseSerializer`` stays as it is.
     public func dataTask(

@@ -19,7 +19,7 @@ import AsyncHTTPClient
 import Foundation
 import HawserCore
 import HawserOpenAPI
-import HawserOpenAPIExample
+import OpenAPIExampleClient
 import NIOPosix
 import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
