@@ -60,6 +60,8 @@ public final class RequestTask: @unchecked Sendable {
     var origin: ConnectionPool.Machine.OriginID = 0
     /// The final head being classified, decided about or delivered.
     var decidingHead: HTTPResponseHead?
+    /// When the head of the redirect being decided arrived (for its ``RedirectHop``).
+    var redirectHeadAt: UInt64?
     /// The 401/407 answer being decided.
     var pendingChallenge: ChallengePlan?
     #if DEBUG
