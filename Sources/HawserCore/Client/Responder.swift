@@ -18,7 +18,8 @@ import Foundation
 /// The session asks it once per task, on its event loop, with the request as it would go on the
 /// wire: the caller's fields and those the session adds (`Host`, `User-Agent`, `Cookie` from the
 /// jar, `Accept-Encoding`). A non-nil answer is the task's outcome; nil lets the request go to
-/// the network as usual. Keep `answer(to:)` quick: it runs on the loop.
+/// the network as usual. Keep `answer(to:)` quick: it runs on the loop. A body in memory is in
+/// the request (`RequestBody.bytes`); a streamed body's producer is not run for a stubbed answer.
 ///
 /// ``StubResponder`` is the scripted one (routes per URL and method, a closure fallback, the
 /// requests it saw). For what a stubbed answer goes through and what it skips, see
@@ -39,7 +40,7 @@ public protocol HTTPResponder: Sendable {
 /// completion), so every layer above it — the buffered APIs, streaming responses, the
 /// `SessionManager`'s response serializers and their status and content-type validation — sees it
 /// as a network response; cancellation and the session's shutdown. What it skips: connections
-/// and their metrics (a stubbed task's ``TaskMetrics`` has its start and end marks only, no
+/// and their metrics (a stubbed task's `TaskMetrics` has its start and end marks only, no
 /// bytes), content decoding (give the body decoded), the HTTP cache, 401/407 challenges and
 /// redirects (a 3xx answer is the final response; script the final one).
 public struct StubAnswer: Sendable {

@@ -34,7 +34,9 @@ public final class Session: Sendable {
     /// client refuses `shutdown` the same way). A program that needs other settings, a delegate,
     /// or a session it can shut down makes its own ``init(configuration:eventLoop:delegate:)``.
     ///
-    /// Its cookie jar is shared by every request made through it, whoever makes them.
+    /// Its cookie jar is shared by every request made through it, whoever makes them. A
+    /// `SessionManager` (the `Hawser` module) always makes a session of its own: its session
+    /// delegate answers challenges for the manager's blocks, which the shared session has none of.
     public static let shared = Session(configuration: .default, eventLoop: nil, delegate: nil, isShared: true)
 
     /// Whether this is ``shared``, the session ``shutdown()`` leaves running.
