@@ -113,6 +113,9 @@ public struct HTTPClientResponse: Sendable {
     public var status: Int { self.head.status }
     /// The header fields of the final head.
     public var headers: HTTPHeaders { self.head.headers }
+    /// The redirects followed on the way to this response, in order (the metrics'
+    /// ``TaskMetrics/redirects``); empty when there were none.
+    public var redirects: [RedirectHop] { self.metrics.redirects }
 }
 
 /// Writes a streamed request body (the producer of ``RequestBody/stream(length:producer:)``

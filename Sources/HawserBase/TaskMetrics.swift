@@ -1,5 +1,12 @@
+import HawserHTTP1
 import HawserPosix
 import HawserTLS
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Timings of one task, in nanoseconds of the monotonic clock (`nil` when a phase did not happen,
 /// e.g. no DNS or connect on a reused connection). Like URLSessionTaskTransactionMetrics.
@@ -50,6 +57,10 @@ public struct TaskMetrics: Sendable, Hashable {
     }
     /// How many redirects the task followed (the timings above are those of the last request).
     public var redirectCount = 0
+    /// Each redirect the task followed, in order: the request that got it, its status, where it
+    /// led, and its timing (URLSessionTaskMetrics' `transactionMetrics` keeps one entry per
+    /// hop the same way). Empty when the task followed none; ``redirectCount`` is its length.
+    public var redirects: [RedirectHop] = []
     /// The peer's address.
     public var remoteAddress: SocketAddress?
     /// For a new connection: every connect attempt, in the order they started (Happy Eyeballs
@@ -103,4 +114,56 @@ public struct ConnectAttempt: Sendable, Hashable {
         self.end = end
         self.outcome = outcome
     }
+}
+
+/// One redirect a task followed: the request that got it, the 3xx that answered, where the
+/// task went next, and when (the loop's clock, nanoseconds, as the rest of ``TaskMetrics``).
+public struct RedirectHop: Sendable, Hashable {
+    /// The URL requested.
+    public var url: URL
+    /// The method it was requested with.
+    public var method: HTTPMethod
+    /// The redirect's status (301, 302, 303, 307 or 308).
+    public var statusCode: Int
+    /// Where the task went next: the `Location` resolved against ``url``, or what the
+    /// will-perform-redirection hook chose instead.
+    public var location: URL
+    /// When this hop's exchange began: the task's ``TaskMetrics/fetchStart`` for the first hop,
+    /// the previous hop's ``end`` for the others.
+    public var start: UInt64
+    /// When its request head was handed to a connection; nil if it never reached one (a
+    /// redirect the cache answered).
+    public var requestStart: UInt64?
+    /// When the redirect's head arrived.
+    public var responseStart: UInt64?
+    /// When the redirect was followed: the next request was prepared.
+    public var end: UInt64
+    /// Whether the request went out on a kept-alive connection.
+    public var isReusedConnection: Bool
+
+    /// A hop record.
+    public init(
+        url: URL,
+        method: HTTPMethod,
+        statusCode: Int,
+        location: URL,
+        start: UInt64,
+        requestStart: UInt64? = nil,
+        responseStart: UInt64? = nil,
+        end: UInt64,
+        isReusedConnection: Bool = false
+    ) {
+        self.url = url
+        self.method = method
+        self.statusCode = statusCode
+        self.location = location
+        self.start = start
+        self.requestStart = requestStart
+        self.responseStart = responseStart
+        self.end = end
+        self.isReusedConnection = isReusedConnection
+    }
+
+    /// Nanoseconds from ``start`` to ``end``: what this hop added to the task.
+    public var duration: UInt64 { self.end >= self.start ? self.end - self.start : 0 }
 }

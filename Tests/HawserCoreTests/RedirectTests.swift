@@ -180,6 +180,51 @@ extension NetworkTests {
             }
         }
 
+        @Test("the response and its metrics carry each hop: URL, method, status, where it led, ordered timings")
+        func history() async throws {
+            try await withServer { server, session in
+                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/redirect/3")))
+                #expect(r.status == 200)
+                let hops = r.redirects
+                #expect(hops == r.metrics.redirects)
+                #expect(hops.map(\.url.path) == ["/redirect/3", "/redirect/2", "/redirect/1"])
+                #expect(hops.map(\.location.path) == ["/redirect/2", "/redirect/1", "/hello"])
+                #expect(hops.map(\.statusCode) == [302, 302, 302])
+                #expect(hops.map(\.method) == [.get, .get, .get])
+                #expect(hops.map(\.isReusedConnection) == [false, true, true])
+                #expect(r.metrics.redirectCount == hops.count)
+                // Each hop starts where the one before ended; its request and head fall within it.
+                var start = r.metrics.fetchStart
+                for hop in hops {
+                    #expect(hop.start == start)
+                    let sent = try #require(hop.requestStart)
+                    let answered = try #require(hop.responseStart)
+                    #expect(hop.start <= sent && sent <= answered && answered <= hop.end)
+                    #expect(hop.duration == hop.end - hop.start)
+                    start = hop.end
+                }
+                #expect(try #require(r.metrics.requestStart) >= start, "the final request went out after the last hop")
+                let plain = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/hello")))
+                #expect(plain.redirects.isEmpty && plain.metrics.redirectCount == 0)
+            }
+        }
+
+        @Test("a hop keeps the method it was requested with: POST + 303 is a POST hop, then a GET")
+        func historyKeepsMethods() async throws {
+            try await withServer { server, session in
+                let target = server.baseURL + "/redirect-to?status=303&url=" + Self.encoded("/echo")
+                let r = try await session.response(
+                    for: HTTPClientRequest(method: .post, url: url(target), body: .bytes(Array("hello".utf8)))
+                )
+                #expect(r.headers["X-Echo-Method"] == "GET")
+                #expect(r.redirects.count == 1)
+                #expect(r.redirects.first?.method == .post)
+                #expect(r.redirects.first?.statusCode == 303)
+                #expect(r.redirects.first?.url.path == "/redirect-to")
+                #expect(r.redirects.first?.location.path == "/echo")
+            }
+        }
+
         @Test("a redirect loop stops at the maximum with tooManyRedirects")
         func loop() async throws {
             try await withServer({ $0.redirects.maximumRedirects = 4 }) { server, session in

@@ -60,6 +60,12 @@ public final class RequestTask: @unchecked Sendable {
     var origin: ConnectionPool.Machine.OriginID = 0
     /// The final head being classified, decided about or delivered.
     var decidingHead: HTTPResponseHead?
+    /// A responder's answer is pending or being delivered (``HTTPResponder``).
+    var stubbing = false
+    /// The responder's answer (or the next piece of its body), due on the loop's clock.
+    var stubDelivery: Scheduled?
+    /// When the head of the redirect being decided arrived (for its ``RedirectHop``).
+    var redirectHeadAt: UInt64?
     /// The 401/407 answer being decided.
     var pendingChallenge: ChallengePlan?
     #if DEBUG
@@ -68,7 +74,7 @@ public final class RequestTask: @unchecked Sendable {
     @exclusivity(unchecked) var lastActivity: UInt64 = 0
     #endif
     /// The idle timeout and the total deadline (the request's, else the session's).
-    private var timeouts = RequestStateMachine.Timeouts(start: 0, idle: 0, total: 0)
+    var timeouts = RequestStateMachine.Timeouts(start: 0, idle: 0, total: 0)
     /// The task's one timer: due at the earlier of the idle timeout and the total deadline.
     #if DEBUG
     private var timer: Scheduled?
@@ -195,6 +201,7 @@ public final class RequestTask: @unchecked Sendable {
             total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
                 ?? self.context.resourceTimeoutNanos
         )
+        if let responder = self.context.responder, self.answerFromResponder(responder) { return }
         self.armTimer(at: self.timeouts.due(lastActivity: now), now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
         guard self.context.urlCache != nil else {
@@ -508,12 +515,14 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Ends the task with an error, from wherever it is. Idempotent.
     func fail(_ error: HawserError) {
+        if self.stubbing, self.interruptStub(error) { return }
         if self.servingFromCache, self.cacheServeError == nil { self.cacheServeError = error }
         self.run(self.machine.fail(error))
     }
 
     /// The pool failed the task while it waited (a connect failed, or the session shut down).
     func failWaiting(_ error: HawserError) {
+        if self.stubbing, self.interruptStub(error) { return }
         self.run(self.machine.fail(error))
     }
 

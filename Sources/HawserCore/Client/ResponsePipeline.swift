@@ -43,7 +43,9 @@ extension RequestTask {
         ) {
         case nil: return .deliver
         case .failure(let error)?: return .failure(error)
-        case .success(let next)?: return .redirect(proposed: next)
+        case .success(let next)?:
+            self.redirectHeadAt = self.lastActivity
+            return .redirect(proposed: next)
         }
     }
 
@@ -357,6 +359,7 @@ extension RequestTask {
     /// Starts the task again with `next` (a followed redirect, an authentication answer, the 417
     /// retry): a new head, possibly another origin, the same timers and delegate.
     func restart(with next: HTTPClientRequest, countsAsRedirect: Bool) {
+        let redirectStatus: Int? = countsAsRedirect ? (self.decidingHead?.status ?? 0) : nil
         self.decidingHead = nil
         self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
         let prepared: Session.Prepared
@@ -370,9 +373,9 @@ extension RequestTask {
             self.run(self.machine.fail(error.with(url: next.url)))
             return
         }
+        if let redirectStatus { self.recordRedirect(status: redirectStatus, to: next) }
         self.request = next
         self.prepared = prepared
-        if countsAsRedirect { self.metrics.redirectCount += 1 }
         if self.observer != nil { self.nextExchange = countsAsRedirect ? .redirect : .resend }
         self.lastActivity = self.eventLoop.now
         if self.pool.isShutDown {
@@ -381,5 +384,24 @@ extension RequestTask {
         }
         self.origin = self.pool.origin(for: prepared.key)
         self.run(self.machine.followUpPrepared(plan: prepared.plan, expectsContinue: prepared.expectsContinue))
+    }
+
+    /// Keeps the redirect being followed (from `self.request`, its head's `status`, to `next`) in
+    /// the metrics. Off the common path: only a followed redirect gets here.
+    private func recordRedirect(status: Int, to next: HTTPClientRequest) {
+        let now = self.eventLoop.now
+        let hop = RedirectHop(
+            url: self.request.url,
+            method: self.request.method,
+            statusCode: status,
+            location: next.url,
+            start: self.metrics.redirects.last?.end ?? self.metrics.fetchStart,
+            requestStart: self.metrics.requestStart,
+            responseStart: self.redirectHeadAt,
+            end: now,
+            isReusedConnection: self.metrics.isReusedConnection
+        )
+        self.metrics.redirects.append(hop)
+        self.metrics.redirectCount += 1
     }
 }

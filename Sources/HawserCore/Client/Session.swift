@@ -23,7 +23,24 @@ import Logging
 ///
 /// All of a session's connections and tasks live on its ``eventLoop``; delegate callbacks run
 /// there too. A session is cheap to keep and safe to share between threads.
+///
+/// A program that wants one session without managing its lifetime uses ``shared``
+/// (URLSession's `shared`, AsyncHTTPClient's `HTTPClient.shared`).
 public final class Session: Sendable {
+    /// The process's shared session: the default configuration (``SessionConfiguration/default``,
+    /// so the environment's proxies, an in-memory cookie jar, no cache), no delegate, on a loop of
+    /// `EventLoopGroup/shared`. Made on first use and never shut down: ``shutdown()`` on it does
+    /// nothing, since other parts of the program may be using it (AsyncHTTPClient's shared
+    /// client refuses `shutdown` the same way). A program that needs other settings, a delegate,
+    /// or a session it can shut down makes its own ``init(configuration:eventLoop:delegate:)``.
+    ///
+    /// Its cookie jar is shared by every request made through it, whoever makes them. A
+    /// `SessionManager` (the `Hawser` module) always makes a session of its own: its session
+    /// delegate answers challenges for the manager's blocks, which the shared session has none of.
+    public static let shared = Session(configuration: .default, eventLoop: nil, delegate: nil, isShared: true)
+
+    /// Whether this is ``shared``, the session ``shutdown()`` leaves running.
+    public let isShared: Bool
     /// The settings this session was created with.
     public let configuration: SessionConfiguration
     /// The loop that runs this session's connections and delivers its callbacks.
@@ -44,11 +61,21 @@ public final class Session: Sendable {
     ///
     /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
     /// answers the challenges a task's delegate leaves to default handling.
-    public init(
+    public convenience init(
         configuration: SessionConfiguration = .default,
         eventLoop: EventLoop? = nil,
         delegate: (any SessionDelegate)? = nil
     ) {
+        self.init(configuration: configuration, eventLoop: eventLoop, delegate: delegate, isShared: false)
+    }
+
+    private init(
+        configuration: SessionConfiguration,
+        eventLoop: EventLoop?,
+        delegate: (any SessionDelegate)?,
+        isShared: Bool
+    ) {
+        self.isShared = isShared
         self.configuration = configuration
         self.instrumentation = configuration.instrumentation
         #if Logging
@@ -228,7 +255,11 @@ public final class Session: Sendable {
 
     /// Fails every pending task with `sessionShutDown` and closes every connection. Blocks until done
     /// when called off the loop; later requests fail at once.
+    ///
+    /// On ``shared`` it does nothing: the shared session lives as long as the process, and the
+    /// code that calls `shutdown()` on it is not the only code using it.
     public func shutdown() {
+        if self.isShared { return }
         let pool = UnsafeTransfer(self.pool)
         if self.eventLoop.inEventLoop {
             pool.value.shutdown()

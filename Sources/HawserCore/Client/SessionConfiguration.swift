@@ -104,6 +104,12 @@ public struct SessionConfiguration: Sendable {
     /// Which redirects are followed, how many, and whether https may lead to http.
     public var redirects = RedirectConfiguration()
 
+    /// Answers requests in-process before any IO, for tests of code that uses Hawser: a
+    /// ``StubResponder`` (routes per URL, a closure, delays, failures) or any ``HTTPResponder``.
+    /// nil (the default): every request goes to the network, and the request path checks this
+    /// one optional. See ``StubAnswer`` for what a stubbed answer goes through and what it skips.
+    public var responder: (any HTTPResponder)? = nil
+
     /// Tracing, metrics or anything else that watches requests (`HawserTracing`'s
     /// `TracingInstrumentation`, `HawserMetrics`' `MetricsInstrumentation`; several at once with
     /// ``CombinedInstrumentation``). nil (the default): requests are not watched, at no cost.

@@ -37,6 +37,8 @@ final class SessionContext: @unchecked Sendable {
     let httpShouldSetCookies: Bool
     let httpCookieStorage: CookieJar?
     let redirects: RedirectConfiguration
+    /// Answers requests before any IO (tests); nil for every session that does not set one.
+    let responder: (any HTTPResponder)?
 
     init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
         self.loop = loop
@@ -52,6 +54,7 @@ final class SessionContext: @unchecked Sendable {
         self.httpShouldSetCookies = configuration.httpShouldSetCookies
         self.httpCookieStorage = configuration.httpCookieStorage
         self.redirects = configuration.redirects
+        self.responder = configuration.responder
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
