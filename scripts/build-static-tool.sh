@@ -6,7 +6,7 @@
 # libcrypto) and zlib.
 #   scripts/build-static-tool.sh            build, strip, check
 #   scripts/build-static-tool.sh --demo     and run its demo (the README's first command)
-#   PORTABLE=1 scripts/build-static-tool.sh for glibc 2.34 and 2.35 (Ubuntu 22.04, RHEL 9):
+#   PORTABLE=1 scripts/build-static-tool.sh for glibc 2.35 (Ubuntu 22.04):
 #                                           no packed relocations, at most 15 MiB (15,728,640)
 # The link flags (what each saves: Benchmarks/results/2026-11-28-static-tool/README.md):
 #   lld with packed relative relocations (-z pack-relative-relocs, DT_RELR: the 1 MB of
