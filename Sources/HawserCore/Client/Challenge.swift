@@ -71,8 +71,8 @@ public protocol SessionDelegate: AnyObject, Sendable {
     )
 
     /// Whether the TLS handshake with `host` should ask the server to staple an OCSP response
-    /// (for the server-trust challenge's ``ServerTrust/stapledOCSPResponse``), besides when the
-    /// configuration's evaluator or ``TLSConfiguration/requestsStapledOCSP`` asks. Called on the
+    /// (for the server-trust challenge's `ServerTrust.stapledOCSPResponse`), besides when the
+    /// configuration's evaluator or `TLSConfiguration.requestsStapledOCSP` asks. Called on the
     /// event loop before each handshake: be quick. Default: false.
     func session(_ session: Session, requestsStapledOCSPForHost host: String) -> Bool
 }
