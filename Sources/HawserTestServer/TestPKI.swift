@@ -495,8 +495,8 @@ extension TestPKI {
     }
 
     /// Writes a CRL by `issuer` listing `revoking` (their serial numbers), valid from
-    /// `lastUpdate` to `nextUpdate` seconds from now, as `name`.pem and `name`.der in the PKI's
-    /// directory. Returns the two paths.
+    /// `lastUpdate` to `nextUpdate` seconds from now, in PEM as `name`.crl and in DER as
+    /// `name`-der.crl in the PKI's directory. Returns the two paths.
     public func crlFile(
         _ name: String,
         issuer: Signer = .intermediate,
@@ -544,7 +544,9 @@ extension TestPKI {
         }
         ERR_clear_error()
         let files = FileWriter(directory: self.directory)
-        return (try files.write("\(name).pem", bytes: pem), try files.write("\(name).der", bytes: der))
+        // Named .crl, not .pem or .der: a directory of certificates (the PKI's own, read by
+        // Certificate.certificates(inDirectory:)) holds no CRL.
+        return (try files.write("\(name).crl", bytes: pem), try files.write("\(name)-der.crl", bytes: der))
     }
 }
 

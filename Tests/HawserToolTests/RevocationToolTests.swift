@@ -63,7 +63,7 @@ struct RevocationToolTests {
         let intermediateCRL = try pki.crlFile("tool-crl-intermediate", revoking: [pki.revoked])
         let rootCRL = try pki.crlFile("tool-crl-root", issuer: .root, revoking: [])
         // curl reads one file: both CRLs in it.
-        let both = pki.directory + "/tool-crl-both.pem"
+        let both = pki.directory + "/tool-crl-both.crl"
         let bytes =
             try Data(contentsOf: URL(fileURLWithPath: intermediateCRL.pem))
             + Data(contentsOf: URL(fileURLWithPath: rootCRL.pem))
