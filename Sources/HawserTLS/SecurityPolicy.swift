@@ -12,7 +12,7 @@ public protocol ServerTrustEvaluating: Sendable {
     /// Reads from disk what ``evaluate(_:forHost:)`` will need (the system trust bundle, stores
     /// of custom anchors), so that evaluations on an event loop do no file IO. A session calls it
     /// on its IO pool before its first https connection. The default does nothing; an evaluator
-    /// that reads the system store through ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)``
+    /// that reads the system store through ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:revocation:)``
     /// can call ``TrustAnchors/load()`` here.
     func loadTrustStores()
 

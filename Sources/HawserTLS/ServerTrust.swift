@@ -570,7 +570,7 @@ extension Certificate {
     }
 
     /// True when this certificate names `host` under the same rules as
-    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)`` (wildcards only as
+    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:revocation:)`` (wildcards only as
     /// a whole left-most label, IP literals against iPAddress names, the subject's common name
     /// only with `allowsCommonNameFallback` and no DNS subjectAltName).
     public func matches(host: String, allowsCommonNameFallback: Bool = false) -> Bool {
