@@ -25,6 +25,11 @@ final class ManagerSessionDelegate: SessionDelegate, @unchecked Sendable {
         }
         completion(manager.sessionDisposition(for: challenge))
     }
+
+    /// The manager's security policy checks stapled OCSP (its evaluation needs the staple).
+    func session(_ session: Session, requestsStapledOCSPForHost host: String) -> Bool {
+        self.manager?.securityPolicy.revocation.requestsStapledOCSP ?? false
+    }
 }
 
 extension SessionManager {

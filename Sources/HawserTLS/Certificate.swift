@@ -548,7 +548,7 @@ private func ipText(_ bytes: [UInt8]) -> String? {
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-private func asn1Date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+func asn1Date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
     guard let time else { return nil }
     var parts = tm()
     guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }

@@ -11,7 +11,7 @@ extension SecurityPolicy: Codable {
     private enum Keys: String, CodingKey {
         case pinningMode, pinnedCertificates, pinnedPublicKeyHashes, allowInvalidCertificates, validatesDomainName,
             anchors
-        case allowsCommonNameFallback
+        case allowsCommonNameFallback, revocation
     }
     private enum AnchorKeys: String, CodingKey {
         case kind, certificates
@@ -52,6 +52,8 @@ extension SecurityPolicy: Codable {
         self.validatesDomainName = try c.decode(Bool.self, forKey: .validatesDomainName)
         // Absent in archives made before the setting existed: the default, off.
         self.allowsCommonNameFallback = try c.decodeIfPresent(Bool.self, forKey: .allowsCommonNameFallback) ?? false
+        // Absent in archives made before the setting existed: off.
+        self.revocation = try c.decodeIfPresent(RevocationPolicy.self, forKey: .revocation) ?? .off
         let a = try c.nestedContainer(keyedBy: AnchorKeys.self, forKey: .anchors)
         switch try a.decode(String.self, forKey: .kind) {
         case "system":
@@ -90,6 +92,7 @@ extension SecurityPolicy: Codable {
         try c.encode(self.allowInvalidCertificates, forKey: .allowInvalidCertificates)
         try c.encode(self.validatesDomainName, forKey: .validatesDomainName)
         try c.encode(self.allowsCommonNameFallback, forKey: .allowsCommonNameFallback)
+        try c.encode(self.revocation, forKey: .revocation)
         var a = c.nestedContainer(keyedBy: AnchorKeys.self, forKey: .anchors)
         switch self.anchors {
         case .system:
@@ -126,5 +129,47 @@ extension SecurityPolicy: Codable {
                 )
             }
         }
+    }
+}
+
+extension RevocationPolicy: Codable {
+    private enum Keys: String, CodingKey {
+        case mode, checksStapledOCSP, crlFiles, checksWholeChain, allowedClockSkew
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        let mode: Mode
+        switch try c.decode(String.self, forKey: .mode) {
+        case "off": mode = .off
+        case "softFail": mode = .softFail
+        case "strict": mode = .strict
+        case let other:
+            throw DecodingError.dataCorruptedError(
+                forKey: .mode,
+                in: c,
+                debugDescription: "unknown revocation mode '\(other)' (off, softFail, strict)"
+            )
+        }
+        self.init(
+            mode: mode,
+            checksStapledOCSP: try c.decodeIfPresent(Bool.self, forKey: .checksStapledOCSP) ?? true,
+            crlFiles: try c.decodeIfPresent([String].self, forKey: .crlFiles) ?? [],
+            checksWholeChain: try c.decodeIfPresent(Bool.self, forKey: .checksWholeChain) ?? false,
+            allowedClockSkew: try c.decodeIfPresent(Double.self, forKey: .allowedClockSkew) ?? 300
+        )
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        switch self.mode {
+        case .off: try c.encode("off", forKey: .mode)
+        case .softFail: try c.encode("softFail", forKey: .mode)
+        case .strict: try c.encode("strict", forKey: .mode)
+        }
+        try c.encode(self.checksStapledOCSP, forKey: .checksStapledOCSP)
+        try c.encode(self.crlFiles, forKey: .crlFiles)
+        try c.encode(self.checksWholeChain, forKey: .checksWholeChain)
+        try c.encode(self.allowedClockSkew, forKey: .allowedClockSkew)
     }
 }

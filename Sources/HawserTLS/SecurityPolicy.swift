@@ -12,14 +12,23 @@ public protocol ServerTrustEvaluating: Sendable {
     /// Reads from disk what ``evaluate(_:forHost:)`` will need (the system trust bundle, stores
     /// of custom anchors), so that evaluations on an event loop do no file IO. A session calls it
     /// on its IO pool before its first https connection. The default does nothing; an evaluator
-    /// that reads the system store through ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)``
+    /// that reads the system store through ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:revocation:)``
     /// can call ``TrustAnchors/load()`` here.
     func loadTrustStores()
+
+    /// Whether the TLS client should ask `host` to staple an OCSP response to its handshake
+    /// (the status_request extension), for ``evaluate(_:forHost:)`` to find in
+    /// ``ServerTrust/stapledOCSPResponse``. The default is false: no evaluator of this package
+    /// asks unless its ``RevocationPolicy`` checks stapled OCSP.
+    func requestsStapledOCSP(forHost host: String) -> Bool
 }
 
 extension ServerTrustEvaluating {
     /// Nothing to load.
     public func loadTrustStores() {}
+
+    /// No staple asked for.
+    public func requestsStapledOCSP(forHost host: String) -> Bool { false }
 }
 
 /// What a client does with no policy: the chain must verify against `anchors` and, with
@@ -33,6 +42,8 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
     /// subjectAltName at all). Off by default, as on Apple's platforms, in browsers, Go and
     /// Python; an opt-in for private CAs that still issue such certificates.
     public var allowsCommonNameFallback: Bool
+    /// Revocation checking (docs/SECURITY.md, "Revocation"); ``RevocationPolicy/off`` by default.
+    public var revocation: RevocationPolicy
 
     /// Creates the evaluator that a session without a policy uses.
     ///
@@ -41,21 +52,36 @@ public struct DefaultTrustEvaluator: ServerTrustEvaluating {
     ///   - validatesHost: whether the leaf must name the host; on by default.
     ///   - allowsCommonNameFallback: accept a leaf naming the host only in its common name
     ///     (no DNS subjectAltName); off by default.
-    public init(anchors: TrustAnchors = .system, validatesHost: Bool = true, allowsCommonNameFallback: Bool = false) {
+    ///   - revocation: revocation checking; off by default.
+    public init(
+        anchors: TrustAnchors = .system,
+        validatesHost: Bool = true,
+        allowsCommonNameFallback: Bool = false,
+        revocation: RevocationPolicy = .off
+    ) {
         self.anchors = anchors
         self.validatesHost = validatesHost
         self.allowsCommonNameFallback = allowsCommonNameFallback
+        self.revocation = revocation
     }
 
-    /// Loads the store of ``anchors`` (the system bundle by default).
-    public func loadTrustStores() { self.anchors.load() }
+    /// Loads the store of ``anchors`` (the system bundle by default) and the CRL files of
+    /// ``revocation``.
+    public func loadTrustStores() {
+        self.anchors.load()
+        try? self.revocation.loadCRLs()
+    }
+
+    /// True when ``revocation`` checks stapled OCSP.
+    public func requestsStapledOCSP(forHost host: String) -> Bool { self.revocation.requestsStapledOCSP }
 
     /// Throws why `trust`'s chain is not acceptable for `host`.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
         _ = try trust.evaluate(
             anchors: self.anchors,
             hostname: self.validatesHost ? host : nil,
-            allowsCommonNameFallback: self.allowsCommonNameFallback
+            allowsCommonNameFallback: self.allowsCommonNameFallback,
+            revocation: self.revocation
         ).get()
     }
 }
@@ -98,6 +124,11 @@ public struct SecurityPolicy: ServerTrustEvaluating {
     /// AFNetworking always uses the system's; this lets a client trust a private CA without
     /// allowing invalid certificates. (Not in AFNetworking.)
     public var anchors: TrustAnchors = .system
+    /// Revocation checking of the validated chain: stapled OCSP and CRL files, soft-fail or
+    /// strict (docs/SECURITY.md, "Revocation"). ``RevocationPolicy/off`` by default. With
+    /// ``allowInvalidCertificates`` a certificate found revoked is still refused, but an unknown
+    /// status is accepted, and a chain that does not validate is not checked. (Not in AFNetworking.)
+    public var revocation: RevocationPolicy = .off
 
     /// `defaultPolicy`: no pinning, domain names validated, invalid certificates refused.
     public static var `default`: SecurityPolicy { SecurityPolicy(pinningMode: .none) }
@@ -167,14 +198,23 @@ public struct SecurityPolicy: ServerTrustEvaluating {
         }
         let hostname = self.validatesDomainName ? domain : nil
         let cnFallback = self.allowsCommonNameFallback
-        let base = trust.evaluate(anchors: self.anchors, hostname: hostname, allowsCommonNameFallback: cnFallback)
+        let base = trust.evaluate(
+            anchors: self.anchors,
+            hostname: hostname,
+            allowsCommonNameFallback: cnFallback,
+            revocation: self.revocation
+        )
         switch self.pinningMode {
         case .none:
-            if self.allowInvalidCertificates { return }
+            if self.allowInvalidCertificates {
+                if let failure = base.failure, failure.reason == .revoked { throw failure }
+                return
+            }
             _ = try base.get()
             return
         case .certificate, .publicKey:
             if let failure = base.failure, !self.allowInvalidCertificates { throw failure }
+            if let failure = base.failure, failure.reason == .revoked { throw failure }
         }
 
         if self.pinningMode == .certificate {
@@ -187,7 +227,8 @@ public struct SecurityPolicy: ServerTrustEvaluating {
             let pinned = trust.evaluate(
                 anchors: .custom(Array(self.pinnedCertificates)),
                 hostname: hostname,
-                allowsCommonNameFallback: cnFallback
+                allowsCommonNameFallback: cnFallback,
+                revocation: self.revocation
             )
             if var failure = pinned.failure {
                 switch failure.reason {
@@ -250,10 +291,14 @@ public struct SecurityPolicy: ServerTrustEvaluating {
     /// the store of the pinned certificates.
     public func loadTrustStores() {
         self.anchors.load()
+        try? self.revocation.loadCRLs()
         if self.pinningMode == .certificate, !self.pinnedCertificates.isEmpty {
             TrustAnchors.custom(Array(self.pinnedCertificates)).load()
         }
     }
+
+    /// True when ``revocation`` checks stapled OCSP.
+    public func requestsStapledOCSP(forHost host: String) -> Bool { self.revocation.requestsStapledOCSP }
 
     /// ``ServerTrustEvaluating``: ``validateServerTrust(_:forDomain:)`` with the connected host.
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
@@ -350,6 +395,11 @@ public struct ServerTrustManager: ServerTrustEvaluating {
             for evaluator in map.values { evaluator.loadTrustStores() }
         }
         self.defaultEvaluator?.loadTrustStores()
+    }
+
+    /// Whether the evaluator for `host` asks for a stapled OCSP response.
+    public func requestsStapledOCSP(forHost host: String) -> Bool {
+        self.evaluator(forHost: host)?.requestsStapledOCSP(forHost: host) ?? false
     }
 
     public func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {

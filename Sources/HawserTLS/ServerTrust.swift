@@ -61,7 +61,15 @@ public struct TrustFailure: Error, Sendable, CustomStringConvertible {
         case pinMismatch
         /// The policy itself cannot be applied as configured.
         case policyMisconfigured
-        /// Anything else (revocation, internal OpenSSL failures); see the message.
+        /// The certificate was revoked by its issuer: a verified OCSP response the server stapled,
+        /// or a CRL among ``RevocationPolicy/crlFiles``, says so (docs/SECURITY.md, "Revocation").
+        case revoked
+        /// Revocation checking is strict and the certificate's status could not be established:
+        /// no stapled OCSP response, one that does not verify, is out of date or says "unknown",
+        /// or no CRL of its issuer among ``RevocationPolicy/crlFiles`` (or one that is out of date
+        /// or does not verify).
+        case revocationStatusUnknown
+        /// Anything else (internal OpenSSL failures); see the message.
         case other
     }
 
@@ -139,12 +147,19 @@ public struct ServerTrust: Sendable {
     /// The peer's chain as presented, leaf first. The server controls this list: it may hold
     /// certificates that belong to no path, so pinning looks at ``TrustResult/chain`` instead.
     public let certificates: [Certificate]
+    /// The DER OCSP response the server stapled to the handshake (RFC 6066 §8), when the client
+    /// asked for one (``ServerTrustEvaluating/requestsStapledOCSP(forHost:)``) and the server
+    /// sent one; nil otherwise. Unverified: ``evaluate(anchors:hostname:at:allowsCommonNameFallback:revocation:)``
+    /// checks it against the verified path when its ``RevocationPolicy`` asks.
+    public let stapledOCSPResponse: [UInt8]?
 
     /// Creates the trust to evaluate for a connection to `host` that presented `certificates`,
-    /// leaf first. Tests and custom evaluators build these; a handshake builds one for the delegates.
-    public init(host: String, certificates: [Certificate]) {
+    /// leaf first, and stapled `stapledOCSPResponse` (DER) if any. Tests and custom evaluators
+    /// build these; a handshake builds one for the delegates.
+    public init(host: String, certificates: [Certificate], stapledOCSPResponse: [UInt8]? = nil) {
         self.host = host
         self.certificates = certificates
+        self.stapledOCSPResponse = stapledOCSPResponse
     }
 
     /// A trust from DER certificates as the transport reads them (`SSL_get_peer_cert_chain`).
@@ -198,13 +213,23 @@ public struct ServerTrust: Sendable {
     ///   §6.4.4, OpenSSL's default), never for IP addresses. A trailing dot is ignored.
     /// - Validity dates are checked at `time` (now when nil).
     ///
+    /// - With a `revocation` policy other than ``RevocationPolicy/off``: the CRLs of its files
+    ///   are checked while the path is verified (the leaf, or every certificate with
+    ///   ``RevocationPolicy/checksWholeChain``), and once the path verifies, the stapled OCSP
+    ///   response (``stapledOCSPResponse``) for the leaf: signed by the leaf's issuer or a
+    ///   responder it authorised, about the leaf, within its thisUpdate and nextUpdate
+    ///   (``RevocationPolicy/allowedClockSkew`` either way). A revoked certificate fails with
+    ///   ``TrustFailure/Reason/revoked``; an unknown status only in ``RevocationPolicy/Mode/strict``
+    ///   mode, with ``TrustFailure/Reason/revocationStatusUnknown``.
+    ///
     /// OpenSSL stops at the first problem it finds: path building, then purpose, then key
-    /// strength, then the host name, then signatures and dates.
+    /// strength, then the host name, then signatures and dates, then CRLs.
     public func evaluate(
         anchors: TrustAnchors,
         hostname: String?,
         at time: Date? = nil,
-        allowsCommonNameFallback: Bool = false
+        allowsCommonNameFallback: Bool = false,
+        revocation: RevocationPolicy = .off
     ) -> TrustResult {
         guard let leaf = self.certificates.first else {
             return TrustResult(
@@ -218,15 +243,33 @@ public struct ServerTrust: Sendable {
         } catch {
             return TrustResult(failure: error, chain: [])
         }
-        return withExtendedLifetime((self.certificates, store)) {
+        var crls: CRLCheck? = nil
+        if revocation.checksCRLs {
+            do {
+                crls = CRLCheck(
+                    set: try CRLSet.make(revocation.crlFiles),
+                    strict: revocation.mode == .strict,
+                    wholeChain: revocation.checksWholeChain
+                )
+            } catch {
+                return TrustResult(failure: error, chain: [])
+            }
+        }
+        let verified = withExtendedLifetime((self.certificates, store, crls)) {
             self.verify(
                 leaf: leaf,
                 store: store,
                 hostname: hostname,
                 time: time,
-                commonNameFallback: allowsCommonNameFallback
+                commonNameFallback: allowsCommonNameFallback,
+                crls: crls
             )
         }
+        guard verified.isTrusted, revocation.requestsStapledOCSP else { return verified }
+        let failure = withExtendedLifetime((verified.chain, store)) {
+            self.checkStapledOCSP(chain: verified.chain, store: store, policy: revocation, time: time)
+        }
+        return failure.map { TrustResult(failure: $0, chain: verified.chain) } ?? verified
     }
 
     /// Verifications of one evaluation at most: the first path and up to seven alternates
@@ -241,7 +284,8 @@ public struct ServerTrust: Sendable {
         store: TrustStore,
         hostname: String?,
         time: Date?,
-        commonNameFallback: Bool
+        commonNameFallback: Bool,
+        crls: CRLCheck?
     ) -> TrustResult {
         if store.holds(leaf) {
             // OpenSSL looks at the leaf's own trust only once every issuer is tried, and then
@@ -261,7 +305,8 @@ public struct ServerTrust: Sendable {
                     store: own,
                     hostname: hostname,
                     time: time,
-                    commonNameFallback: commonNameFallback
+                    commonNameFallback: commonNameFallback,
+                    crls: crls
                 ).result
             }
         }
@@ -276,7 +321,8 @@ public struct ServerTrust: Sendable {
                 store: store,
                 hostname: hostname,
                 time: time,
-                commonNameFallback: commonNameFallback
+                commonNameFallback: commonNameFallback,
+                crls: crls
             )
             if outcome.result.isTrusted { return outcome.result }
             if first == nil { first = outcome.result }
@@ -319,7 +365,8 @@ public struct ServerTrust: Sendable {
         store: TrustStore,
         hostname: String?,
         time: Date?,
-        commonNameFallback: Bool
+        commonNameFallback: Bool,
+        crls: CRLCheck?
     ) -> (result: TrustResult, alternate: Int?) {
         guard let ctx = X509_STORE_CTX_new() else {
             return (TrustResult(failure: internalFailure("X509_STORE_CTX_new"), chain: [leaf]), nil)
@@ -342,6 +389,23 @@ public struct ServerTrust: Sendable {
         let param = X509_STORE_CTX_get0_param(ctx)
         X509_VERIFY_PARAM_set_auth_level(param, 2)
         _ = X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_PARTIAL_CHAIN))
+        if let crls {
+            // The CRLs of this evaluation only (the store is shared by every evaluation with the
+            // same anchors); the context borrows the stack, which `crls` keeps alive.
+            X509_STORE_CTX_set0_crls(ctx, crls.set.stack)
+            let all = crls.wholeChain ? UInt(X509_V_FLAG_CRL_CHECK_ALL) : 0
+            _ = X509_VERIFY_PARAM_set_flags(param, UInt(X509_V_FLAG_CRL_CHECK) | all)
+            if !crls.strict {
+                // Soft-fail: a certificate whose issuer has no CRL among the files passes.
+                X509_STORE_CTX_set_verify_cb(ctx) { ok, ctx in
+                    if ok == 0, let ctx, X509_STORE_CTX_get_error(ctx) == X509_V_ERR_UNABLE_TO_GET_CRL {
+                        X509_STORE_CTX_set_error(ctx, X509_V_OK)
+                        return 1
+                    }
+                    return ok
+                }
+            }
+        }
         if let time {
             X509_VERIFY_PARAM_set_time(param, time_t(time.timeIntervalSince1970.rounded(.down)))
         }
@@ -506,7 +570,7 @@ extension Certificate {
     }
 
     /// True when this certificate names `host` under the same rules as
-    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:)`` (wildcards only as
+    /// ``ServerTrust/evaluate(anchors:hostname:at:allowsCommonNameFallback:revocation:)`` (wildcards only as
     /// a whole left-most label, IP literals against iPAddress names, the subject's common name
     /// only with `allowsCommonNameFallback` and no DNS subjectAltName).
     public func matches(host: String, allowsCommonNameFallback: Bool = false) -> Bool {
@@ -602,6 +666,20 @@ extension TrustFailure {
             X509_V_ERR_CERT_CHAIN_TOO_LONG:
             reason = .invalidCertificate
             message = "certificate \(name): \(openSSL)"
+        case X509_V_ERR_CERT_REVOKED:
+            reason = .revoked
+            message = "certificate \(dated) is revoked: a CRL of '\(certificate.issuerSummary)' lists its serial number"
+        case X509_V_ERR_UNABLE_TO_GET_CRL:
+            reason = .revocationStatusUnknown
+            message =
+                "the revocation status of certificate \(name) is unknown: no CRL of its issuer '\(certificate.issuer)' is among the CRL files, and strict revocation checking needs one"
+        case X509_V_ERR_CRL_HAS_EXPIRED, X509_V_ERR_CRL_NOT_YET_VALID, X509_V_ERR_CRL_SIGNATURE_FAILURE,
+            X509_V_ERR_UNABLE_TO_DECRYPT_CRL_SIGNATURE, X509_V_ERR_ERROR_IN_CRL_LAST_UPDATE_FIELD,
+            X509_V_ERR_ERROR_IN_CRL_NEXT_UPDATE_FIELD, X509_V_ERR_UNABLE_TO_GET_CRL_ISSUER,
+            X509_V_ERR_KEYUSAGE_NO_CRL_SIGN, X509_V_ERR_DIFFERENT_CRL_SCOPE, X509_V_ERR_CRL_PATH_VALIDATION_ERROR:
+            reason = .revocationStatusUnknown
+            message =
+                "the revocation status of certificate \(name) is unknown: the CRL of its issuer '\(certificate.issuer)' cannot be used (\(openSSL))"
         default:
             reason = .other
             message = "certificate \(name): \(openSSL)"

@@ -48,6 +48,11 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var sessionResumption = true
     /// OpenSSL cipher list for TLS 1.2 and below (nil: OpenSSL's default).
     public var cipherList: String? = nil
+    /// Ask every server to staple an OCSP response (status_request), also when the session's
+    /// trust evaluator does not check one: for delegates that evaluate ``ServerTrust`` themselves
+    /// and read ``ServerTrust/stapledOCSPResponse``. Off by default; an evaluator whose
+    /// ``RevocationPolicy`` checks stapled OCSP asks for it anyway.
+    public var requestsStapledOCSP = false
 
     /// Creates the defaults: TLS 1.2 to 1.3, no client certificate, session resumption on,
     /// OpenSSL's default cipher list.

@@ -31,6 +31,8 @@ package final class TLSContext: @unchecked Sendable {
     /// session cache refuses a second use. Loop-confined.
     private var sessions: [String: [OpaquePointer]] = [:]
     private static let sessionsPerOrigin = 8
+    /// Server: the OCSP response stapled to every handshake whose client asks for one.
+    private let staple: StapleBox?
 
     /// A client context for `configuration`.
     package init(client configuration: TLSConfiguration) throws(TLSError) {
@@ -40,6 +42,7 @@ package final class TLSContext: @unchecked Sendable {
         self.ctx = ctx
         self.isServer = false
         self.resumption = configuration.sessionResumption
+        self.staple = nil
         do {
             try Self.applyCommon(
                 ctx,
@@ -81,7 +84,8 @@ package final class TLSContext: @unchecked Sendable {
         privateKeyPath: String,
         minimum: TLSVersion = .tls1_2,
         maximum: TLSVersion? = nil,
-        clientCAPath: String? = nil
+        clientCAPath: String? = nil,
+        stapledOCSPResponse: [UInt8]? = nil
     ) throws(TLSError) {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSError(.setupFailed, "cannot create a TLS context: \(drainOpenSSLErrors().message)")
@@ -89,6 +93,7 @@ package final class TLSContext: @unchecked Sendable {
         self.ctx = ctx
         self.isServer = true
         self.resumption = true
+        self.staple = stapledOCSPResponse.map(StapleBox.init)
         do {
             try Self.applyCommon(ctx, minimum: minimum, maximum: maximum, cipherList: nil)
             // The test server presents weak and broken certificates on purpose (RSA-1024…):
@@ -108,6 +113,28 @@ package final class TLSContext: @unchecked Sendable {
                     )
                 }
                 SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+            }
+            if let staple = self.staple {
+                // The box lives as long as the context (a stored property).
+                let arg = Unmanaged.passUnretained(staple).toOpaque()
+                let set = CHawserTrust_SSL_CTX_set_status_cb(
+                    ctx,
+                    { ssl, arg in
+                        guard let ssl, let arg else { return CHAWSER_TRUST_SSL_TLSEXT_ERR_NOACK }
+                        let box = Unmanaged<StapleBox>.fromOpaque(arg).takeUnretainedValue()
+                        let ok = box.der.withUnsafeBufferPointer {
+                            CHawserTrust_SSL_set_ocsp_response(ssl, $0.baseAddress, $0.count)
+                        }
+                        return ok == 1 ? CHAWSER_TRUST_SSL_TLSEXT_ERR_OK : CHAWSER_TRUST_SSL_TLSEXT_ERR_NOACK
+                    },
+                    arg
+                )
+                guard set == 1 else {
+                    throw TLSError(
+                        .setupFailed,
+                        "cannot install the OCSP stapling callback: \(drainOpenSSLErrors().message)"
+                    )
+                }
             }
         }
     }
@@ -264,4 +291,10 @@ package final class TLSContext: @unchecked Sendable {
         if let list = self.sessions.removeValue(forKey: origin) { for s in list { SSL_SESSION_free(s) } }
     }
 
+}
+
+/// The DER OCSP response a server context staples.
+private final class StapleBox {
+    let der: [UInt8]
+    init(_ der: [UInt8]) { self.der = der }
 }

@@ -274,7 +274,20 @@ package final class TLSStream {
         self.transport?.abandon()
     }
 
+    /// Asks the server to staple an OCSP response (status_request); before the handshake.
+    package func requestStapledOCSP() {
+        _ = CHawserTrust_SSL_request_ocsp_status(self.ssl)
+    }
+
     // MARK: - What the handshake established
+
+    /// The DER OCSP response the server stapled, or nil when it stapled none (or was not asked).
+    package func stapledOCSPResponse() -> [UInt8]? {
+        var der: UnsafePointer<UInt8>? = nil
+        let length = CHawserTrust_SSL_get_ocsp_response(self.ssl, &der)
+        guard let der, length > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
 
     /// The peer's certificates as presented, leaf first, sharing OpenSSL's parsed X509
     /// objects (no DER decode again), or why one of them cannot be used.

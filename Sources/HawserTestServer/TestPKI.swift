@@ -37,6 +37,10 @@ public struct TestPKIError: Error, Sendable, CustomStringConvertible {
 /// └── Hawser Test Root CA, cross-signed, expired (``expiredRootCopy``)
 /// ```
 ///
+/// Revocation: ``revoked`` (by the intermediate) is the leaf that OCSP responses
+/// (``ocspResponse(for:status:signer:thisUpdate:nextUpdate:)``) and CRLs
+/// (``crlFile(_:issuer:revoking:lastUpdate:nextUpdate:)``) made at test time call revoked.
+///
 /// Server leaves name `localhost`, `127.0.0.1` and `::1` unless said otherwise.
 /// ``Leaf/chainPath`` holds what a server sends (leaf, then its intermediate when it has one, then
 /// the cross-signed or expired copies a scenario adds);
@@ -133,6 +137,10 @@ public final class TestPKI: Sendable {
     /// `CN=127.0.0.1` and `DNS:127.0.0.1` only: the address written as a DNS name, which never
     /// matches the IP address (only an iPAddress entry does).
     public let ipAsDNSName: Leaf
+    /// A server leaf by the intermediate, for revocation scenarios (``valid`` is the one in good standing).
+    public let revoked: Leaf
+    /// The issuing certificates and keys kept for OCSP responses and CRLs.
+    private let signers: Signers
 
     /// Every server scenario, by name.
     public var serverLeaves: [Leaf] {
@@ -381,11 +389,197 @@ public final class TestPKI: Sendable {
             subject: "127.0.0.1",
             sans: "DNS:127.0.0.1"
         )
+        self.revoked = try leaf("revoked", key: leafKey, issuer: byIntermediate, chainExtra: [intX])
+        // An impostor: the intermediate's name on another key, self-signed (signs OCSP responses
+        // and CRLs that must not verify).
+        let impostorKey = try Key.ec()
+        let impostorX = try CertificateBuilder.make(
+            subject: "Hawser Test Intermediate CA",
+            key: impostorKey,
+            issuer: nil,
+            from: -60 * day,
+            to: 3650 * day,
+            kind: .ca
+        )
+        defer { X509_free(impostorX) }
+        self.signers = Signers(
+            root: (rootX, rootKey),
+            intermediate: (intX, intermediateKey),
+            impostor: (impostorX, impostorKey)
+        )
         // Keep the keys alive until every certificate is signed (they free themselves).
         withExtendedLifetime(
             (rootKey, leafKey, weakKey, intermediateKey, untrustedRootKey, selfSignedKey, ecdsaKey, clientKey)
         ) {}
         withExtendedLifetime((root2Key, legacyRootKey)) {}
+    }
+}
+
+// MARK: - revocation: OCSP responses and CRLs
+
+extension TestPKI {
+    /// What an OCSP response says about a certificate.
+    public enum OCSPStatus: Sendable {
+        /// Not revoked.
+        case good
+        /// Revoked an hour before the response (reason keyCompromise).
+        case revoked
+        /// The responder does not know the certificate.
+        case unknown
+    }
+
+    /// Who signs an OCSP response or a CRL.
+    public enum Signer: Sendable {
+        /// The root CA (issuer of the intermediate).
+        case root
+        /// The intermediate CA (issuer of the server leaves).
+        case intermediate
+        /// A certificate with the intermediate's name and another key, trusted by nobody.
+        case impostor
+    }
+
+    /// A DER OCSP response (RFC 6960) about `leaf` (issued by the intermediate) saying
+    /// `status`, signed by `signer` with its certificate included, valid from `thisUpdate` to
+    /// `nextUpdate` seconds from now (nil: no nextUpdate). Made at call time with OpenSSL's API,
+    /// as `openssl ocsp -index … -rsigner … -ndays 1` would.
+    public func ocspResponse(
+        for leaf: Leaf,
+        status: OCSPStatus,
+        signer: Signer = .intermediate,
+        thisUpdate: Int = -3600,
+        nextUpdate: Int? = 86_400
+    ) throws(TestPKIError) -> [UInt8] {
+        let leafX = try parse(leaf.certificate.derBytes)
+        defer { X509_free(leafX) }
+        guard let id = OCSP_cert_to_id(EVP_sha1(), leafX, self.signers.intermediate.0) else {
+            throw TestPKIError("OCSP_cert_to_id failed")
+        }
+        defer { OCSP_CERTID_free(id) }
+        guard let basic = OCSP_BASICRESP_new() else { throw TestPKIError("OCSP_BASICRESP_new failed") }
+        defer { OCSP_BASICRESP_free(basic) }
+        let this = X509_time_adj_ex(nil, 0, thisUpdate, nil)
+        let next = nextUpdate.flatMap { X509_time_adj_ex(nil, 0, $0, nil) }
+        let revokedAt = status == .revoked ? X509_time_adj_ex(nil, 0, -3600, nil) : nil
+        defer {
+            ASN1_TIME_free(this)
+            ASN1_TIME_free(next)
+            ASN1_TIME_free(revokedAt)
+        }
+        let code: Int32
+        switch status {
+        case .good: code = V_OCSP_CERTSTATUS_GOOD
+        case .revoked: code = V_OCSP_CERTSTATUS_REVOKED
+        case .unknown: code = V_OCSP_CERTSTATUS_UNKNOWN
+        }
+        let reason = status == .revoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : 0
+        guard OCSP_basic_add1_status(basic, id, code, reason, revokedAt, this, next) != nil else {
+            throw TestPKIError("OCSP_basic_add1_status failed")
+        }
+        let (x, key) = self.signers.pair(signer)
+        guard OCSP_basic_sign(basic, x, key.pointer, EVP_sha256(), nil, 0) == 1 else {
+            throw TestPKIError("OCSP_basic_sign failed")
+        }
+        guard let response = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, basic) else {
+            throw TestPKIError("OCSP_response_create failed")
+        }
+        defer { OCSP_RESPONSE_free(response) }
+        let length = i2d_OCSP_RESPONSE(response, nil)
+        guard length > 0 else { throw TestPKIError("i2d_OCSP_RESPONSE failed") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_OCSP_RESPONSE(response, &cursor)
+        }
+        ERR_clear_error()
+        return der
+    }
+
+    /// Writes a CRL by `issuer` listing `revoking` (their serial numbers), valid from
+    /// `lastUpdate` to `nextUpdate` seconds from now, in PEM as `name`.crl and in DER as
+    /// `name`-der.crl in the PKI's directory. Returns the two paths.
+    public func crlFile(
+        _ name: String,
+        issuer: Signer = .intermediate,
+        revoking: [Leaf],
+        lastUpdate: Int = -3600,
+        nextUpdate: Int = 86_400
+    ) throws(TestPKIError) -> (pem: String, der: String) {
+        let (issuerX, key) = self.signers.pair(issuer)
+        guard let crl = X509_CRL_new() else { throw TestPKIError("X509_CRL_new failed") }
+        defer { X509_CRL_free(crl) }
+        let last = X509_time_adj_ex(nil, 0, lastUpdate, nil)
+        let next = X509_time_adj_ex(nil, 0, nextUpdate, nil)
+        let revokedAt = X509_time_adj_ex(nil, 0, -3600, nil)
+        defer {
+            ASN1_TIME_free(last)
+            ASN1_TIME_free(next)
+            ASN1_TIME_free(revokedAt)
+        }
+        var ok = X509_CRL_set_version(crl, 1) == 1
+        ok = ok && X509_CRL_set_issuer_name(crl, X509_get_subject_name(issuerX)) == 1
+        ok = ok && X509_CRL_set1_lastUpdate(crl, last) == 1
+        ok = ok && X509_CRL_set1_nextUpdate(crl, next) == 1
+        for leaf in revoking {
+            let leafX = try parse(leaf.certificate.derBytes)
+            defer { X509_free(leafX) }
+            guard let entry = X509_REVOKED_new() else { throw TestPKIError("X509_REVOKED_new failed") }
+            let filled =
+                X509_REVOKED_set_serialNumber(entry, X509_get_serialNumber(leafX)) == 1
+                && X509_REVOKED_set_revocationDate(entry, revokedAt) == 1
+            guard filled, X509_CRL_add0_revoked(crl, entry) == 1 else {
+                X509_REVOKED_free(entry)
+                throw TestPKIError("cannot add '\(leaf.name)' to the CRL")
+            }
+        }
+        ok = ok && X509_CRL_sort(crl) == 1
+        ok = ok && X509_CRL_sign(crl, key.pointer, EVP_sha256()) > 0
+        guard ok else { throw TestPKIError("cannot make the CRL '\(name)'") }
+        let pem = try withMemoryBIO { bio in PEM_write_bio_X509_CRL(bio, crl) == 1 }
+        let length = i2d_X509_CRL(crl, nil)
+        guard length > 0 else { throw TestPKIError("i2d_X509_CRL failed") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_X509_CRL(crl, &cursor)
+        }
+        ERR_clear_error()
+        let files = FileWriter(directory: self.directory)
+        // Named .crl, not .pem or .der: a directory of certificates (the PKI's own, read by
+        // Certificate.certificates(inDirectory:)) holds no CRL.
+        return (try files.write("\(name).crl", bytes: pem), try files.write("\(name)-der.crl", bytes: der))
+    }
+}
+
+private func parse(_ der: [UInt8]) throws(TestPKIError) -> OpaquePointer {
+    let x: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+        var cursor = buffer.baseAddress
+        return d2i_X509(nil, &cursor, buffer.count)
+    }
+    guard let x else { throw TestPKIError("a certificate of the PKI does not parse") }
+    return x
+}
+
+/// The CA certificates (one reference each) and keys that sign OCSP responses and CRLs.
+private final class Signers: @unchecked Sendable {
+    let root: (OpaquePointer, Key)
+    let intermediate: (OpaquePointer, Key)
+    let impostor: (OpaquePointer, Key)
+
+    init(root: (OpaquePointer, Key), intermediate: (OpaquePointer, Key), impostor: (OpaquePointer, Key)) {
+        for (x, _) in [root, intermediate, impostor] { X509_up_ref(x) }
+        self.root = root
+        self.intermediate = intermediate
+        self.impostor = impostor
+    }
+
+    deinit { for (x, _) in [self.root, self.intermediate, self.impostor] { X509_free(x) } }
+
+    func pair(_ signer: TestPKI.Signer) -> (OpaquePointer, Key) {
+        switch signer {
+        case .root: return self.root
+        case .intermediate: return self.intermediate
+        case .impostor: return self.impostor
+        }
     }
 }
 

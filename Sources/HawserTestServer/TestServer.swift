@@ -69,6 +69,9 @@ public final class TestServer: @unchecked Sendable {
         public var maximumVersion: TLSVersion? = nil
         /// PEM CA certificates; when set, the server requires a client certificate they issued.
         public var clientCAPath: String? = nil
+        /// A DER OCSP response to staple to every handshake whose client asks for one (the
+        /// status_request extension); nil staples nothing.
+        public var stapledOCSPResponse: [UInt8]? = nil
 
         /// Creates TLS settings for the test server; each parameter sets the property of the same name.
         public init(
@@ -76,13 +79,15 @@ public final class TestServer: @unchecked Sendable {
             privateKeyPath: String,
             minimumVersion: TLSVersion = .tls1_2,
             maximumVersion: TLSVersion? = nil,
-            clientCAPath: String? = nil
+            clientCAPath: String? = nil,
+            stapledOCSPResponse: [UInt8]? = nil
         ) {
             self.certificateChainPath = certificateChainPath
             self.privateKeyPath = privateKeyPath
             self.minimumVersion = minimumVersion
             self.maximumVersion = maximumVersion
             self.clientCAPath = clientCAPath
+            self.stapledOCSPResponse = stapledOCSPResponse
         }
     }
 
@@ -120,7 +125,8 @@ public final class TestServer: @unchecked Sendable {
                 privateKeyPath: $0.privateKeyPath,
                 minimum: $0.minimumVersion,
                 maximum: $0.maximumVersion,
-                clientCAPath: $0.clientCAPath
+                clientCAPath: $0.clientCAPath,
+                stapledOCSPResponse: $0.stapledOCSPResponse
             )
         }
         let l = try loop ?? EventLoop(name: "test-server")

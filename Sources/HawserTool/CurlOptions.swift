@@ -59,6 +59,9 @@ struct CurlOptions {
     /// --cn-fallback: accept a leaf that names the host only in its subject's common name (no
     /// DNS subjectAltName), as `SecurityPolicy.allowsCommonNameFallback`.
     var commonNameFallback = false
+    /// --cert-status: require a stapled OCSP response saying the certificate is good.
+    var certStatus = false
+    var crlFiles: [String] = []  // --crlfile FILE (repeatable)
     var certPath: String?  // --cert FILE[:PASSWORD]
     var certType: String?  // --cert-type PEM|P12
     var keyPath: String?  // --key
@@ -156,6 +159,10 @@ struct CurlOptions {
               --no-validate-domain-name     do not check that the certificate names the host
               --cn-fallback          accept a certificate that names the host only in its subject's
                                      common name (no DNS subjectAltName; never for an IP address)
+              --cert-status          require the server to staple an OCSP response saying its
+                                     certificate is good (signed by its issuer, current)
+              --crlfile FILE         refuse certificates revoked by the CRLs in FILE (PEM or DER,
+                                     repeatable); every CA of the chain needs a CRL there
           -E, --cert FILE[:PASS]     client certificate (PEM, or PKCS#12 with --cert-type P12)
               --cert-type PEM|P12    the type of --cert
               --key FILE             the client certificate's private key (PEM)
@@ -191,7 +198,8 @@ struct CurlOptions {
           with -f, 23 write error, 26 read error, 28 timeout, 33 range not supported, 35 TLS handshake,
           47 too many redirects, 52 empty reply, 55 send error, 56 receive failure, 58 client
           certificate, 60 untrusted certificate, 61 bad content encoding, 63 size limit,
-          90 pinned key or certificate did not match.
+          82 unusable --crlfile, 90 pinned key or certificate did not match, 91 no good stapled
+          OCSP response (--cert-status).
         """
 
     /// Short flags that take a value: in a cluster (`-sSo FILE`, `-XPUT`) the rest of the cluster,
@@ -344,6 +352,8 @@ struct CurlOptions {
             case "--allow-invalid-certificates": o.allowInvalidCertificates = true
             case "--no-validate-domain-name": o.validatesDomainName = false
             case "--cn-fallback": o.commonNameFallback = true
+            case "--cert-status": o.certStatus = true
+            case "--crlfile": o.crlFiles.append(try value(a))
             case "-E", "--cert": o.certPath = try value(a)
             case "--cert-type": o.certType = try value(a).uppercased()
             case "--key": o.keyPath = try value(a)
@@ -429,7 +439,7 @@ struct CurlOptions {
     static let longWithValue: Set<String> = [
         "--request", "--header", "--user-agent", "--referer", "--data", "--data-ascii", "--data-binary", "--data-raw",
         "--json", "--form", "--upload-file", "--dump-header", "--output", "--cacert", "--capath", "--pinnedpubkey",
-        "--pinning", "--pinned-cert", "--cert", "--cert-type", "--key", "--tls-max", "--user", "--proxy",
+        "--pinning", "--pinned-cert", "--crlfile", "--cert", "--cert-type", "--key", "--tls-max", "--user", "--proxy",
         "--proxy-user",
         "--socks5-hostname", "--noproxy", "--proxy-cacert", "--proxy-capath", "--continue-at", "--expect100-timeout",
         "--cookie", "--cookie-jar",

@@ -15,7 +15,9 @@ enum ExitCode {
     static let emptyReply: Int32 = 52
     static let receiveError: Int32 = 56
     static let peerFailedVerification: Int32 = 60
+    static let sslCRLBadFile: Int32 = 82
     static let sslPinnedPublicKeyNotMatch: Int32 = 90
+    static let sslInvalidCertStatus: Int32 = 91
 
     /// The exit status for an engine error.
     static func forError(_ e: HawserError) -> Int32 {
@@ -49,6 +51,13 @@ enum ExitCode {
         case .serverCertificateUntrusted:
             if let failure = e.underlying as? TrustFailure, failure.reason == .pinMismatch {
                 return Self.sslPinnedPublicKeyNotMatch
+            }
+            // The stapled OCSP response (no X509_V_ERR code) is curl's --cert-status failure;
+            // a CRL's verdict is a verification failure (60), as curl's.
+            if let failure = e.underlying as? TrustFailure, failure.verifyErrorCode == nil,
+                failure.reason == .revoked || failure.reason == .revocationStatusUnknown
+            {
+                return Self.sslInvalidCertStatus
             }
             return Self.peerFailedVerification
         case .clientCertificateRequired: return 58

@@ -611,6 +611,21 @@ enum GetCommand {
             policy.allowInvalidCertificates = true
             policy.validatesDomainName = false
         }
+        if o.certStatus || !o.crlFiles.isEmpty {
+            // curl's rules: --cert-status needs a good staple; --crlfile checks every CA of the
+            // chain (X509_V_FLAG_CRL_CHECK_ALL) and refuses a certificate without a CRL.
+            policy.revocation = RevocationPolicy(
+                mode: .strict,
+                checksStapledOCSP: o.certStatus,
+                crlFiles: o.crlFiles,
+                checksWholeChain: true
+            )
+            do {
+                try policy.revocation.loadCRLs()
+            } catch {
+                throw ToolFailure(ExitCode.sslCRLBadFile, "error loading CRL file: \(error.message)")
+            }
+        }
         config.serverTrustEvaluator = policy
     }
 

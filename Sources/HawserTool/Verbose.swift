@@ -51,6 +51,10 @@ struct TrustRecorder: ServerTrustEvaluating {
     let anchors: TrustAnchors
     let pinning: String?
 
+    func loadTrustStores() { self.inner.loadTrustStores() }
+
+    func requestsStapledOCSP(forHost host: String) -> Bool { self.inner.requestsStapledOCSP(forHost: host) }
+
     func evaluate(_ trust: ServerTrust, forHost host: String) throws(TrustFailure) {
         // curl's verify result is OpenSSL's for the chain; the host name is checked apart.
         let chainOnly = trust.evaluate(anchors: self.anchors, hostname: nil)

@@ -262,7 +262,16 @@ private struct TaggedSerializer: CodableResponseSerialization {
         policy.allowsCommonNameFallback = true
         policy.pinnedPublicKeyHashes = [PublicKeyPin(certificate: pki.untrustedRoot)]
         policy.anchors = .systemAndCustom([pki.root])
+        policy.revocation = RevocationPolicy(
+            mode: .strict,
+            checksStapledOCSP: false,
+            crlFiles: ["a.crl", "b.pem"],
+            checksWholeChain: true,
+            allowedClockSkew: 42
+        )
         let back = try roundTrip(policy)
+        #expect(back.revocation == policy.revocation)
+        #expect(try roundTrip(SecurityPolicy(pinningMode: .none)).revocation == .off)
         #expect(back.allowsCommonNameFallback)
         #expect(!(try roundTrip(SecurityPolicy(pinningMode: .none))).allowsCommonNameFallback)
         #expect(back.pinningMode == .certificate)

@@ -332,6 +332,38 @@ extension ManagerNetworkTests {
         }
 
         @Test(
+            "a manager's policy with strict revocation asks for the staple: good accepted, revoked refused as revoked"
+        )
+        func revocationPolicy() async throws {
+            let pki = try TestPKI.shared()
+            for (leaf, status) in [(pki.valid, TestPKI.OCSPStatus.good), (pki.revoked, .revoked)] {
+                try await expectNoFDLeak {
+                    let tls = TestServer.TLS(
+                        certificateChainPath: leaf.chainPath,
+                        privateKeyPath: leaf.keyPath,
+                        stapledOCSPResponse: try pki.ocspResponse(for: leaf, status: status)
+                    )
+                    let server = try TestServer(host: "127.0.0.1", tls: tls)
+                    defer { server.shutdown() }
+                    let m = HTTPSessionManager(baseURL: URL(string: "https://localhost:\(server.port)/")!)
+                    defer { m.invalidateSessionCancelingTasks(true, resetSession: false) }
+                    var policy = SecurityPolicy.default
+                    policy.anchors = .custom([pki.root])
+                    policy.revocation = .strict
+                    try m.setSecurityPolicy(policy)
+                    do {
+                        let (_, response) = try await m.get("json")
+                        #expect(status == .good && response.statusCode == 200)
+                    } catch let e as HawserError {
+                        #expect(status == .revoked, "\(e)")
+                        #expect(e.code == .serverCertificateUntrusted)
+                        #expect((e.underlying as? TrustFailure)?.reason == .revoked)
+                    }
+                }
+            }
+        }
+
+        @Test(
             "a task challenge block answering .useServerTrust wins over the policy; a session block decides when alone"
         )
         func challengeBlocksWin() async throws {

@@ -69,9 +69,18 @@ public protocol SessionDelegate: AnyObject, Sendable {
         didReceive challenge: AuthenticationChallenge,
         completion: @escaping @Sendable (ChallengeDisposition) -> Void
     )
+
+    /// Whether the TLS handshake with `host` should ask the server to staple an OCSP response
+    /// (for the server-trust challenge's `ServerTrust.stapledOCSPResponse`), besides when the
+    /// configuration's evaluator or `TLSConfiguration.requestsStapledOCSP` asks. Called on the
+    /// event loop before each handshake: be quick. Default: false.
+    func session(_ session: Session, requestsStapledOCSPForHost host: String) -> Bool
 }
 
 extension SessionDelegate {
+    /// No staple asked for.
+    public func session(_ session: Session, requestsStapledOCSPForHost host: String) -> Bool { false }
+
     public func session(
         _ session: Session,
         didReceive challenge: AuthenticationChallenge,

@@ -228,8 +228,15 @@ final class ConnectionPool: @unchecked Sendable {
             trustHook: tls == nil
                 ? nil
                 : { [unowned(unsafe) self] connector, chain, decide in
-                    self.context.evaluateTrust(connector.key, chain, task: self.machine.firstWaiting(origin), decide)
+                    self.context.evaluateTrust(
+                        connector.key,
+                        chain,
+                        stapledOCSPResponse: connector.stapledOCSPResponse,
+                        task: self.machine.firstWaiting(origin),
+                        decide
+                    )
                 },
+            requestsStapledOCSP: tls != nil && self.context.requestsStapledOCSP(forHost: key.host),
             proxyTLSContext: proxyTLS,
             proxyTrustHook: httpsProxy.map { server in
                 { [unowned(unsafe) self] _, chain, decide in

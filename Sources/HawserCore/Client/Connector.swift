@@ -80,6 +80,8 @@ final class Connector: EventLoopIOHandler {
     private var completion: Completion?
     private let tlsContext: TLSContext?
     private let trustHook: TrustHook?
+    /// Ask the origin to staple an OCSP response (the session's evaluator checks one).
+    private let requestsStapledOCSP: Bool
     /// For an https proxy: the context its TLS is made from, and who decides about its chain.
     private let proxyTLSContext: TLSContext?
     private let proxyTrustHook: TrustHook?
@@ -118,6 +120,7 @@ final class Connector: EventLoopIOHandler {
         attemptDelay: UInt64 = ConnectStateMachine.defaultAttemptDelay,
         tlsContext: TLSContext? = nil,
         trustHook: TrustHook? = nil,
+        requestsStapledOCSP: Bool = false,
         proxyTLSContext: TLSContext? = nil,
         proxyTrustHook: TrustHook? = nil,
         completion: @escaping Completion
@@ -128,6 +131,7 @@ final class Connector: EventLoopIOHandler {
         self.dnsOverride = dnsOverride
         self.tlsContext = tlsContext
         self.trustHook = trustHook
+        self.requestsStapledOCSP = requestsStapledOCSP
         self.proxyTLSContext = proxyTLSContext
         self.proxyTrustHook = proxyTrustHook
         self.completion = completion
@@ -669,6 +673,7 @@ final class Connector: EventLoopIOHandler {
             } else {
                 self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: self.tlsOrigin)
             }
+            if self.requestsStapledOCSP { self.tls?.requestStapledOCSP() }
             try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
@@ -770,6 +775,9 @@ final class Connector: EventLoopIOHandler {
             self.feed(self.machine.proxyTrustDecided(error))
         }
     }
+
+    /// The OCSP response the origin stapled to the handshake, if it stapled one.
+    var stapledOCSPResponse: [UInt8]? { self.tls?.stapledOCSPResponse() }
 
     private func evaluateTrust() {
         guard let tls = self.tls, let hook = self.trustHook else { return }

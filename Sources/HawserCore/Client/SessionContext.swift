@@ -181,12 +181,25 @@ final class SessionContext: @unchecked Sendable {
         }
     }
 
+    /// Whether connections to `host` ask for a stapled OCSP response: the configuration says so,
+    /// the evaluator for `host` checks one, or the session's delegate asks (a manager whose
+    /// security policy checks one).
+    func requestsStapledOCSP(forHost host: String) -> Bool {
+        if self.configuration.tls.requestsStapledOCSP { return true }
+        if (self.configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()).requestsStapledOCSP(forHost: host) {
+            return true
+        }
+        guard let delegate = self.sessionDelegate, let session = self.session else { return false }
+        return delegate.session(session, requestsStapledOCSPForHost: host)
+    }
+
     /// Decides about a server's chain after a handshake: `task`'s delegate first (the task first
     /// in line for the origin the connection is opened for), then the session's delegate, then
     /// the configuration's evaluator. `decide` runs on the loop, exactly once.
     func evaluateTrust(
         _ key: ConnectionKey,
         _ chain: Result<[Certificate], CertificateError>,
+        stapledOCSPResponse: [UInt8]? = nil,
         task: RequestTask?,
         _ decide: @escaping (HawserError?) -> Void
     ) {
@@ -208,7 +221,7 @@ final class SessionContext: @unchecked Sendable {
             decide(HawserError(.secureConnectionFailed, "\(key.host):\(key.port) sent no certificate"))
             return
         }
-        let trust = ServerTrust(host: key.host, certificates: certificates)
+        let trust = ServerTrust(host: key.host, certificates: certificates, stapledOCSPResponse: stapledOCSPResponse)
         let evaluator = self.configuration.serverTrustEvaluator ?? DefaultTrustEvaluator()
         let untrusted = { @Sendable (failure: TrustFailure) -> HawserError in
             var e = HawserError(
