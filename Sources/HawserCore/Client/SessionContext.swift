@@ -37,6 +37,9 @@ final class SessionContext: @unchecked Sendable {
     let httpShouldSetCookies: Bool
     let httpCookieStorage: CookieJar?
     let redirects: RedirectConfiguration
+    /// The session's bandwidth limits (0: none).
+    let maximumReceiveBytesPerSecond: Int64
+    let maximumSendBytesPerSecond: Int64
 
     init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
         self.loop = loop
@@ -52,6 +55,8 @@ final class SessionContext: @unchecked Sendable {
         self.httpShouldSetCookies = configuration.httpShouldSetCookies
         self.httpCookieStorage = configuration.httpCookieStorage
         self.redirects = configuration.redirects
+        self.maximumReceiveBytesPerSecond = max(0, configuration.maximumReceiveBytesPerSecond ?? 0)
+        self.maximumSendBytesPerSecond = max(0, configuration.maximumSendBytesPerSecond ?? 0)
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
