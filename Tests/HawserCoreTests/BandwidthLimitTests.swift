@@ -251,6 +251,26 @@ extension NetworkTests {
             }
         }
 
+        @Test(
+            "a response whose last read empties the bucket leaves its connection reading in the pool: the server's close is seen"
+        )
+        func pooledAfterThrottle() async throws {
+            // A response of exactly 1000 bytes (the whole burst), then the server closes.
+            var n = 900
+            func head(_ n: Int) -> String { "HTTP/1.1 200 OK\r\nContent-Length: \(n)\r\n\r\n" }
+            n = 1000 - head(n).utf8.count
+            let server = try ScriptedServer([
+                [.readRequest(), .sendText(head(n) + String(repeating: "x", count: n)), .close]
+            ])
+            defer { server.stop() }
+            try await Self.withVirtualSession({ $0.maximumReceiveBytesPerSecond = Self.rate }) { session, _ in
+                let r = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/")))
+                #expect(r.body.count == n && r.metrics.bytesReceived == 1000)
+                // The clock never moves: only a connection that reads can find the close.
+                #expect(await eventually { session.poolStatistics().openConnections == 0 })
+            }
+        }
+
         @Test("a task held by its own limit is not idle: the idle timeout does not fire while it waits")
         func notIdle() async throws {
             let server = try TestServer()

@@ -488,6 +488,9 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.heldBody = nil
         switch action {
         case .completeAndReuse:
+            // Reading held for the task that ended (its receive limit, a pause) is not the idle
+            // connection's: in the pool it must see the server's close.
+            self.updateReadInterest()
             self.pool.release(self)
         case .completeAndClose:
             self.close()

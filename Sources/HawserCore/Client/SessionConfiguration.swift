@@ -61,7 +61,7 @@ public struct SessionConfiguration: Sendable {
     /// stops reading (TCP then slows the server down) and one event-loop timer resumes it: no
     /// thread sleeps and nothing polls. It works together with a streaming consumer's
     /// back-pressure (reading resumes when both allow). A request's own
-    /// ``HTTPClientRequest/maximumReceiveBytesPerSecond`` replaces this one for that request.
+    /// `HTTPClientRequest.maximumReceiveBytesPerSecond` replaces this one for that request.
     public var maximumReceiveBytesPerSecond: Int64? = nil
     /// The most bytes a second each task of the session sends (libcurl's
     /// `CURLOPT_MAX_SEND_SPEED_LARGE`, curl's `--limit-rate` for uploads); nil (the default) or
@@ -69,7 +69,7 @@ public struct SessionConfiguration: Sendable {
     /// framed), per task as ``maximumReceiveBytesPerSecond`` is. When a task is ahead of its limit
     /// the connection stops writing and one event-loop timer resumes it; a streamed body's
     /// `write` waits meanwhile (back-pressure). A request's own
-    /// ``HTTPClientRequest/maximumSendBytesPerSecond`` replaces this one for that request.
+    /// `HTTPClientRequest.maximumSendBytesPerSecond` replaces this one for that request.
     public var maximumSendBytesPerSecond: Int64? = nil
     /// Bytes read from a socket per read call. Default 64 KiB.
     public var readChunkSize: Int = 64 * 1024
