@@ -34,6 +34,19 @@ public struct HTTPClientRequest: Sendable {
     /// (AsyncHTTPClient's per-request deadline, curl's `--max-time`). nil means the
     /// configuration's `timeoutIntervalForResource` (7 days by default).
     public var timeoutIntervalForResource: Double?
+    /// The most bytes a second this request's task receives, replacing the session's
+    /// `maximumReceiveBytesPerSecond` (libcurl's `CURLOPT_MAX_RECV_SPEED_LARGE`); nil means the
+    /// session's limit, 0 means none for this request. Counted on the bytes that arrive from the
+    /// connection (head and body as framed, before content decoding), for the whole task
+    /// (redirects and replays included); when the task is ahead, its connection stops reading
+    /// until an event-loop timer says the limit allows more.
+    public var maximumReceiveBytesPerSecond: Int64?
+    /// The most bytes a second this request's task sends, replacing the session's
+    /// `maximumSendBytesPerSecond` (libcurl's `CURLOPT_MAX_SEND_SPEED_LARGE`); nil means the
+    /// session's limit, 0 means none for this request. Counted on the bytes handed to the
+    /// connection (head and body as framed); when the task is ahead, its connection stops
+    /// writing (and a streamed body's `write` waits) until an event-loop timer allows more.
+    public var maximumSendBytesPerSecond: Int64?
     /// How the session's HTTP cache is used for this request; nil means the configuration's policy.
     public var cachePolicy: CachePolicy?
     /// Whether cookies from the configuration's jar are sent and `Set-Cookie` stored; nil means

@@ -144,7 +144,8 @@ struct CurlOptions {
                                      0 retries at once (curl's 0 means its default)
               --retry-max-time S     no retry after S seconds
               --retry-connrefused    also retry a refused connection
-              --limit-rate RATE      read the response at most RATE bytes a second (K, M, G suffixes)
+              --limit-rate RATE      receive and send at most RATE bytes a second (K, M, G suffixes),
+                                     each transfer on its own, head bytes included
               --unix-socket PATH     connect to the Unix domain socket PATH instead of the URL's host
               --resolve H:P:ADDR     connect to ADDR (an IP address; several: A1,A2) for host H port P;
                                      Host, SNI and the certificate check keep the name H (repeatable)

@@ -319,10 +319,9 @@ enum GetCommand {
         if o.userAgent == "" { additional.remove(name: "User-Agent") }
         for (name, value) in o.headers where value.isEmpty { additional.remove(name: name) }
         config.httpAdditionalHeaders = additional
-        if let rate = o.limitRate {
-            // Smaller reads let --limit-rate pause at a finer grain.
-            config.readChunkSize = Int(max(1024, min(64 * 1024, rate / 4)))
-        }
+        // --limit-rate: curl's one rate for both directions, each task (transfer) on its own.
+        config.maximumReceiveBytesPerSecond = o.limitRate
+        config.maximumSendBytesPerSecond = o.limitRate
         // curl's cookie engine is off unless -b FILE or -c FILE turns it on.
         let literalCookie = o.cookieInput.map { $0.contains("=") } ?? false
         if (o.cookieInput != nil && !literalCookie) || o.cookieJarPath != nil {
@@ -469,7 +468,7 @@ enum GetCommand {
                 request.headers.add(name: "Content-Type", value: form.contentType)
             }
         } else if let path = o.uploadPath {
-            request.body = try Self.uploadBody(path: path, limit: o.limitRate)
+            request.body = try Self.uploadBody(path: path)
             method = "PUT"
         }
         request.method = HTTPMethod(rawValue: o.method ?? method)
@@ -477,9 +476,9 @@ enum GetCommand {
     }
 
     /// -T: the file streamed, 64 KiB at a time, opened again for every send (a redirect or a
-    /// retry reads it from the start); stdin is sent chunked. With --limit-rate the sending
-    /// waits to keep the average at the rate.
-    static func uploadBody(path: String, limit: Int64?) throws -> RequestBody {
+    /// retry reads it from the start); stdin is sent chunked. --limit-rate is the session's send
+    /// limit: each `write` waits while the connection is held at the rate.
+    static func uploadBody(path: String) throws -> RequestBody {
         let first: InputFile
         do {
             first = try InputFile(path: path)
@@ -490,18 +489,10 @@ enum GetCommand {
         let stdin = path == "-" ? first : nil
         return .stream(length: length) { writer in
             let file = try stdin ?? InputFile(path: path)
-            let start = TaskMetrics.now()
-            var sent: Int64 = 0
             while true {
                 let chunk = try file.read(max: 64 * 1024)
                 if chunk.isEmpty { break }
                 try await writer.write(chunk)
-                sent += Int64(chunk.count)
-                if let limit {
-                    let due = UInt64(Double(sent) / Double(limit) * 1e9)
-                    let elapsed = TaskMetrics.now() - start
-                    if elapsed < due { try await Task.sleep(nanoseconds: due - elapsed) }
-                }
             }
         }
     }

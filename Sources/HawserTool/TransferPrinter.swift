@@ -8,7 +8,8 @@ import Foundation
 #endif
 
 /// Streams one transfer the way curl does: heads for -i / -I / -D / -v (byte for byte as they
-/// arrived), the body to stdout or a file, the progress meter, and --limit-rate.
+/// arrived), the body to stdout or a file, and the progress meter. (--limit-rate is the
+/// session's bandwidth limit, not the printer's.)
 final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     /// How a transfer ended.
     struct Outcome {
@@ -26,7 +27,6 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     private let dump: OutputFile?
     private let trustLog: TrustLog
     private var meter: ProgressMeter?
-    private let limitRate: Int64?
     private(set) var head: HTTPResponseHead?
     private(set) var bodyBytes: Int64 = 0
     private(set) var headBytes = 0
@@ -39,10 +39,6 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     private var connectionCounted = false
     /// New connections the transfer made (curl's num_connects), redirects included.
     private(set) var connects = 0
-    /// --limit-rate: the body bytes counted from `rateStart`.
-    private var rateStart: UInt64 = 0
-    private var rateStartBytes: Int64 = 0
-    private var paused = false
     /// With -C -: the size of the partial file; only a 206 body is appended to it.
     private let resumingFrom: Int64?
     private let done = Mutex<CheckedContinuation<Outcome, Never>?>(nil)
@@ -61,7 +57,6 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
         self.dump = dump
         self.trustLog = trustLog
         self.meter = progress ? ProgressMeter(start: start) : nil
-        self.limitRate = options.limitRate
         self.resumingFrom = resumingFrom
     }
 
@@ -130,8 +125,6 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
     func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {
         self.head = head
         self.meter?.setDownloadTotal(head.headers.contentLength.map(Int64.init))
-        self.rateStart = TaskMetrics.now()
-        self.rateStartBytes = self.bodyBytes
         self.emitHead(head, task: task)
     }
 
@@ -149,25 +142,6 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
             meter.setDownloaded(self.bodyBytes)
             if let line = meter.update(now: TaskMetrics.now()) { OutputFile.stderr.write(line) }
             self.meter = meter
-        }
-        if let limit = self.limitRate { self.throttle(task, limit: limit) }
-    }
-
-    /// --limit-rate: when the body arrived faster than `limit` bytes a second since the head,
-    /// stop reading until the average is back at the limit (TCP then slows the server down).
-    private func throttle(_ task: RequestTask, limit: Int64) {
-        guard !self.paused else { return }
-        let now = TaskMetrics.now()
-        let received = self.bodyBytes - self.rateStartBytes
-        let due = UInt64(Double(received) / Double(limit) * 1e9)
-        let elapsed = now &- self.rateStart
-        guard elapsed < due else { return }
-        self.paused = true
-        task.pauseReading()
-        let me = UnsafeSendable(self)
-        _ = task.eventLoop.schedule(in: due - elapsed) {
-            me.value.paused = false
-            task.resumeReading()
         }
     }
 
@@ -224,10 +198,4 @@ final class TransferPrinter: ResponseDelegate, @unchecked Sendable {
             $0 = nil
         }
     }
-}
-
-/// Moves a loop-confined reference through a @Sendable closure that runs on the same loop.
-struct UnsafeSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

@@ -221,6 +221,19 @@ struct CurlOptionsTests {
         }
     }
 
+    @Test("--limit-rate is the session's receive and send limit (each transfer), not the printer's pacing")
+    func limitRateConfiguration() throws {
+        let limited = try GetCommand.configuration(CurlOptions.parse(["--limit-rate", "100K", "http://x/"]))
+        #expect(limited.maximumReceiveBytesPerSecond == 102_400)
+        #expect(limited.maximumSendBytesPerSecond == 102_400)
+        #expect(limited.readChunkSize == SessionConfiguration().readChunkSize, "reads are sized by the limit, not here")
+        let free = try GetCommand.configuration(CurlOptions.parse(["http://x/"]))
+        #expect(free.maximumReceiveBytesPerSecond == nil && free.maximumSendBytesPerSecond == nil)
+        // curl's --limit-rate 0 means no limit.
+        let zero = try GetCommand.configuration(CurlOptions.parse(["--limit-rate", "0", "http://x/"]))
+        #expect(zero.maximumReceiveBytesPerSecond == nil && zero.maximumSendBytesPerSecond == nil)
+    }
+
     @Test("-F specs: fields, @FILE parts, <FILE fields, ;type= and ;filename=")
     func formSpecs() throws {
         typealias S = FormParts.Spec

@@ -298,7 +298,7 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     func updateReadInterest() {
         guard !self.isClosed else { return }
-        let wantRead = !(self.task?.readingSuspended ?? false)
+        let wantRead = !(self.task?.holdsSocketReading ?? false)
         if wantRead != self.readingInterest {
             self.readingInterest = wantRead
             self.loop.setInterest(fd: self.fd, readable: wantRead, writable: self.writingInterest)
@@ -354,7 +354,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             // OpenSSL may hold decrypted bytes epoll cannot see: read until it holds none.
             repeat {
                 self.readOnce()
-            } while !self.isClosed && self.tls!.hasBufferedPlaintext && !(self.task?.readingSuspended ?? true)
+            } while !self.isClosed && self.tls!.hasBufferedPlaintext && !(self.task?.holdsSocketReading ?? true)
             return
         }
         self.readOnce()
@@ -362,14 +362,21 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     private func readOnce() {
         guard !self.isClosed else { return }
-        // Reading is held (back-pressure, or a delegate deciding): leave the bytes — and an
-        // EOF — in the socket until it resumes.
-        if let task = self.task, task.readingSuspended {
-            self.updateReadInterest()
-            return
+        // Reading is held (back-pressure, a delegate deciding, the receive limit): leave the
+        // bytes — and an EOF — in the socket until it resumes.
+        var allowance = Int.max
+        if let task = self.task {
+            if task.holdsSocketReading {
+                self.updateReadInterest()
+                return
+            }
+            allowance = task.receiveAllowance()
         }
         let b = self.acquireBuffer()
-        let space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
+        var space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
+        // Under a receive limit a read takes at most what the limit allows now (at least a byte:
+        // a task whose bucket is empty holds reading, above).
+        if allowance < space.count { space = UnsafeMutableRawBufferPointer(rebasing: space[..<max(1, allowance)]) }
         let result: IOResult<Int>
         if let tls = self.tls {
             switch tls.read(into: space) {
@@ -481,6 +488,9 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.heldBody = nil
         switch action {
         case .completeAndReuse:
+            // Reading held for the task that ended (its receive limit, a pause) is not the idle
+            // connection's: in the pool it must see the server's close.
+            self.updateReadInterest()
             self.pool.release(self)
         case .completeAndClose:
             self.close()
@@ -566,12 +576,28 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.flush()
     }
 
+    /// The send limit allows writing again.
+    func resumeWriting() {
+        self.flush()
+    }
+
     private func flush() {
         guard !self.isClosed else { return }
         while !self.writes.isEmpty {
+            // Under a send limit a write takes at most what the limit allows now; at 0 the
+            // connection stops writing and the task's timer resumes it (an empty write, which
+            // only completes, goes through).
+            var allowance = Int.max
+            if let task = self.task, task.sendBucket != nil, self.writes[0].bytes.count > self.writes[0].offset {
+                allowance = task.sendAllowance()
+                if allowance == 0 {
+                    self.setWriteInterest(false)
+                    return
+                }
+            }
             let result: IOResult<Int>
             do {
-                result = try self.writeSome()
+                result = try self.writeSome(max: allowance)
             } catch {
                 if let tls = self.tls, let alert = tls.pendingAlert() {
                     // The peer said why before it went away (a refused client certificate…).
@@ -601,13 +627,15 @@ final class HTTP1Connection: EventLoopIOHandler {
     }
 
     /// One send/writev of up to 8 pending buffers (over TLS: one SSL_write of the first buffer,
-    /// at most 64 KiB, which OpenSSL cuts into records).
-    private func writeSome() throws(IOError) -> IOResult<Int> {
+    /// at most 64 KiB, which OpenSSL cuts into records). Under a send limit (`limit` below
+    /// `Int.max`): at most `limit` bytes of the first buffer.
+    private func writeSome(max limit: Int) throws(IOError) -> IOResult<Int> {
         if let tls = self.tls {
             let w = self.writes[0]
             if w.bytes.count == w.offset { return .processed(0) }
+            let end = w.offset + min(64 * 1024, limit)
             let status = w.bytes.withUnsafeBytes { raw in
-                tls.write(UnsafeRawBufferPointer(rebasing: raw[w.offset..<min(raw.count, w.offset + 64 * 1024)]))
+                tls.write(UnsafeRawBufferPointer(rebasing: raw[w.offset..<min(raw.count, end)]))
             }
             switch status {
             case .bytes(let n): return .processed(n)
@@ -621,12 +649,15 @@ final class HTTP1Connection: EventLoopIOHandler {
                 throw IOError(errnoCode: EPROTO, function: "SSL_write: \(message)")
             }
         }
-        if self.writes.count == 1 || self.writes[0].bytes.count - self.writes[0].offset >= 64 * 1024 {
+        if self.writes.count == 1 || self.writes[0].bytes.count - self.writes[0].offset >= 64 * 1024
+            || limit != .max
+        {
             let w = self.writes[0]
             if w.bytes.count == w.offset { return .processed(0) }
+            let end = limit == .max ? w.bytes.count : min(w.bytes.count, w.offset + limit)
             let r = w.bytes.withUnsafeBytes { raw in
                 Result { () throws(IOError) in
-                    try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset...]))
+                    try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset..<end]))
                 }
             }
             return try r.get()

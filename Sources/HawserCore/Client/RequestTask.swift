@@ -82,6 +82,17 @@ public final class RequestTask: @unchecked Sendable {
     @exclusivity(unchecked) private var timer: Scheduled?
     #endif
     private var continueTimer: Scheduled?
+    /// The task's bandwidth limits (nil: none, the usual case: then the IO path checks these
+    /// optionals and nothing else), whether each has stopped the connection, and the timer that
+    /// resumes it when the bucket is full again.
+    private(set) var receiveBucket: TokenBucket?
+    private(set) var sendBucket: TokenBucket?
+    /// The receive limit holds the socket's reading (the bytes already read are still delivered).
+    private(set) var receiveThrottled = false
+    /// The send limit holds the connection's writing.
+    private(set) var sendThrottled = false
+    private var receiveTimer: Scheduled?
+    private var sendTimer: Scheduled?
     /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
     var serverAuthAttempts: AuthenticationAttempts?
     var proxyAuthAttempts: AuthenticationAttempts?
@@ -183,6 +194,9 @@ public final class RequestTask: @unchecked Sendable {
 
     var isFinished: Bool { self.machine.isFinished }
     var readingSuspended: Bool { self.machine.readingSuspended }
+    /// Whether the connection must not read from its socket for this task: the machine holds
+    /// reading (back-pressure, a decision) or the receive limit does.
+    var holdsSocketReading: Bool { self.machine.readingSuspended || self.receiveThrottled }
 
     // MARK: - Starting
 
@@ -203,6 +217,7 @@ public final class RequestTask: @unchecked Sendable {
         )
         if let responder = self.context.responder, self.answerFromResponder(responder) { return }
         self.armTimer(at: self.timeouts.due(lastActivity: now), now: now)
+        self.setUpBandwidthLimits(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
         guard self.context.urlCache != nil else {
             self.run(
@@ -357,6 +372,7 @@ public final class RequestTask: @unchecked Sendable {
     func wroteBytes(_ n: Int, bodyTotal: Int64?) {
         self.metrics.bytesSent += Int64(n)
         self.lastActivity = self.eventLoop.now
+        if self.sendBucket != nil { self.sendBucket!.spend(n, now: self.lastActivity) }
         if let bodyTotal {
             self.delegate.task(self, didSendBodyBytes: bodyTotal, expected: self.prepared.body?.knownLength)
         }
@@ -366,6 +382,7 @@ public final class RequestTask: @unchecked Sendable {
         self.metrics.bytesReceived += Int64(n)
         self.lastActivity = self.eventLoop.now
         if self.metrics.responseStart == nil { self.metrics.responseStart = self.lastActivity }
+        if self.receiveBucket != nil { self.spendReceiveBudget(n) }
     }
 
     func receivedInterim(_ head: HTTPResponseHead) {
@@ -474,6 +491,65 @@ public final class RequestTask: @unchecked Sendable {
         self.connection?.finishBodyStream(for: self)
     }
 
+    // MARK: - Bandwidth limits
+
+    /// The request's limits, else the session's (0: none); the buckets last the whole task.
+    private func setUpBandwidthLimits(now: UInt64) {
+        let receive = self.request.maximumReceiveBytesPerSecond ?? self.context.maximumReceiveBytesPerSecond
+        if receive > 0 { self.receiveBucket = TokenBucket(bytesPerSecond: receive, now: now) }
+        let send = self.request.maximumSendBytesPerSecond ?? self.context.maximumSendBytesPerSecond
+        if send > 0 { self.sendBucket = TokenBucket(bytesPerSecond: send, now: now) }
+    }
+
+    /// How many bytes the connection may read for this task now (its read size is capped to it);
+    /// `Int.max` without a receive limit.
+    func receiveAllowance() -> Int {
+        guard self.receiveBucket != nil else { return .max }
+        return self.receiveBucket!.available(now: self.eventLoop.now)
+    }
+
+    /// `n` bytes were read under the receive limit: once the bucket is empty, reading stops (the
+    /// connection drops its read interest) until the timer finds it full again.
+    private func spendReceiveBudget(_ n: Int) {
+        let now = self.eventLoop.now
+        self.receiveBucket!.spend(n, now: now)
+        guard self.receiveBucket!.isEmpty, !self.receiveThrottled else { return }
+        self.receiveThrottled = true
+        self.connection?.updateReadInterest()
+        self.receiveTimer = self.eventLoop.scheduleInLoop(in: self.receiveBucket!.nanosecondsUntilFull()) {
+            [unowned(unsafe) self] in
+            self.receiveTimer = nil
+            self.receiveThrottled = false
+            if self.isFinished { return }
+            self.connection?.resumeAfterPause()
+        }
+    }
+
+    /// How many bytes the connection may write for this task now; `Int.max` without a send
+    /// limit. At 0 the task holds the connection's writing and arms the timer that resumes it.
+    func sendAllowance() -> Int {
+        guard self.sendBucket != nil else { return .max }
+        if self.sendThrottled { return 0 }
+        let allowed = self.sendBucket!.available(now: self.eventLoop.now)
+        if allowed > 0 { return allowed }
+        self.sendThrottled = true
+        self.sendTimer = self.eventLoop.scheduleInLoop(in: self.sendBucket!.nanosecondsUntilFull()) {
+            [unowned(unsafe) self] in
+            self.sendTimer = nil
+            self.sendThrottled = false
+            if self.isFinished { return }
+            self.connection?.resumeWriting()
+        }
+        return 0
+    }
+
+    private func cancelBandwidthTimers() {
+        self.receiveTimer?.cancel()
+        self.receiveTimer = nil
+        self.sendTimer?.cancel()
+        self.sendTimer = nil
+    }
+
     // MARK: - Timers
 
     /// One timer per task for both limits, re-armed lazily: activity only updates
@@ -488,6 +564,8 @@ public final class RequestTask: @unchecked Sendable {
 
     private func timerFired() {
         self.timer = nil
+        // Held by its own bandwidth limit, the task is not idle: the peer is not to blame.
+        if self.receiveThrottled || self.sendThrottled { self.lastActivity = self.eventLoop.now }
         let timeouts = self.timeouts
         let action = self.machine.timerFired(
             now: self.eventLoop.now,
@@ -559,6 +637,7 @@ public final class RequestTask: @unchecked Sendable {
         self.timer?.cancel()
         self.timer = nil
         self.cancelContinueTimer()
+        if self.receiveTimer != nil || self.sendTimer != nil { self.cancelBandwidthTimers() }
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
         self.pool.taskFinished(self)
         if let observer = self.observer { self.observerCompleted(observer, result) }

@@ -52,6 +52,25 @@ public struct SessionConfiguration: Sendable {
     /// The largest body the buffered APIs collect in memory before failing with `limitExceeded`.
     /// Default 256 MiB. Streaming delegates are not limited.
     public var maximumBufferedBodySize: Int = 256 * 1024 * 1024
+    /// The most bytes a second each task of the session receives (libcurl's
+    /// `CURLOPT_MAX_RECV_SPEED_LARGE`, curl's `--limit-rate`); nil (the default) or 0: no limit.
+    /// Counted on what arrives from the connection (the head, the body as framed, before content
+    /// decoding; over TLS, the decrypted bytes), across the task's redirects and replays. The
+    /// limit applies to each task on its own, as libcurl's applies to each transfer: four tasks
+    /// at once may receive four times as much. When a task is ahead of its limit the connection
+    /// stops reading (TCP then slows the server down) and one event-loop timer resumes it: no
+    /// thread sleeps and nothing polls. It works together with a streaming consumer's
+    /// back-pressure (reading resumes when both allow). A request's own
+    /// `HTTPClientRequest.maximumReceiveBytesPerSecond` replaces this one for that request.
+    public var maximumReceiveBytesPerSecond: Int64? = nil
+    /// The most bytes a second each task of the session sends (libcurl's
+    /// `CURLOPT_MAX_SEND_SPEED_LARGE`, curl's `--limit-rate` for uploads); nil (the default) or
+    /// 0: no limit. Counted on what is handed to the connection (the head and the body as
+    /// framed), per task as ``maximumReceiveBytesPerSecond`` is. When a task is ahead of its limit
+    /// the connection stops writing and one event-loop timer resumes it; a streamed body's
+    /// `write` waits meanwhile (back-pressure). A request's own
+    /// `HTTPClientRequest.maximumSendBytesPerSecond` replaces this one for that request.
+    public var maximumSendBytesPerSecond: Int64? = nil
     /// Bytes read from a socket per read call. Default 64 KiB.
     public var readChunkSize: Int = 64 * 1024
     /// Bodies of at least this many bytes (or of unknown length) are sent with

@@ -39,6 +39,9 @@ final class SessionContext: @unchecked Sendable {
     let redirects: RedirectConfiguration
     /// Answers requests before any IO (tests); nil for every session that does not set one.
     let responder: (any HTTPResponder)?
+    /// The session's bandwidth limits (0: none).
+    let maximumReceiveBytesPerSecond: Int64
+    let maximumSendBytesPerSecond: Int64
 
     init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
         self.loop = loop
@@ -55,6 +58,8 @@ final class SessionContext: @unchecked Sendable {
         self.httpCookieStorage = configuration.httpCookieStorage
         self.redirects = configuration.redirects
         self.responder = configuration.responder
+        self.maximumReceiveBytesPerSecond = max(0, configuration.maximumReceiveBytesPerSecond ?? 0)
+        self.maximumSendBytesPerSecond = max(0, configuration.maximumSendBytesPerSecond ?? 0)
     }
 
     static func nanos(_ seconds: Double) -> UInt64 {
