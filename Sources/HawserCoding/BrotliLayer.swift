@@ -49,7 +49,9 @@ final class BrotliLayer: DecodeLayer {
         }
         var name = String(cString: BrotliDecoderErrorString(code))
         while name.first == "_" { name.removeFirst() }
-        return self.corrupt("brotli \(name)")
+        // libbrotlidec's name for the error can depend on how much input it had at once (a
+        // corrupt length read whole or byte by byte): it goes last, in parentheses.
+        return HawserError(.cannotDecodeContent, "br: corrupt data (libbrotlidec: \(name))")
     }
 
     func feed(

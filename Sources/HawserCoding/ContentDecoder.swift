@@ -97,7 +97,9 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
 ///   same decoded bytes.
 /// - Errors are `HawserError` with code `.cannotDecodeContent` and a message naming the
 ///   coding and what was wrong (corrupt data, truncation, a limit). After an error the
-///   decoder stays failed and throws the same error again.
+///   decoder stays failed and throws the same error again. A br or zstd error ends with the
+///   library's own words in parentheses, e.g. `zstd: corrupt data (libzstd: Unknown frame
+///   descriptor)`: they can depend on how the bytes were split, what comes before them cannot.
 /// - gzip accepts concatenated members (one body), zero bytes of padding after a member
 ///   (as `gzip -d` does), nothing else after it. deflate tells zlib-wrapped from raw data
 ///   by the first two bytes (a valid RFC 1950 header means wrapped). Trailing zero bytes

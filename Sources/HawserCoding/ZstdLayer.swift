@@ -64,7 +64,9 @@ final class ZstdLayer: DecodeLayer {
                 "zstd: corrupt data: the frame needs a dictionary, which HTTP does not provide"
             )
         default:
-            return HawserError(.cannotDecodeContent, "zstd: corrupt data: \(Self.errorName(rc))")
+            // libzstd's words can depend on how much input it had at once (its single-pass and
+            // buffered paths check a block differently): they go last, in parentheses.
+            return HawserError(.cannotDecodeContent, "zstd: corrupt data (libzstd: \(Self.errorName(rc)))")
         }
     }
 

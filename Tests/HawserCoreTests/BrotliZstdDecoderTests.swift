@@ -63,6 +63,18 @@ func zstdSkippable(_ payload: [UInt8]) -> [UInt8] {
     return [0x5A, 0x2A, 0x4D, 0x18] + (0..<4).map { UInt8(truncatingIfNeeded: size >> (8 * $0)) } + payload
 }
 
+/// An error's message without the decoder library's own words (the part in parentheses), which
+/// may depend on how the input was split.
+func stableMessage(_ error: HawserError?) -> String? {
+    guard let m = error?.message else { return nil }
+    let bytes = Array(m.utf8)
+    let marker = Array(" (lib".utf8)
+    for i in bytes.indices where bytes[i...].starts(with: marker) {
+        return String(decoding: bytes[..<i], as: UTF8.self)
+    }
+    return m
+}
+
 // MARK: - Tests
 
 @Suite("ContentDecoder: br and zstd")
@@ -170,7 +182,7 @@ struct BrotliZstdDecoderTests {
         #expect(try decodeWhole("br", brotli(p) + [0, 0]) == p)
         let z = decodingError { _ = try decodeWhole("zstd", zstd(p) + Array("junk".utf8)) }
         #expect(z?.code == .cannotDecodeContent)
-        #expect(z?.message == "zstd: corrupt data: Unknown frame descriptor")
+        #expect(z?.message == "zstd: corrupt data (libzstd: Unknown frame descriptor)")
         #expect(try decodeWhole("zstd", zstd(p) + [0, 0]) == p)
     }
 
@@ -206,18 +218,19 @@ struct BrotliZstdDecoderTests {
         let notBrotli = decodingError { _ = try decodeWhole("br", Array("hello, this is not brotli".utf8)) }
         #expect(notBrotli?.code == .cannotDecodeContent)
         #expect(
-            notBrotli?.message.hasPrefix("br: corrupt data: brotli ERROR_FORMAT_") == true,
+            notBrotli?.message.hasPrefix("br: corrupt data (libbrotlidec: ") == true,
             "\(String(describing: notBrotli))"
         )
         let notZstd = decodingError { _ = try decodeWhole("zstd", Array("hello, this is not zstd".utf8)) }
-        #expect(notZstd?.message == "zstd: corrupt data: Unknown frame descriptor")
+        #expect(notZstd?.message == "zstd: corrupt data (libzstd: Unknown frame descriptor)")
         // The content checksum catches a changed byte.
         var badSum = zstd(p, checksum: true)
         badSum[badSum.count - 1] ^= 0xFF
         let sum = decodingError { _ = try decodeWhole("zstd", badSum) }
-        #expect(sum?.message == "zstd: corrupt data: Restored data doesn't match checksum")
+        #expect(sum?.message == "zstd: corrupt data (libzstd: Restored data doesn't match checksum)")
         // Garbage in the middle: an error, or other bytes (brotli has no checksum), never a crash
-        // or a hang; the same whether the stream arrives whole or byte by byte.
+        // or a hang; the same whether the stream arrives whole or byte by byte (but for the
+        // library's words in parentheses, which depend on how much input it had at once).
         var errors = 0
         for (name, good) in [("br", brotli(p)), ("zstd", zstd(p))] {
             for i in stride(from: 3, to: min(400, good.count), by: 7) {
@@ -225,7 +238,7 @@ struct BrotliZstdDecoderTests {
                 g[i] ^= 0x5A
                 let whole = decodingError { _ = try decodeWhole(name, g) }
                 let bytewise = decodingError { _ = try decodeAll(name, g.indices.map { g[$0...$0] }) }
-                #expect(whole?.message == bytewise?.message, "\(name) flip at \(i)")
+                #expect(stableMessage(whole) == stableMessage(bytewise), "\(name) flip at \(i)")
                 if let whole {
                     #expect(whole.code == .cannotDecodeContent)
                     #expect(whole.message.hasPrefix("\(name): "))
