@@ -100,6 +100,8 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
 ///   decoder stays failed and throws the same error again. A br or zstd error ends with the
 ///   library's own words in parentheses, e.g. `zstd: corrupt data (libzstd: Unknown frame
 ///   descriptor)`: they can depend on how the bytes were split, what comes before them cannot.
+///   In a stack of codings with zstd, which coding reports corrupt data can depend on the
+///   split too (libzstd drops what it decoded in a call that fails).
 /// - gzip accepts concatenated members (one body), zero bytes of padding after a member
 ///   (as `gzip -d` does), nothing else after it. deflate tells zlib-wrapped from raw data
 ///   by the first two bytes (a valid RFC 1950 header means wrapped). Trailing zero bytes

@@ -86,6 +86,17 @@ final class ZstdLayer: DecodeLayer {
                     if n == 0 { return }
                 }
                 self.inFrame = true
+                // A frame's first byte on its own: libzstd then always takes its streaming
+                // path. Handed a whole frame at once it may decode it in one pass instead,
+                // which checks some things the streaming path does not (a frame content size
+                // that does not match) and drops its output on an error, so the outcome would
+                // depend on how the body was split.
+                if n > 1 {
+                    let used = try self.decompress(p, 1, downstream)
+                    p += used
+                    n -= used
+                    continue
+                }
             }
             let used = try self.decompress(p, n, downstream)
             p += used
