@@ -20,6 +20,11 @@ final class ZstdLayer: DecodeLayer {
     private(set) var consumed = 0
     /// Inside a frame (bytes of it seen, its end not yet).
     private var inFrame = false
+    /// The longest frame header (ZSTD_FRAMEHEADERSIZE_MAX): magic, descriptor, window,
+    /// dictionary id, content size.
+    static let maxFrameHeaderSize = 18
+    /// Bytes of the current frame still to be handed over one at a time.
+    private var headerBytesLeft = 0
     private var frames = 0
 
     init() throws(HawserError) {
@@ -86,17 +91,21 @@ final class ZstdLayer: DecodeLayer {
                     if n == 0 { return }
                 }
                 self.inFrame = true
-                // A frame's first byte on its own: libzstd then always takes its streaming
-                // path. Handed a whole frame at once it may decode it in one pass instead,
-                // which checks some things the streaming path does not (a frame content size
-                // that does not match) and drops its output on an error, so the outcome would
-                // depend on how the body was split.
-                if n > 1 {
-                    let used = try self.decompress(p, 1, downstream)
-                    p += used
-                    n -= used
-                    continue
-                }
+                self.headerBytesLeft = Self.maxFrameHeaderSize
+            }
+            // A frame's header goes to libzstd one byte per call, so that what it does never
+            // depends on how the body was split: handed a whole frame at once, it may decode it
+            // in one pass that checks more than its streaming path does (and drops its output
+            // on an error); and when a header it has buffered is bad, it looks for a legacy
+            // (v0.5-v0.7) frame at the start of the call's input, wherever that falls, which one
+            // byte can never be. A legacy frame at the start of a body is refused as the
+            // unknown frame it is for RFC 8878.
+            if self.headerBytesLeft > 0 {
+                self.headerBytesLeft -= 1
+                let used = try self.decompress(p, 1, downstream)
+                p += used
+                n -= used
+                continue
             }
             let used = try self.decompress(p, n, downstream)
             p += used
