@@ -281,6 +281,27 @@ struct BrotliZstdDecoderTests {
         }
     }
 
+    @Test("a legacy zstd frame (v0.7 magic) is refused, also when it starts a byte into the body")
+    func legacyFrame() throws {
+        // Found by FuzzZstdDecoder: 28 then a v0.7 magic (27 b5 2f fd); handed over at once after
+        // the first byte, libzstd decoded a legacy frame from the second byte.
+        let tail: [UInt8] = [
+            0xa4, 0x00, 0x00, 0x4c, 0x00, 0x00, 0x08, 0x00, 0x01, 0x00, 0xfc, 0x09, 0x39, 0x10, 0x02, 0x02, 0x00, 0x00,
+            0x00, 0x14, 0x02, 0x10,
+        ]
+        for body in [
+            [0x28, 0x27, 0xb5, 0x2f, 0xfd] + tail + [UInt8](repeating: 0, count: 100), [0x27, 0xb5, 0x2f, 0xfd] + tail,
+        ] {
+            for pieces in [[body[...]], [body[0..<1], body[1...]], body.indices.map { body[$0...$0] }] {
+                let e = decodingError { _ = try decodeAll("zstd", pieces) }
+                #expect(
+                    e?.message == "zstd: corrupt data (libzstd: Unknown frame descriptor)",
+                    "\(pieces.count) pieces"
+                )
+            }
+        }
+    }
+
     @Test("a zstd frame that needs a window over 8 MiB (RFC 9659) is refused before decoding")
     func zstdWindow() throws {
         let big = [UInt8](repeating: 7, count: 9 << 20)
