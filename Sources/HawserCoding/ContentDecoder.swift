@@ -109,7 +109,7 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
 /// - br (trait `Brotli`) is one stream; trailing zero bytes are ignored, any other trailing
 ///   byte is an error. zstd (trait `Zstd`) accepts concatenated and skippable frames (one
 ///   body) and zero padding between frames; a frame that needs a window larger than 8 MiB
-///   (RFC 9659) or a dictionary is refused.
+///   (RFC 9659), a dictionary, or is a legacy frame (before RFC 8878) is refused.
 /// - An empty body decodes to nothing without error (servers send `Content-Encoding:
 ///   gzip` with empty bodies).
 /// - The decoder streams are released when the last copy of the decoder goes away; copies
