@@ -13,8 +13,10 @@
 //   HawserMetrics   request, error and duration metrics and pool gauges (swift-metrics), same hook
 //   HawserCore      the engine's client (Session, tasks, connections, pool; buffered and streaming
 //                   bodies); re-exports the modules below, so it is the one import an application
-//                   needs. Its one package dependency, swift-log, sits behind the trait "Logging"
-//                   (on by default; `traits: []` gives an engine with no package dependency):
+//                   needs. Its one package dependency, swift-log, sits behind the trait "Logging",
+//                   and the br and zstd content codings (libbrotlidec, libzstd) behind "Brotli"
+//                   and "Zstd" (all three on by default; `traits: []` gives an engine with no
+//                   package dependency that links only OpenSSL and zlib):
 //     HawserAuth, HawserCache, HawserCoding, HawserCookies, HawserProxy   HTTP features
 //     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics
 //     HawserReachability  route monitoring over netlink
@@ -22,6 +24,7 @@
 //     HawserPosix     event loop, timers, clock, resolver, sockets, files and the blocking-IO pool
 //   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
 //   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
+//   CBrotli, CZstd  the brotli and zstd C libraries (system libraries; only under their traits)
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -53,7 +56,14 @@ let package = Package(
     ],
     traits: [
         .trait(name: "Logging", description: "SessionConfiguration.logger and per-request loggers (swift-log)"),
-        .default(enabledTraits: ["Logging"]),
+        // The br and zstd content codings are on by default: servers and CDNs send them to any
+        // client that offers them, smaller than gzip, and their run-time libraries are on every
+        // Debian system that runs Swift (libzstd1 for dpkg, libbrotli1 for libcurl4, which the
+        // Swift runtime's FoundationNetworking needs). Building needs libbrotli-dev and
+        // libzstd-dev; without the trait the library neither links nor offers the coding.
+        .trait(name: "Brotli", description: "Content-Encoding: br, decoded by libbrotlidec (Debian: libbrotli-dev)"),
+        .trait(name: "Zstd", description: "Content-Encoding: zstd, decoded by libzstd (Debian: libzstd-dev)"),
+        .default(enabledTraits: ["Logging", "Brotli", "Zstd"]),
     ],
     dependencies: [
         // A command plugin only (`swift package generate-documentation`): it links nothing into
@@ -78,13 +88,25 @@ let package = Package(
                 .linkedLibrary("z"),
             ]
         ),
+        // System libraries (headers in /usr/include, like OpenSSL's and zlib's), linked only when
+        // HawserCoding depends on them: traits Brotli (libbrotli-dev) and Zstd (libzstd-dev).
+        .systemLibrary(name: "CBrotli"),
+        .systemLibrary(name: "CZstd"),
         .target(name: "HawserHTTP1", swiftSettings: strict),
         // The engine, bottom up; each module imports only what it declares (CI builds with
         // --explicit-target-dependency-import-check=error).
         .target(name: "HawserPosix", dependencies: ["CHawser"], swiftSettings: strict),
         .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
         .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix", "HawserTLS"], swiftSettings: strict),
-        .target(name: "HawserCoding", dependencies: ["CHawser", "HawserBase"], swiftSettings: strict),
+        .target(
+            name: "HawserCoding",
+            dependencies: [
+                "CHawser", "HawserBase",
+                .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
+                .target(name: "CZstd", condition: .when(traits: ["Zstd"])),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "HawserCookies",
             dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
@@ -202,6 +224,25 @@ let package = Package(
             path: "Fuzz/FuzzContentDecoder",
             swiftSettings: strict
         ),
+        // br and zstd: their streams come from the libraries' own encoders (libbrotlienc, linked
+        // here only; libzstd has both).
+        .executableTarget(
+            name: "FuzzBrotliDecoder",
+            dependencies: [
+                "FuzzSupport", "HawserCore", "CHawser", .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
+            ],
+            path: "Fuzz/FuzzBrotliDecoder",
+            swiftSettings: strict,
+            linkerSettings: [.linkedLibrary("brotlienc", .when(traits: ["Brotli"]))]
+        ),
+        .executableTarget(
+            name: "FuzzZstdDecoder",
+            dependencies: [
+                "FuzzSupport", "HawserCore", "CHawser", .target(name: "CZstd", condition: .when(traits: ["Zstd"])),
+            ],
+            path: "Fuzz/FuzzZstdDecoder",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "FuzzCookieParser",
             dependencies: ["FuzzSupport", "HawserCore"],
@@ -293,8 +334,12 @@ let package = Package(
             name: "HawserCoreTests",
             dependencies: [
                 "HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "HawserTestSupport", "CHawser",
+                // The encoders make the br and zstd bodies the tests decode.
+                .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
+                .target(name: "CZstd", condition: .when(traits: ["Zstd"])),
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: [.linkedLibrary("brotlienc", .when(traits: ["Brotli"]))]
         ),
     ]
 )

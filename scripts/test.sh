@@ -13,6 +13,9 @@ need=(
   "dante-server:/usr/sbin/danted"
   "iproute2:/usr/sbin/ip"
   "curl:/usr/bin/curl"
+  # Not servers: the default build's br and zstd decoders (traits Brotli and Zstd).
+  "libbrotli-dev:/usr/include/brotli/decode.h"
+  "libzstd-dev:/usr/include/zstd.h"
 )
 missing=()
 for entry in "${need[@]}"; do

@@ -109,8 +109,8 @@ public enum RequestBody: Sendable {
 public struct HTTPClientResponse: Sendable {
     /// The final response head (interim 1xx heads are not kept).
     public var head: HTTPResponseHead
-    /// The whole body, decoded when the session decodes content (gzip, deflate). At most the
-    /// configuration's `maximumBufferedBodySize` bytes: a longer one fails with `limitExceeded`.
+    /// The whole body, decoded when the session decodes content (gzip, deflate, br, zstd). At most
+    /// the configuration's `maximumBufferedBodySize` bytes: a longer one fails with `limitExceeded`.
     public var body: [UInt8]
     /// Timings and byte counts of the task (of its last request, after redirects).
     public var metrics: TaskMetrics

@@ -60,7 +60,7 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         case serverCertificateUntrusted
         /// The server asked for a client certificate and none was given or it was refused.
         case clientCertificateRequired
-        /// A content coding (gzip, deflate) could not be decoded, or decoding went past its bounds.
+        /// A content coding (gzip, deflate, br, zstd) could not be decoded, or decoding went past its bounds.
         case cannotDecodeContent
         /// The server demanded authentication that the delegates and credentials could not satisfy.
         case userAuthenticationRequired

@@ -1,10 +1,13 @@
-// Content decoding (RFC 9110 §8.4): gzip and deflate through zlib, streaming, bounded.
+// Content decoding (RFC 9110 §8.4): gzip and deflate through zlib, br through libbrotlidec
+// (trait "Brotli", BrotliLayer.swift), zstd through libzstd (trait "Zstd", ZstdLayer.swift);
+// streaming, bounded.
 //
 // A response body arrives in pieces; `ContentDecoder` undoes its content codings as the
 // pieces arrive and hands the decoded bytes on in bounded chunks, never holding the body.
-// Each coding is one zlib stream ("layer"); stacked codings chain the layers, the last
+// Each coding is one decoder stream ("layer"); stacked codings chain the layers, the last
 // coding applied being the first undone. Every layer writes into its own output buffer,
-// allocated once, so the steady state does not allocate.
+// allocated once, so the steady state does not allocate. The limits are enforced in one
+// place (`DecoderState.deliver`), on the last layer's output, whatever the codings.
 import CHawser
 import HawserBase
 
@@ -16,7 +19,9 @@ import HawserBase
 /// by more than about 1032:1, so the ratio flags only near-maximal or stacked encodings
 /// (a body of zeros, `gzip, gzip`), which real content almost never is; the floor keeps
 /// small, highly compressible bodies (a 40-byte gzip of 100 KiB of spaces) from being
-/// flagged. Raise ``maxDecodedBytes`` for large downloads served with a content coding.
+/// flagged. br and zstd can expand far more than deflate (a few bytes per megabyte of
+/// zeros), and the same bounds stop them at the same points. Raise ``maxDecodedBytes`` for
+/// large downloads served with a content coding.
 public struct DecodingLimits: Sendable, Hashable {
     /// The most decoded bytes one body may produce.
     public var maxDecodedBytes: Int
@@ -36,12 +41,25 @@ public struct DecodingLimits: Sendable, Hashable {
     public static let `default` = DecodingLimits()
 }
 
-/// A content coding Hawser decodes.
+/// A content coding this build of Hawser decodes: gzip and deflate always, br with the
+/// package trait `Brotli` and zstd with the trait `Zstd` (both on by default).
+///
+/// ``allCases`` is what the build decodes, in the order ``ContentDecoder/acceptEncoding``
+/// offers them.
 public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
     /// gzip (RFC 1952), also sent as `x-gzip`; concatenated members are one body.
     case gzip
     /// deflate: RFC 1950 zlib-wrapped data, or (as many servers send) raw RFC 1951 data.
     case deflate
+    #if Brotli
+    /// br: Brotli (RFC 7932), one stream per body. Decoded by libbrotlidec (trait `Brotli`).
+    case br
+    #endif
+    #if Zstd
+    /// zstd: Zstandard (RFC 8878) frames, concatenated frames being one body, with a window of
+    /// at most 8 MiB (RFC 9659). Decoded by libzstd (trait `Zstd`).
+    case zstd
+    #endif
 
     /// What a `Content-Encoding` token names (case-insensitive).
     enum Token {
@@ -54,6 +72,12 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
         switch token.lowercased() {
         case "gzip", "x-gzip": return .coding(.gzip)
         case "deflate": return .coding(.deflate)
+        #if Brotli
+        case "br": return .coding(.br)
+        #endif
+        #if Zstd
+        case "zstd": return .coding(.zstd)
+        #endif
         case "identity": return .identity
         default: return .unsupported
         }
@@ -73,32 +97,46 @@ public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
 ///   same decoded bytes.
 /// - Errors are `HawserError` with code `.cannotDecodeContent` and a message naming the
 ///   coding and what was wrong (corrupt data, truncation, a limit). After an error the
-///   decoder stays failed and throws the same error again.
+///   decoder stays failed and throws the same error again. A br or zstd error ends with the
+///   library's own words in parentheses, e.g. `zstd: corrupt data (libzstd: Unknown frame
+///   descriptor)`: they can depend on how the bytes were split, what comes before them cannot.
+///   In a stack of codings with zstd, which coding reports corrupt data can depend on the
+///   split too (libzstd drops what it decoded in a call that fails).
 /// - gzip accepts concatenated members (one body), zero bytes of padding after a member
 ///   (as `gzip -d` does), nothing else after it. deflate tells zlib-wrapped from raw data
 ///   by the first two bytes (a valid RFC 1950 header means wrapped). Trailing zero bytes
 ///   after a deflate stream are ignored, any other trailing byte is an error.
+/// - br (trait `Brotli`) is one stream; trailing zero bytes are ignored, any other trailing
+///   byte is an error. zstd (trait `Zstd`) accepts concatenated and skippable frames (one
+///   body) and zero padding between frames; a frame that needs a window larger than 8 MiB
+///   (RFC 9659), a dictionary, or is a legacy frame (before RFC 8878) is refused.
 /// - An empty body decodes to nothing without error (servers send `Content-Encoding:
 ///   gzip` with empty bodies).
-/// - The zlib streams are released when the last copy of the decoder goes away; copies
+/// - The decoder streams are released when the last copy of the decoder goes away; copies
 ///   share one stream state, so keep one copy.
 public struct ContentDecoder {
     /// The most bytes one call of the sink receives.
     public static let chunkSize = 32 * 1024
     /// Codings stacked deeper than this are refused (curl has the same kind of bound).
     public static let maxStackedCodings = 5
-    /// The `Accept-Encoding` value that offers what this decoder handles.
-    public static let acceptEncoding = "gzip, deflate"
+    /// The `Accept-Encoding` value that offers what this decoder handles: every
+    /// ``ContentCoding`` of the build, `gzip, deflate, br, zstd` with the default traits.
+    public static let acceptEncoding = ContentCoding.allCases.map(\.rawValue).joined(separator: ", ")
+
+    /// The coding names a `Content-Encoding` value may use in this build (for messages).
+    static let decodableNames = ContentCoding.allCases.flatMap { $0 == .gzip ? ["gzip", "x-gzip"] : [$0.rawValue] }
+        .joined(separator: ", ")
 
     /// The codings in the order they are undone (the reverse of the header's order).
     public let codings: [ContentCoding]
     private let state: DecoderState
 
-    /// A decoder for a `Content-Encoding` field value, e.g. `gzip`, `x-gzip`,
+    /// A decoder for a `Content-Encoding` field value, e.g. `gzip`, `x-gzip`, `br`, `zstd`,
     /// `gzip, deflate` (undone deflate first), `identity` (no coding: bytes pass through).
     ///
-    /// - Throws: `.cannotDecodeContent` for a coding other than gzip, x-gzip, deflate and
-    ///   identity, for more than ``maxStackedCodings`` codings, or when zlib cannot start.
+    /// - Throws: `.cannotDecodeContent` for a coding other than those of ``ContentCoding``
+    ///   (and x-gzip and identity), for more than ``maxStackedCodings`` codings, or when a
+    ///   decoder library cannot start.
     public init(contentEncoding: String, limits: DecodingLimits = .default) throws(HawserError) {
         let codings = try Self.codings(in: contentEncoding)
         self.codings = codings.reversed()
@@ -123,7 +161,7 @@ public struct ContentDecoder {
             case .unsupported:
                 throw HawserError(
                     .cannotDecodeContent,
-                    "unsupported content coding \"\(token)\" (Hawser decodes gzip, x-gzip, deflate)"
+                    "unsupported content coding \"\(token)\" (this build of Hawser decodes \(Self.decodableNames))"
                 )
             }
         }
@@ -172,10 +210,10 @@ extension Substring {
 
 // MARK: - Decoder state
 
-/// The layers plus counters and the failed/finished state; a class so the z_streams have
-/// one owner and are freed in `deinit` on every path.
+/// The layers plus counters and the failed/finished state; a class so the decoder streams
+/// have one owner and are freed in `deinit` on every path.
 final class DecoderState {
-    let layers: [InflateLayer]
+    let layers: [any DecodeLayer]
     let limits: DecodingLimits
     var decodedCount = 0
     var error: HawserError?
@@ -184,9 +222,9 @@ final class DecoderState {
     private var passthroughIn = 0
 
     init(codings: [ContentCoding], limits: DecodingLimits) throws(HawserError) {
-        var layers: [InflateLayer] = []
+        var layers: [any DecodeLayer] = []
         layers.reserveCapacity(codings.count)
-        for coding in codings { layers.append(try InflateLayer(coding)) }
+        for coding in codings { layers.append(try makeLayer(coding)) }
         self.layers = layers
         self.limits = limits
     }
@@ -277,10 +315,49 @@ public enum DecodingLimitError: Error, Sendable, Hashable {
     case maxExpansionRatio
 }
 
+// MARK: - Layers
+
+/// One content coding being undone: a decoder stream and its output buffer, both at fixed
+/// addresses for the layer's life.
+protocol DecodeLayer: AnyObject {
+    /// The coding this layer undoes (error messages name it).
+    var coding: ContentCoding { get }
+    /// Encoded bytes consumed by this layer.
+    var consumed: Int { get }
+    /// Why the stream would be incomplete if the body ended now, or nil.
+    var incompleteReason: String? { get }
+    /// Consumes all of `input`, handing output downstream in chunks of at most
+    /// ``ContentDecoder/chunkSize`` bytes.
+    func feed(
+        _ input: UnsafeRawBufferPointer,
+        _ downstream: (UnsafeRawBufferPointer) throws(HawserError) -> Void
+    ) throws(HawserError)
+}
+
+/// The layer that undoes `coding`.
+func makeLayer(_ coding: ContentCoding) throws(HawserError) -> any DecodeLayer {
+    switch coding {
+    case .gzip, .deflate: return try InflateLayer(coding)
+    #if Brotli
+    case .br: return try BrotliLayer()
+    #endif
+    #if Zstd
+    case .zstd: return try ZstdLayer()
+    #endif
+    }
+}
+
+/// The number of zero bytes at the start of `count` bytes at `p` (padding after a stream).
+func zeroPadding(_ p: UnsafeRawPointer, _ count: Int) -> Int {
+    var skip = 0
+    while skip < count && p.load(fromByteOffset: skip, as: UInt8.self) == 0 { skip += 1 }
+    return skip
+}
+
 // MARK: - One zlib inflate stream
 
-/// One content coding being undone: a z_stream at a fixed address and its output buffer.
-final class InflateLayer {
+/// gzip or deflate being undone: a z_stream at a fixed address and its output buffer.
+final class InflateLayer: DecodeLayer {
     enum Phase {
         /// Nothing received yet (deflate: flavour not yet known).
         case fresh
@@ -378,8 +455,7 @@ final class InflateLayer {
             case .ended:
                 // Zero padding after a member is skipped; anything else is the next gzip
                 // member (zlib checks its magic) or, for deflate, an error.
-                var skip = 0
-                while skip < n && p.load(fromByteOffset: skip, as: UInt8.self) == 0 { skip += 1 }
+                let skip = zeroPadding(p, n)
                 self.consumed += skip
                 p += skip
                 n -= skip

@@ -132,7 +132,7 @@ struct CurlOptions {
           -f, --fail                 exit 22 on HTTP status >= 400
           -L, --location             follow redirects (each redirect's head is shown with -i)
               --max-redirs N         at most N redirects with -L (default 50 as curl; -1: no limit)
-              --compressed           ask for gzip/deflate and decode the body
+              --compressed           ask for gzip/deflate/br/zstd and decode the body
           -b, --cookie FILE|N=V      send cookies: from a Netscape cookie file (and turn the
                                      cookie engine on), or the literal NAME=VALUE[; …]
           -c, --cookie-jar FILE      write every cookie to FILE (Netscape format) at the end

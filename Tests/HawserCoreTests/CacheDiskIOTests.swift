@@ -414,7 +414,7 @@ extension NetworkTests {
             }
         }
 
-        @Test("a Range request the session adds Accept-Encoding to asks for identity; others for gzip, deflate")
+        @Test("a Range request the session adds Accept-Encoding to asks for identity; others for every coding")
         func rangeAsksForIdentity() async throws {
             try await withServer { server, session in
                 var ranged = HTTPClientRequest(url: url(server.baseURL + "/echo"))
@@ -422,7 +422,7 @@ extension NetworkTests {
                 let r = try await session.response(for: ranged)
                 #expect(r.headers["X-Echo-H-Accept-Encoding"] == "identity")
                 let plain = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo")))
-                #expect(plain.headers["X-Echo-H-Accept-Encoding"] == "gzip, deflate")
+                #expect(plain.headers["X-Echo-H-Accept-Encoding"] == ContentDecoder.acceptEncoding)
             }
         }
     }

@@ -34,7 +34,7 @@ extension NetworkTests {
                 #expect(r.headers["Content-Encoding"] == "gzip")
                 #expect(String(decoding: r.body, as: UTF8.self).contains(#""gzipped":true"#))
                 let echo = try await session.response(for: HTTPClientRequest(url: url(server.baseURL + "/echo")))
-                #expect(echo.headers["X-Echo-H-Accept-Encoding"] == "gzip, deflate")
+                #expect(echo.headers["X-Echo-H-Accept-Encoding"] == "gzip, deflate, br, zstd")
             }
         }
 
@@ -42,7 +42,8 @@ extension NetworkTests {
             "every coding, chunked or not, decodes to the original bytes",
             arguments: [
                 ("gzip", false), ("gzip", true), ("x-gzip", false), ("deflate", false), ("deflate", true),
-                ("deflate, gzip", true),
+                ("deflate, gzip", true), ("br", false), ("br", true), ("zstd", false), ("zstd", true),
+                ("gzip, br", true), ("br, zstd", false),
             ]
         )
         func codings(encoding: String, chunked: Bool) async throws {
@@ -50,6 +51,10 @@ extension NetworkTests {
             switch encoding {
             case "deflate": encoded = chunked ? rawDeflate(Self.text) : zlibDeflate(Self.text)  // servers send either
             case "deflate, gzip": encoded = gzip(zlibDeflate(Self.text))
+            case "br": encoded = brotli(Self.text)
+            case "zstd": encoded = zstd(Self.text)
+            case "gzip, br": encoded = brotli(gzip(Self.text))
+            case "br, zstd": encoded = zstd(brotli(Self.text))
             default: encoded = gzip(Self.text)
             }
             try await FaultTests.withSession { session in
@@ -65,10 +70,11 @@ extension NetworkTests {
             }
         }
 
-        @Test("a decompression bomb fails with cannotDecodeContent, not memory")
-        func bomb() async throws {
+        @Test("a decompression bomb fails with cannotDecodeContent, not memory", arguments: ["gzip", "br", "zstd"])
+        func bomb(coding: String) async throws {
             let zeros = [UInt8](repeating: 0, count: 64 * 1024 * 1024)
-            let encoded = gzip(zeros)  // ~64 KiB on the wire
+            // ~64 KiB on the wire for gzip; a few hundred bytes for br and zstd.
+            let encoded = coding == "br" ? brotli(zeros) : coding == "zstd" ? zstd(zeros) : gzip(zeros)
             try await FaultTests.withSession({
                 $0.decodingLimits = DecodingLimits(
                     maxDecodedBytes: 1 << 30,
@@ -76,29 +82,44 @@ extension NetworkTests {
                     ratioCheckFloor: 1 << 20
                 )
             }) { session in
-                let server = try ScriptedServer([Self.respond("gzip", encoded)])
+                let server = try ScriptedServer([Self.respond(coding, encoded)])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/")))
                 #expect(rec.completions == 1)
                 let e = try #require(FaultTests.error(rec))
                 #expect(e.code == .cannotDecodeContent)
+                #expect(e.underlying as? DecodingLimitError == .maxExpansionRatio)
                 #expect(rec.body.count < 4 * 1024 * 1024, "decoding stopped near the bound")
             }
         }
 
-        @Test("corrupt and truncated coded bodies fail clearly", arguments: ["corrupt", "truncated"])
-        func corrupt(kind: String) async throws {
-            let good = gzip(Self.text)
+        @Test(
+            "corrupt and truncated coded bodies fail clearly",
+            arguments: [
+                ("corrupt", "deflate"), ("truncated", "gzip"), ("corrupt", "br"), ("truncated", "br"),
+                ("corrupt", "zstd"), ("truncated", "zstd"),
+            ]
+        )
+        func corrupt(kind: String, coding: String) async throws {
+            let good = coding == "br" ? brotli(Self.text) : coding == "zstd" ? zstd(Self.text) : gzip(Self.text)
+            let garbage = [UInt8](repeating: 0xFF, count: 200)
+            // br and zstd: garbage after the stream (inside it, brotli and zstd wait for the rest
+            // of a block, and the body ends truncated).
             let body =
-                kind == "corrupt"
-                ? Array(good.prefix(20)) + [UInt8](repeating: 0xFF, count: 200) : Array(good.prefix(good.count / 2))
+                kind == "truncated"
+                ? Array(good.prefix(good.count / 2))
+                : coding == "br" || coding == "zstd" ? good + garbage : Array(good.prefix(20)) + garbage
             try await FaultTests.withSession { session in
-                let server = try ScriptedServer([Self.respond(kind == "corrupt" ? "deflate" : "gzip", body)])
+                let server = try ScriptedServer([Self.respond(coding, body, chunked: coding != "gzip")])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/")))
                 #expect(rec.completions == 1)
                 let e = try #require(FaultTests.error(rec))
                 #expect(e.code == .cannotDecodeContent)
+                #expect(
+                    e.message.hasPrefix("\(coding): \(kind == "corrupt" ? "corrupt data" : "truncated stream")"),
+                    "\(e)"
+                )
             }
         }
 
@@ -106,7 +127,7 @@ extension NetworkTests {
         func passThrough() async throws {
             let encoded = gzip(Self.text)
             try await FaultTests.withSession { session in
-                let server = try ScriptedServer([Self.respond("br", encoded)])
+                let server = try ScriptedServer([Self.respond("compress", encoded)])
                 defer { server.stop() }
                 let rec = await FaultTests.run(session, HTTPClientRequest(url: url("http://127.0.0.1:\(server.port)/")))
                 #expect(rec.body == encoded)

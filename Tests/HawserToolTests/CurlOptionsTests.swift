@@ -1,6 +1,7 @@
 import Foundation
 import HawserCore
 import HawserTestServer
+import HawserTestSupport
 import Testing
 
 @testable import HawserTool
@@ -470,6 +471,52 @@ struct GetCommandTests {
         let raw = try Data(contentsOf: URL(fileURLWithPath: out))
         #expect(raw.prefix(2) == Data([0x1f, 0x8b]))
     }
+
+    #if Brotli && Zstd
+    /// "hawser decodes br and zstd. " eight times, as `brotli` and `zstd --no-check` write it.
+    static let coded: [(String, [UInt8])] = [
+        (
+            "br",
+            [
+                0xa1, 0xf8, 0x06, 0xc0, 0x2f, 0x6e, 0x63, 0xeb, 0x3a, 0x56, 0xf3, 0x1b, 0x06, 0xad, 0x46, 0x05, 0x41,
+                0xb5, 0x8b, 0x80, 0xb5, 0xc2, 0x36, 0x26, 0x6f, 0xa2, 0xa1, 0x48, 0xdf, 0xf7, 0x06, 0x4b, 0xf8, 0x59,
+                0x19, 0x00,
+            ]
+        ),
+        (
+            "zstd",
+            [
+                0x28, 0xb5, 0x2f, 0xfd, 0x20, 0xe0, 0x1d, 0x01, 0x00, 0xe0, 0x68, 0x61, 0x77, 0x73, 0x65, 0x72, 0x20,
+                0x64, 0x65, 0x63, 0x6f, 0x64, 0x65, 0x73, 0x20, 0x62, 0x72, 0x20, 0x61, 0x6e, 0x64, 0x20, 0x7a, 0x73,
+                0x74, 0x64, 0x2e, 0x20, 0x01, 0x00, 0x04, 0x9f, 0x9a, 0x4e,
+            ]
+        ),
+    ]
+
+    @Test("--compressed asks for br and zstd and decodes them; without it the coded bytes are written")
+    func compressedBrotliZstd() async throws {
+        for (coding, body) in Self.coded {
+            let response =
+                Array("HTTP/1.1 200 OK\r\nContent-Encoding: \(coding)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+                + body
+            let script: [ScriptedServer.Step] = [.readRequest(), .send(response), .waitForClose]
+            let server = try ScriptedServer([script, script])
+            defer { server.stop() }
+            let out = Self.temp("body-\(coding)")
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            #expect(await GetCommand.run(["-s", "--compressed", "-o", out, server.baseURL + "/"]) == 0)
+            #expect(
+                try String(contentsOfFile: out, encoding: .utf8)
+                    == String(repeating: "hawser decodes br and zstd. ", count: 8),
+                "\(coding)"
+            )
+            let sent = String(decoding: try #require(server.requests.first), as: UTF8.self)
+            #expect(sent.contains("\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n"))
+            #expect(await GetCommand.run(["-s", "-o", out, server.baseURL + "/"]) == 0)
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out))) == body)
+        }
+    }
+    #endif
 
     @Test("TLS flags: untrusted by default (60), -k, --cacert, --pinnedpubkey (match and mismatch)")
     func tls() async throws {

@@ -78,10 +78,12 @@ public struct SessionConfiguration: Sendable {
     public var expectContinueThreshold: Int64? = 1024 * 1024
     /// How long to wait for `100 Continue` (or a final status) before sending the body anyway.
     public var expectContinueTimeout: Double = 1.0
-    /// Send `Accept-Encoding: gzip, deflate` (unless the request sets its own) and decode gzip
-    /// and deflate bodies as they arrive; the delegate sees decoded bytes, the metrics count wire
+    /// Send `Accept-Encoding` with every coding the build decodes (`ContentDecoder.acceptEncoding`:
+    /// `gzip, deflate, br, zstd` with the default traits; unless the request sets its own) and
+    /// decode such bodies as they arrive; the delegate sees decoded bytes, the metrics count wire
     /// bytes, and the head keeps its `Content-Encoding` and `Content-Length` (of the coded body).
-    /// Codings Hawser does not know (br, zstd) pass through undecoded.
+    /// Codings the build does not decode (br without the trait `Brotli`, zstd without `Zstd`,
+    /// compress) pass through undecoded.
     public var automaticallyDecodesContent = true
     /// Bounds on decoded size and expansion ratio (a decompression bomb is a `cannotDecodeContent` error).
     public var decodingLimits = DecodingLimits.default
