@@ -3,7 +3,8 @@
 # runtime, FoundationEssentials and Dispatch linked in, stripped into $SCRATCH/hawser
 # (default .build-static/hawser), then checked: at most $MAX_BYTES bytes (15,000,000), and the
 # only shared libraries it loads are glibc's (libc, libm), libstdc++, libgcc_s, OpenSSL (libssl,
-# libcrypto) and zlib.
+# libcrypto), zlib, and the decoders of the default traits Brotli (libbrotlidec, libbrotlicommon)
+# and Zstd (libzstd).
 #   scripts/build-static-tool.sh            build, strip, check
 #   scripts/build-static-tool.sh --demo     and run its demo (the README's first command)
 #   PORTABLE=1 scripts/build-static-tool.sh for glibc 2.35 (Ubuntu 22.04):
@@ -44,11 +45,11 @@ if [ "$bytes" -gt "$max" ]; then
   echo "the static hawser is $bytes bytes, over $max"; exit 1
 fi
 
-allowed='^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libssl\.so\.3|libcrypto\.so\.3|libz\.so\.1|/lib(64)?/ld-linux[-a-z0-9_.]*\.so\.[0-9]+)$'
+allowed='^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libssl\.so\.3|libcrypto\.so\.3|libz\.so\.1|libbrotlidec\.so\.1|libbrotlicommon\.so\.1|libzstd\.so\.1|/lib(64)?/ld-linux[-a-z0-9_.]*\.so\.[0-9]+)$'
 libs=$(ldd "$bin" | awk '{print $1}')
 echo "loads: $(echo "$libs" | tr '\n' ' ')"
 if echo "$libs" | grep -Ev "$allowed" | grep .; then
-  echo "the static hawser loads the libraries above (allowed: libc, libm, libstdc++, libgcc_s, OpenSSL, zlib)"; exit 1
+  echo "the static hawser loads the libraries above (allowed: libc, libm, libstdc++, libgcc_s, OpenSSL, zlib, brotli, zstd)"; exit 1
 fi
 
 if [ "${1:-}" = "--demo" ]; then
