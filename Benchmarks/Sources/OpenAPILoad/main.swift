@@ -19,9 +19,9 @@ import AsyncHTTPClient
 import Foundation
 import HawserCore
 import HawserOpenAPI
-import OpenAPIExampleClient
 import NIOPosix
 import OpenAPIAsyncHTTPClient
+import OpenAPIExampleClient
 import OpenAPIRuntime
 import PeerSupport
 
