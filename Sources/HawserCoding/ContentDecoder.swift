@@ -44,7 +44,7 @@ public struct DecodingLimits: Sendable, Hashable {
 /// A content coding this build of Hawser decodes: gzip and deflate always, br with the
 /// package trait `Brotli` and zstd with the trait `Zstd` (both on by default).
 ///
-/// ``allCases`` is what the build decodes, in the order ``ContentDecoder/acceptEncoding``
+/// `allCases` is what the build decodes, in the order ``ContentDecoder/acceptEncoding``
 /// offers them.
 public enum ContentCoding: String, Sendable, Hashable, CaseIterable {
     /// gzip (RFC 1952), also sent as `x-gzip`; concatenated members are one body.
