@@ -162,6 +162,33 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
         failure: (@Sendable (DataTask?, any Error) -> Void)?
     ) -> DataTask? {
+        self.buildDataTask(
+            method,
+            urlString,
+            parameters,
+            headers,
+            responseSerializer: nil,
+            uploadProgress,
+            downloadProgress,
+            success,
+            failure
+        )
+    }
+
+    /// Builds and serializes the request and wraps it in a suspended data task, with
+    /// `responseSerializer` for this task alone when given; when the request cannot be built,
+    /// `failure` gets the error and nil is returned.
+    func buildDataTask(
+        _ method: HTTPMethod,
+        _ urlString: String,
+        _ parameters: (any Sendable)?,
+        _ headers: HTTPHeaders?,
+        responseSerializer: (any ResponseSerialization)?,
+        _ uploadProgress: (@Sendable (TransferProgress) -> Void)?,
+        _ downloadProgress: (@Sendable (TransferProgress) -> Void)?,
+        _ success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
+        _ failure: (@Sendable (DataTask?, any Error) -> Void)?
+    ) -> DataTask? {
         let request: HTTPClientRequest
         do {
             request = try self.makeRequest(
@@ -178,7 +205,8 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
             request,
             completion: Self.completion(success: success, failure: failure),
             upload: uploadProgress,
-            download: downloadProgress
+            download: downloadProgress,
+            responseSerializer: responseSerializer
         )
     }
 
@@ -464,7 +492,7 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         return (request, (form?.isEmpty ?? true) ? nil : form)
     }
 
-    func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
+    private func reportBuildFailure(_ error: any Error, to failure: (@Sendable (DataTask?, any Error) -> Void)?) {
         guard let failure else { return }
         let settings = self.core.currentSettings
         (settings.completionQueue ?? self.defaultCompletionQueue).async(

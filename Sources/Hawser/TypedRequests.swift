@@ -178,24 +178,16 @@ extension HTTPSessionManager {
         success: (@Sendable (DataTask, (any Sendable)?) -> Void)?,
         failure: (@Sendable (DataTask?, any Error) -> Void)?
     ) -> DataTask? {
-        let request: HTTPClientRequest
-        do {
-            request = try self.makeRequest(
-                method: method,
-                urlString: urlString,
-                parameters: parameters,
-                headers: headers
-            )
-        } catch {
-            self.reportBuildFailure(error, to: failure)
-            return nil
-        }
-        return self.makeDataTask(
-            request,
-            completion: Self.completion(success: success, failure: failure),
-            upload: uploadProgress,
-            download: downloadProgress,
-            responseSerializer: responseSerializer
+        self.buildDataTask(
+            method,
+            urlString,
+            parameters,
+            headers,
+            responseSerializer: responseSerializer,
+            uploadProgress,
+            downloadProgress,
+            success,
+            failure
         )
     }
 
