@@ -1,4 +1,5 @@
 import HawserCore
+import Synchronization
 
 // NSURLSessionDownloadTask: the body goes to a temporary file as it arrives (memory stays bounded
 // by the engine's read chunk), and an interrupted download can continue from resume data with a
@@ -134,10 +135,13 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         var resumeDataHandler: (@Sendable (Data?) -> Void)?
         var resumeData: Data?
         var writeError: (any Error)?
-        /// Body bytes received and not yet written, and whether a drain job is queued or running.
-        var pending: [UInt8] = []
-        /// The buffer the drain job wrote last, emptied, kept for `pending` to swap with: two
-        /// buffers per download, reused, so no batch allocates (and faults in) fresh pages.
+        /// Body bytes received and not yet written, in order (the loop's copy buffers and the
+        /// reads the engine gave away, ``OwnedBodyDelegate``), their sum, and whether a drain job
+        /// is queued or running.
+        var pending: [[UInt8]] = []
+        var pendingCount = 0
+        /// A copy buffer the drain job wrote, emptied, kept for the loop's `filling`: two copy
+        /// buffers per download, reused, so copied batches allocate (and fault in) no fresh pages.
         var spare: [UInt8] = []
         var draining = false
         /// Bytes the drain job is writing now, and bytes the loop holds in `filling` (for the
@@ -150,9 +154,17 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         var usedIO = false
     }
     let file = Locked(FileState())
-    /// Loop-confined: body bytes copied out of the engine's buffer, outside the lock; handed to
-    /// `pending` (a swap) whenever that is empty, so the lock is held for O(1) work only.
+    /// Loop-confined: body bytes copied out of the engine's buffer, outside the lock, after the
+    /// chunks of `ready`; both are moved to `pending` (no copy) a batch at a time, so the lock is
+    /// held for O(1) work only.
     private var filling: [UInt8] = []
+    /// Loop-confined: reads the engine gave away, and copy buffers they closed, in order; their sum.
+    private var ready: [[UInt8]] = []
+    private var readyCount = 0
+    /// Body bytes that reached the file as reads the engine gave away (no copy on the loop).
+    let ownedBodyBytes = Atomic<Int>(0)
+    /// Bytes the loop holds for the file.
+    private var fillBytes: Int { self.readyCount + self.filling.count }
     /// Loop-confined: where the drain jobs report writes (the channel of the latest chunk).
     private var eventChannel: MonitorChannel?
     /// Loop-confined: hands `filling` over when it stayed under ``batchSize`` for ``flushDelay``
@@ -280,12 +292,13 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             f.base = keep
             f.written = keep
             f.pending = []
+            f.pendingCount = 0
             f.fillingCount = 0
             f.paused = false
             f.usedIO = true
             return keep
         }
-        self.filling.removeAll(keepingCapacity: true)
+        self.dropFilling()
         guard let keep = kept else { return }
         let resumedAt = resumed
         // Opening (creating, truncating to what is kept) is file IO: a job, which the writes
@@ -301,6 +314,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
                 if let error = opened.error {
                     f.writeError = error
                     f.pending = []
+                    f.pendingCount = 0
                     return nil
                 }
                 return (f.written, f.expectedTotal)
@@ -327,9 +341,44 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     /// queue a drain job; past ``highWater`` waiting bytes the engine stops reading until the
     /// job has written them down to ``lowWater``.
     func write(_ bytes: UnsafeRawBufferPointer, engine engineTask: RequestTask, channel: MonitorChannel?) {
+        if !self.ready.isEmpty {
+            // Between reads given away (a chunked body's framing read): copied at its size.
+            self.readyCount += bytes.count
+            self.ready.append([UInt8](bytes))
+            self.queued(engine: engineTask, channel: channel)
+            return
+        }
+        if self.filling.isEmpty && self.filling.capacity < Self.batchSize {
+            self.filling.reserveCapacity(Self.batchSize)
+        }
         self.filling.append(contentsOf: bytes)
+        self.queued(engine: engineTask, channel: channel)
+    }
+
+    /// Body bytes the engine gave away (on the loop): queued for the file as they are, no copy.
+    func write(chunk: [UInt8], engine engineTask: RequestTask, channel: MonitorChannel?) {
+        if !self.filling.isEmpty {
+            // Copied bytes come first: their buffer is closed and queued before the chunk.
+            self.readyCount += self.filling.count
+            self.ready.append(self.filling)
+            self.filling = []
+        }
+        self.readyCount += chunk.count
+        self.ownedBodyBytes.add(chunk.count, ordering: .relaxed)
+        self.ready.append(chunk)
+        self.queued(engine: engineTask, channel: channel)
+    }
+
+    private func dropFilling() {
+        self.filling.removeAll(keepingCapacity: true)
+        self.ready = []
+        self.readyCount = 0
+    }
+
+    /// Hands the bytes the loop holds over once they make a batch, or arms the flush timer.
+    private func queued(engine engineTask: RequestTask, channel: MonitorChannel?) {
         self.eventChannel = channel
-        if self.filling.count < Self.batchSize {
+        if self.fillBytes < Self.batchSize {
             if self.flushTimer == nil {
                 self.flushTimer = engineTask.eventLoop.scheduleInLoop(in: Self.flushDelay) { [self] in
                     self.flushTimer = nil
@@ -341,16 +390,16 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         self.handOff(engine: engineTask, channel: channel)
     }
 
-    /// On the loop: gives `filling` to the drain job when `pending` is free, starts the job if
-    /// none runs, and pauses reading past the high-water mark. `whole`: whatever `filling` holds
-    /// (a flush); `force`: also when `pending` is not free (the body ended).
+    /// On the loop: moves what the loop holds (`ready`, then `filling`) to `pending` once it makes
+    /// a batch, starts the drain job if none runs, and pauses reading past the high-water mark.
+    /// `whole`: whatever the loop holds (a flush); `force`: the same (the body ended).
     private func handOff(
         engine engineTask: RequestTask,
         channel: MonitorChannel?,
         whole: Bool = false,
         force: Bool = false
     ) {
-        if self.filling.count < Self.batchSize && !whole && !force { return }
+        if self.fillBytes < Self.batchSize && !whole && !force { return }
         if let timer = self.flushTimer {
             timer.cancel()
             self.flushTimer = nil
@@ -362,14 +411,22 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
                 drop = true
                 return false
             }
+            f.pendingCount += self.fillBytes
             if f.pending.isEmpty {
-                swap(&f.pending, &self.filling)
-            } else if force {
-                f.pending.append(contentsOf: self.filling)
-                self.filling.removeAll(keepingCapacity: true)
+                swap(&f.pending, &self.ready)
+            } else {
+                f.pending.append(contentsOf: self.ready)
+                self.ready.removeAll(keepingCapacity: true)
             }
-            f.fillingCount = self.filling.count
-            if f.pending.count + f.inFlight + f.fillingCount >= Self.highWater {
+            self.readyCount = 0
+            if !self.filling.isEmpty {
+                // The copy buffer goes as it is; the loop fills the spare one next.
+                f.pending.append(self.filling)
+                self.filling = []
+                swap(&self.filling, &f.spare)
+            }
+            f.fillingCount = 0
+            if f.pendingCount + f.inFlight >= Self.highWater {
                 // Also when paused already: a `resume()` of the task may have resumed the reading.
                 f.paused = true
                 pause = true
@@ -378,7 +435,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             f.draining = true
             return true
         }
-        if drop { self.filling.removeAll(keepingCapacity: true) }
+        if drop { self.dropFilling() }
         if pause { engineTask.pauseReading() }
         guard startDrain else { return }
         let loop = engineTask.eventLoop
@@ -391,18 +448,19 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
     private func drain(engine engineTask: RequestTask, loop: EventLoop, channel: MonitorChannel?) {
         while true {
             var leftInFilling = false
-            let batch = self.file.withLock { f -> (bytes: [UInt8], fd: Int32, path: String)? in
+            let batch = self.file.withLock { f -> (segments: [[UInt8]], fd: Int32, path: String)? in
                 guard !f.pending.isEmpty, f.fd >= 0, f.writeError == nil, !f.discardBody else {
-                    f.pending.removeAll(keepingCapacity: true)
+                    f.pending.removeAll()
+                    f.pendingCount = 0
                     f.draining = false
                     leftInFilling = f.fillingCount > 0 && f.fd >= 0 && f.writeError == nil && !f.discardBody
                     return nil
                 }
-                var bytes: [UInt8] = []
-                swap(&bytes, &f.pending)
-                swap(&f.pending, &f.spare)
-                f.inFlight = bytes.count
-                return (bytes, f.fd, f.url?.path ?? "?")
+                var segments: [[UInt8]] = []
+                swap(&segments, &f.pending)
+                f.inFlight = f.pendingCount
+                f.pendingCount = 0
+                return (segments, f.fd, f.url?.path ?? "?")
             }
             guard var batch else {
                 // The loop kept bytes while the last batch was being taken: it hands them over.
@@ -413,22 +471,36 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             }
             let file = FileDescriptor(rawValue: batch.fd, path: batch.path)
             var failure: (any Error)? = nil
-            do throws(FileError) { try file.write(all: batch.bytes) } catch {
+            var wrote: Int64 = 0
+            do throws(FileError) {
+                for segment in batch.segments {
+                    try file.write(all: segment)
+                    wrote += Int64(segment.count)
+                }
+            } catch {
                 failure = SessionManagerError.downloadWriteFailed(path: file.path, errno: error.errnoCode)
             }
-            let n = Int64(batch.bytes.count)
-            batch.bytes.removeAll(keepingCapacity: true)
+            let n = wrote
+            // A copy buffer (it has room for a batch; a read the engine gave away has not) is kept
+            // for the loop to fill again; the other segments are freed here.
+            var reusable: [UInt8] = []
+            if let i = batch.segments.lastIndex(where: { $0.capacity >= Self.batchSize }) {
+                swap(&reusable, &batch.segments[i])
+                reusable.removeAll(keepingCapacity: true)
+            }
+            batch.segments = []
             var resume = false
             let totals = self.file.withLock { f -> (Int64, Int64) in
-                swap(&f.spare, &batch.bytes)
+                if f.spare.capacity < reusable.capacity { swap(&f.spare, &reusable) }
                 f.inFlight = 0
                 if let failure {
                     f.writeError = failure
-                    f.pending.removeAll(keepingCapacity: true)
+                    f.pending.removeAll()
+                    f.pendingCount = 0
                 } else {
                     f.written += n
                 }
-                if f.paused, f.pending.count + f.fillingCount < Self.lowWater || failure != nil {
+                if f.paused, f.pendingCount + f.fillingCount < Self.lowWater || failure != nil {
                     f.paused = false
                     resume = failure == nil
                 }
@@ -472,7 +544,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             timer.cancel()
             self.flushTimer = nil
         }
-        if !self.filling.isEmpty { self.handOff(engine: engineTask, channel: self.eventChannel, force: true) }
+        if self.fillBytes > 0 { self.handOff(engine: engineTask, channel: self.eventChannel, force: true) }
         let used = self.file.withLock { f -> Bool in
             defer { f.usedIO = false }
             return f.usedIO || f.draining

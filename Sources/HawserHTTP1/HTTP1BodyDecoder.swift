@@ -65,6 +65,16 @@ struct BodyDecoder: Sendable {
         self.remaining = length
     }
 
+    /// Body data bytes that come next with no framing among them (see
+    /// `HTTP1ResponseParser.bodyDataAhead`).
+    var dataAhead: Int {
+        switch self.framing {
+        case .length: return self.remaining
+        case .untilClose: return Int.max
+        case .chunked: return self.phase == .data ? self.remaining : 0
+        }
+    }
+
     /// One step over `p[0..<avail]`: consumes framing bytes until it has an event to give.
     mutating func next(
         _ p: UnsafePointer<UInt8>,

@@ -125,6 +125,15 @@ public struct HTTP1ResponseParser: Sendable {
         self.state == .body && self.body.framing == .untilClose
     }
 
+    /// How many bytes, from the next input byte on, are body data with no framing among them:
+    /// the rest of a Content-Length body, the rest of the current chunk's data, `Int.max` for a
+    /// close-delimited body; 0 when a head, a chunk-size line, trailers or an end come next. A
+    /// reader may put that many bytes where it likes: `next` on them returns them all as one
+    /// `.body` covering the whole input.
+    public var bodyDataAhead: Int {
+        self.state == .body ? self.body.dataAhead : 0
+    }
+
     /// The peer closed the connection. A close-delimited body ends (`.end(keepAlive: false)`);
     /// between messages: nil; inside a head or a framed body: throws truncatedHead/Body.
     public mutating func finish() throws(HTTP1ParseError) -> HTTP1ResponseEvent? {

@@ -1,10 +1,11 @@
 // stream-bench: one large download through the engine, with the body read either by a
 // ResponseDelegate on the event loop (the delegate API: no copy, no hop) or as the async API's
-// AsyncSequence (`Session.streamingResponse`: each chunk copied out of the read buffer and handed
-// to the consuming task, with back-pressure). Benchmarks/scripts/stream-compare.sh runs the two
-// side by side.
+// AsyncSequence (`Session.streamingResponse`: each read handed to the consuming task as the array
+// the socket was read into, with back-pressure). `--api file` is the delegate API writing each
+// chunk to a temporary file with write(2) on the loop: the reference for a download task's CPU per
+// GB. Benchmarks/scripts/stream-compare.sh runs delegate and sequence side by side.
 //
-//   stream-bench --api delegate|sequence [-n TIMES] URL
+//   stream-bench --api delegate|sequence|file [-n TIMES] URL
 //
 // Prints one RESULT line per download and exits non-zero if a download failed or came short of
 // its Content-Length:
@@ -20,7 +21,7 @@ import Glibc
 #endif
 
 func usage(_ message: String) -> Never {
-    let text = "stream-bench: \(message)\nusage: stream-bench --api delegate|sequence [-n TIMES] URL\n"
+    let text = "stream-bench: \(message)\nusage: stream-bench --api delegate|sequence|file [-n TIMES] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -70,6 +71,44 @@ final class CountingDelegate: ResponseDelegate, @unchecked Sendable {
     }
 }
 
+/// The delegate API writing the body to a file on the loop (write(2) per chunk).
+final class FileDelegate: ResponseDelegate, @unchecked Sendable {
+    private var bytes = 0
+    private var expected: Int?
+    private let fd: Int32
+    private let done: @Sendable (Result<(Int, Int?), HawserError>) -> Void
+    init(fd: Int32, done: @escaping @Sendable (Result<(Int, Int?), HawserError>) -> Void) {
+        self.fd = fd
+        self.done = done
+    }
+    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) { self.expected = head.headers.contentLength }
+    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        var off = 0
+        while off < bytes.count {
+            let n = write(self.fd, bytes.baseAddress! + off, bytes.count - off)
+            if n <= 0 { break }
+            off += n
+        }
+        self.bytes += bytes.count
+    }
+    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        self.done(result.map { _ in (self.bytes, self.expected) })
+    }
+}
+
+func viaFile(_ session: Session, _ request: HTTPClientRequest) async throws -> (Int, Int?) {
+    let path = "/tmp/stream-bench-\(getpid()).tmp"
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { usage("cannot create \(path)") }
+    defer {
+        close(fd)
+        unlink(path)
+    }
+    return try await withCheckedThrowingContinuation { (c: CheckedContinuation<(Int, Int?), any Error>) in
+        session.execute(request, delegate: FileDelegate(fd: fd) { c.resume(with: $0) })
+    }
+}
+
 func viaDelegate(_ session: Session, _ request: HTTPClientRequest) async throws -> (Int, Int?) {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<(Int, Int?), any Error>) in
         session.execute(request, delegate: CountingDelegate { c.resume(with: $0) })
@@ -100,7 +139,9 @@ struct StreamBench {
                 urlString = a
             }
         }
-        guard api == "delegate" || api == "sequence" else { usage("--api takes delegate or sequence") }
+        guard api == "delegate" || api == "sequence" || api == "file" else {
+            usage("--api takes delegate, sequence or file")
+        }
         guard times > 0, let url = URL(string: urlString) else { usage("need -n > 0 and a URL") }
         let session = Session()
         let request = HTTPClientRequest(url: url)
@@ -111,8 +152,11 @@ struct StreamBench {
             let t0 = now()
             do {
                 let (bytes, expected) =
-                    api == "delegate"
-                    ? try await viaDelegate(session, request) : try await viaSequence(session, request)
+                    switch api {
+                    case "delegate": try await viaDelegate(session, request)
+                    case "file": try await viaFile(session, request)
+                    default: try await viaSequence(session, request)
+                    }
                 let seconds = Double(now() - t0) / 1e9
                 let cpu = cpuSeconds() - cpu0
                 if let expected, expected != bytes { failed = true }

@@ -372,6 +372,15 @@ final class HTTP1Connection: EventLoopIOHandler {
             }
             allowance = task.receiveAllowance()
         }
+        // Pure body data next, for a delegate that keeps its chunks: read it into an array of its
+        // own and hand that over, instead of reading into the shared buffer to be copied out.
+        if self.tls == nil, self.stash.isEmpty, let task = self.task {
+            let ahead = self.parser.bodyDataAhead
+            if ahead > 0, task.takesOwnedBody {
+                self.readOwned(task, limit: min(ahead, allowance, self.readChunkSize))
+                return
+            }
+        }
         let b = self.acquireBuffer()
         var space = b.writableSpace(minimum: min(self.readChunkSize, 16 * 1024))
         // Under a receive limit a read takes at most what the limit allows now (at least a byte:
@@ -432,6 +441,65 @@ final class HTTP1Connection: EventLoopIOHandler {
             self.machine.responseBytesReceived()
             task.receivedBytes(n)
             self.processBuffer(b)
+        }
+    }
+
+    /// Reads at most `limit` bytes, all of them body data (`bodyDataAhead`), into a fresh array and
+    /// gives it to the task's delegate: the bytes are copied once, by the kernel. A short read is
+    /// copied into an array of its size (`ownedReadWasteFactor`). An end the parser owes after the
+    /// last body byte goes through the shared buffer's path.
+    private func readOwned(_ task: RequestTask, limit: Int) {
+        var result: IOResult<Int> = .wouldBlock
+        var failure: IOError?
+        var chunk = [UInt8](unsafeUninitializedCapacity: limit) { buffer, count in
+            do throws(IOError) {
+                result = try Posix.read(self.fd, UnsafeMutableRawBufferPointer(buffer))
+            } catch {
+                failure = error
+            }
+            if case .processed(let n) = result { count = n }
+        }
+        if let failure {
+            self.connectionFailed(
+                HawserError(
+                    .connectionLost,
+                    "reading from \(self.remoteAddress) failed: \(failure)",
+                    underlying: failure
+                )
+            )
+            return
+        }
+        guard case .processed(let n) = result else { return }
+        if n == 0 {
+            self.peerClosed(cleanTLSClose: true)
+            return
+        }
+        self.machine.responseBytesReceived()
+        task.receivedBytes(n)
+        let parsed = chunk.withUnsafeBytes {
+            bytes -> Result<(consumed: Int, event: HTTP1ResponseEvent?), HTTP1ParseError> in
+            do throws(HTTP1ParseError) { return .success(try self.parser.next(bytes)) } catch { return .failure(error) }
+        }
+        let step: (consumed: Int, event: HTTP1ResponseEvent?)
+        switch parsed {
+        case .success(let s): step = s
+        case .failure(let error):
+            task.responseInvalid(Self.parseError(error, from: self.remoteAddress))
+            return
+        }
+        guard step.consumed == n, case .body(let range)? = step.event, range == 0..<n else {
+            preconditionFailure("bodyDataAhead promised \(n) body bytes; the parser answered \(step)")
+        }
+        if n * ownedReadWasteFactor < chunk.capacity {
+            chunk = chunk.withUnsafeBufferPointer { read in
+                [UInt8](unsafeUninitializedCapacity: n) { copy, count in
+                    count = copy.initialize(fromContentsOf: read)
+                }
+            }
+        }
+        task.receivedOwnedBody(chunk)
+        if self.task === task, self.parser.bodyDataAhead == 0, !self.isClosed {
+            self.processBuffer(self.acquireBuffer())
         }
     }
 

@@ -153,9 +153,10 @@ final class StreamLifetime: Sendable {
 }
 
 /// The `ResponseDelegate` behind ``HTTPClientStreamingResponse``. Callbacks run on the loop and
-/// never block: a chunk is copied into the buffer, or handed straight to a waiting consumer.
+/// never block: a chunk is buffered (kept as it is when the engine gives it away, copied out of
+/// the engine's buffer otherwise), or handed straight to a waiting consumer.
 /// The consumer's side runs on any thread; the two meet under one lock.
-final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
+final class StreamingResponseDelegate: OwnedBodyDelegate, @unchecked Sendable {
     typealias HeadResult = Result<HTTPResponseHead, HawserError>
     /// A batch of chunks (never empty), nil at the end, or the error that ended the body.
     typealias BatchResult = Result<[[UInt8]]?, HawserError>
@@ -186,6 +187,8 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
         /// content coding is being undone), to size the chunks a fast transfer gathers into.
         var received = 0
         var expected: Int?
+        /// Body bytes the engine gave away (``OwnedBodyDelegate``) rather than had copied.
+        var ownedBytes = 0
     }
 
     let state = Mutex(State())
@@ -314,6 +317,26 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
 
     func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
         if bytes.isEmpty { return }
+        self.receive(task, count: bytes.count) { s, gathering in Self.append(bytes, to: &s, gathering: gathering) }
+    }
+
+    var takesBodyChunks: Bool { true }
+
+    /// A read the engine gave away (``OwnedBodyDelegate``): buffered as it is, not copied.
+    func task(_ task: RequestTask, didReceiveBodyChunk chunk: [UInt8]) {
+        if chunk.isEmpty { return }
+        self.receive(task, count: chunk.count) { s, _ in
+            s.chunks.append(chunk)
+            s.bufferedBytes += chunk.count
+            s.received += chunk.count
+            s.ownedBytes += chunk.count
+        }
+    }
+
+    /// Buffers `count` body bytes (`buffer` adds them to the state, under the lock), then wakes
+    /// the consumer, pauses reading past the high-water mark, or arms the coalescing timer.
+    @inline(__always)
+    private func receive(_ task: RequestTask, count: Int, _ buffer: (inout State, _ gathering: Bool) -> Void) {
         var pause = false
         var armTimer = false
         var wake: (UnsafeContinuation<BatchResult, Never>, [[UInt8]])?
@@ -326,10 +349,10 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
             if s.bodyWaiter != nil {
                 now = TaskMetrics.now()
                 wakeNow =
-                    s.bufferedBytes + bytes.count >= ResponseBodyStream.wakeBatchBytes
+                    s.bufferedBytes + count >= ResponseBodyStream.wakeBatchBytes
                     || now &- s.lastWake > ResponseBodyStream.coalescingInterval
             }
-            Self.append(bytes, to: &s, gathering: !wakeNow)
+            buffer(&s, !wakeNow)
             if s.bodyWaiter != nil {
                 if wakeNow {
                     wake = Self.handOver(&s, now: now)
@@ -353,12 +376,13 @@ final class StreamingResponseDelegate: ResponseDelegate, @unchecked Sendable {
     /// into the last buffered chunk as long as it has room, and a new chunk reserves room for a
     /// batch: fewer, larger allocations, whose frees do not keep shrinking and regrowing the
     /// heap (glibc trims a free top above 128 KiB, and every page is then faulted in again). A
-    /// read handed over at once is copied at its own size.
+    /// read handed over at once, or one among reads the engine gives away (a chunked body's
+    /// framing read), is copied at its own size.
     private static func append(_ bytes: UnsafeRawBufferPointer, to s: inout State, gathering: Bool) {
         let last = s.chunks.count - 1
         if last >= 0, s.chunks[last].capacity - s.chunks[last].count >= bytes.count {
             s.chunks[last].append(contentsOf: bytes)
-        } else if gathering {
+        } else if gathering && s.ownedBytes == 0 {
             // Room for a batch, but never more than the body has left (a small body is copied at
             // its size), and for a body of unknown length only once it has proved large.
             let batch = ResponseBodyStream.wakeBatchBytes
