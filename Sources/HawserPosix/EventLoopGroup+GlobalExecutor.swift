@@ -12,7 +12,9 @@ import CHawser
 //     futex, and the request's connection and the caller share the thread;
 //   * a job enqueued from any other thread (the main thread, a Dispatch queue, a thread of its
 //     own) goes to the group's loops round-robin (`EventLoopGroup.next()`);
-//   * a delayed job (`Task.sleep`, a timeout) becomes a timer on the chosen loop's timer heap.
+//   * a delayed job that reaches the runtime's delayed or deadline hook becomes a timer on the
+//     chosen loop's timer heap. (Swift 6.3's `Task.sleep` keeps its timer in the runtime's own
+//     scheduling executor and enqueues the resumption through the plain hook: it resumes on a loop.)
 //
 // The hooks are process-wide and are never removed: the group is the executor until the process
 // exits. The main actor keeps its own executor (the main thread).
@@ -62,7 +64,7 @@ private let installLock = Mutex<Void>(())
 extension EventLoopGroup {
     /// Makes this group's event loops the Swift concurrency global executor of the process: from
     /// then on every job without an executor of its own (nonisolated async functions, `Task {}`
-    /// outside an actor, task-group children, `Task.sleep` and timeouts) runs on the loops.
+    /// outside an actor, task-group children, the resumption after `Task.sleep`) runs on the loops.
     ///
     /// ```swift
     /// try EventLoopGroup.shared.installAsGlobalExecutor()   // first line of main
@@ -133,9 +135,13 @@ private let globalEnqueue: @convention(c) (UnsafeMutableRawPointer?) -> Void = {
     group.loopForGlobalJob().enqueueJob(unsafeBitCast(raw, to: UnownedJob.self))
 }
 
+/// How many delayed or deadline jobs became loop timers (tests: `Task.sleep` took that path).
+package let globalExecutorTimedJobs = Atomic<Int>(0)
+
 /// The runtime's delayed and deadline hooks (through CHawser): a timer on a loop, at a
 /// CLOCK_MONOTONIC deadline.
 private let globalEnqueueAt: @convention(c) (UnsafeMutableRawPointer?, UInt64) -> Void = { raw, deadline in
     guard let raw, let group = installedGroup else { return }
+    globalExecutorTimedJobs.add(1, ordering: .relaxed)
     group.loopForGlobalJob().enqueueJob(unsafeBitCast(raw, to: UnownedJob.self), atMonotonicDeadline: deadline)
 }

@@ -45,7 +45,7 @@ struct GlobalExecutorTests {
         #expect(plain["nonisolated_on_loop"] == "false")
     }
 
-    @Test("installed: Task.sleep (Duration, nanoseconds, a suspending-clock deadline) fires on a loop")
+    @Test("installed: after Task.sleep (Duration, nanoseconds, a suspending-clock deadline) the task resumes on a loop")
     func sleepRunsOnTheLoops() throws {
         let r = try Self.probe("install")
         #expect(r["sleep_on_loop"] == "true")

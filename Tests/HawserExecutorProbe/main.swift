@@ -75,6 +75,10 @@ func checks() async {
         }
     }.value
     report("sleep_on_loop", slept)
+    // How many of them came through the runtime's delayed and deadline hooks as loop timers
+    // (informational: Swift 6.3's Task.sleep keeps its timer in the runtime's own scheduling
+    // executor and enqueues the resumption through the global hook).
+    report("sleep_timer_jobs", globalExecutorTimedJobs.load(ordering: .relaxed))
     // A request through a Session with a plain await.
     do {
         let serverLoop = try EventLoop(name: "probe-server")
@@ -141,8 +145,9 @@ case "foreign-hook":
         report("installed", "\(error.code): \(error)")
     }
     report("is_global_executor", EventLoopGroup.shared.isGlobalExecutor)
-    // The other executor keeps working: its hook still sees the jobs.
-    report("task_on_loop", await Task { loopIndex() != nil }.value)
+    // The other executor keeps working: its hook still sees the jobs (a nonisolated function's,
+    // here: top-level code runs on the main actor).
+    report("task_on_loop", await whereAmI() != nil)
     report("foreign_hook_used", foreignHookCalls.load(ordering: .relaxed) > 0)
 case "not-installed":
     await checks()
