@@ -309,7 +309,7 @@ func runSession(_ o: Options) async -> (Totals, Double) {
         )
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
     session.shutdown()
-    loop.shutdown()
+    if !o.installed { loop.shutdown() }  // the shared group's loops never shut down
     var out = t
     out.perLoopRPS = [Double(t.requests) / elapsed]
     return (out, elapsed)
