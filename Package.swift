@@ -185,6 +185,14 @@ let package = Package(
             dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
             swiftSettings: strict
         ),
+        // Installs the event loops as the global executor in a process of its own and reports
+        // what it saw (run by HawserCoreTests' GlobalExecutorTests).
+        .executableTarget(
+            name: "HawserExecutorProbe",
+            dependencies: ["HawserCore", "HawserTestServer"],
+            path: "Tests/HawserExecutorProbe",
+            swiftSettings: strict
+        ),
 
         // MARK: - Fuzz targets (libFuzzer with -DFUZZING; replay mode otherwise)
         .target(name: "FuzzSupport", dependencies: ["HawserHTTP1"], path: "Fuzz/FuzzSupport", swiftSettings: strict),
@@ -334,6 +342,7 @@ let package = Package(
             name: "HawserCoreTests",
             dependencies: [
                 "HawserCore", "HawserPosix", "HawserCookies", "HawserTestServer", "HawserTestSupport", "CHawser",
+                "HawserExecutorProbe",
                 // The encoders make the br and zstd bodies the tests decode.
                 .target(name: "CBrotli", condition: .when(traits: ["Brotli"])),
                 .target(name: "CZstd", condition: .when(traits: ["Zstd"])),

@@ -12,7 +12,7 @@
 # It is compare.sh (same nginx, same interleaving and rotation, /usr/bin/time for client CPU
 # and peak RSS, medians of ROUNDS) with these defaults, followed by a second table: for each of
 # Hawser's clients present (session = `hawser-load --session`, the engine's Session API;
-# hawser / session-loop / afn / afn-loop when listed), its ratio to each peer present (ahc, ahc-async,
+# hawser / session-loop / session-inst / afn / afn-loop / afn-inst when listed), its ratio to each peer present (ahc, ahc-async,
 # urlsession) in req/s, in req per client-CPU-second, and in peak RSS (lower is better there).
 #
 # Environment: everything compare.sh takes (ROUNDS, DURATION, CONNS, CLIENTS, PIN, OUT, SKIP_BUILD,
@@ -50,8 +50,8 @@ function median(key, col,   n, i, j, t, a) {
 }
 function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "-" }
 function name(c) {
-    return c == "session" ? "Session" : c == "hawser" ? "hawser-load" : c == "session-loop" ? "Sess-loop" : \
-           c == "afn" ? "AFN-layer" : c == "afn-loop" ? "AFN-loop" : c == "ahc" ? "AHC" : c == "ahc-async" ? "AHC-async" : c == "urlsession" ? "URLSession" : \
+    return c == "session" ? "Session" : c == "hawser" ? "hawser-load" : c == "session-loop" ? "Sess-loop" : c == "session-inst" ? "Sess-inst" : \
+           c == "afn" ? "AFN-layer" : c == "afn-loop" ? "AFN-loop" : c == "afn-inst" ? "AFN-inst" : c == "ahc" ? "AHC" : c == "ahc-async" ? "AHC-async" : c == "urlsession" ? "URLSession" : \
            c == "curl" ? "libcurl" : c
 }
 NR > 1 {
@@ -61,7 +61,7 @@ NR > 1 {
     val[key, "rps", i] = $7; val[key, "rpc", i] = $9; val[key, "rss", i] = $10
 }
 END {
-    nours = split("session hawser session-loop afn afn-loop", ours, " ")
+    nours = split("session hawser session-loop session-inst afn afn-loop afn-inst", ours, " ")
     npeer = split("ahc ahc-async urlsession", peer, " ")
     printf "\nHawser vs the peers (ratios of medians; >1 = Hawser better in req/s and req/cpu-s; RSS ratio <1 = Hawser smaller)\n"
     printf "%-5s %-11s %-11s %10s %10s %10s %10s %12s %13s %9s %9s %11s\n", "conns", "hawser", "peer", "req/s", "peer req/s", "req/cpu-s", "peer", "req/s ratio", "cpu-eff ratio", "RSS MiB", "peer MiB", "RSS ratio"

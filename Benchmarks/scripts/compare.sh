@@ -15,13 +15,15 @@
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
 #   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API;
-#       session-loop: the same with the calling tasks on the session's event loop, --executor loop)  WRK_THREADS [1]
+#       session-loop: the same with the calling tasks on the session's event loop, --executor loop;
+#       session-inst: the same with the event loops installed as the global executor, --executor installed)  WRK_THREADS [1]
 #       peers (Benchmarks/scripts/compare-peers.sh runs them on /json):
 #       ahc: peer-ahc (AsyncHTTPClient 1.37, futures chained on its event loops: its best configuration)
 #       ahc-async: peer-ahc --api async (async/await from the global executor)
 #       urlsession: peer-urlsession (Foundation's URLSession, libcurl underneath)
 #       afn: the AFNetworking layer's client, $AFN_LOAD (slot: skipped while AFN_LOAD is empty)
 #       afn-loop: the same with `--executor loop` (its calling tasks on the manager's event loop)
+#       afn-inst: the same with `--executor installed` (the event loops as the global executor)
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PEER_AHC [Benchmarks/.build/release/peer-ahc]  PEER_URLSESSION [Benchmarks/.build/release/peer-urlsession]
 #       same contract as hawser-load; rebuilt like it when Package.swift declares them
@@ -88,10 +90,10 @@ for c in $CLIENTS; do
     case "$c" in
         wrk|curl) clients+=("$c") ;;
         hawser) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(hawser); else echo "compare.sh: $HAWSER_LOAD not built: hawser-load column pending" >&2; fi ;;
-        session|session-loop) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
+        session|session-loop|session-inst) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
         ahc|ahc-async) if [[ -x "$PEER_AHC" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_AHC not built: $c column pending" >&2; fi ;;
         urlsession) if [[ -x "$PEER_URLSESSION" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_URLSESSION not built: $c column pending" >&2; fi ;;
-        afn|afn-loop) if [[ -n "$AFN_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
+        afn|afn-loop|afn-inst) if [[ -n "$AFN_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
         *) echo "compare.sh: unknown client $c" >&2; exit 2 ;;
     esac
 done
@@ -134,11 +136,13 @@ run_one() {   # round conns client
         hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
         session) cmd=("$HAWSER_LOAD" --session -c "$c" -d "$DURATION" "$url") ;;
         session-loop) cmd=("$HAWSER_LOAD" --session --executor loop -c "$c" -d "$DURATION" "$url") ;;
+        session-inst) cmd=("$HAWSER_LOAD" --session --executor installed -c "$c" -d "$DURATION" "$url") ;;
         ahc)    cmd=("$PEER_AHC" --api future -c "$c" -d "$DURATION" "$url") ;;
         ahc-async) cmd=("$PEER_AHC" --api async -c "$c" -d "$DURATION" "$url") ;;
         urlsession) cmd=("$PEER_URLSESSION" -c "$c" -d "$DURATION" "$url") ;;
         afn)    cmd=($AFN_LOAD -c "$c" -d "$DURATION" "$url") ;;
         afn-loop) cmd=($AFN_LOAD --executor loop -c "$c" -d "$DURATION" "$url") ;;
+        afn-inst) cmd=($AFN_LOAD --executor installed -c "$c" -d "$DURATION" "$url") ;;
     esac
     local t0 t1
     t0="$(cpu_ticks "$worker")"
@@ -215,7 +219,7 @@ END {
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2] == "afn-loop" ? "AFN-loop" : p[2]), cnt[key],
+        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "session-inst" ? "Sess-inst" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2] == "afn-loop" ? "AFN-loop" : p[2] == "afn-inst" ? "AFN-inst" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],

@@ -20,6 +20,14 @@
 #   Session /json    hawser-load --session -c C -n N URL/json
 #   manager json     hawser-manager-load --serializer json -c C -n N URL/json   (a 60-byte JSON body)
 #   before http/json the same with $BEFORE (only when BEFORE is set)
+# More clients with CLIENTS (default "session manager-http session-json manager-json"):
+#   curl / curl-json            libcurl multi (Benchmarks/peers/curl-multi -c C -n N [-C CA]) on /hello, /json
+#   session-inst / session-json-inst / manager-http-inst / manager-json-inst
+#                               the same clients with `--executor installed` (the event loops as the
+#                               global executor: plain tasks, plain `await`)
+#   session-loop / manager-http-loop   `--executor loop` (the calling tasks on the client's loop)
+# An -inst client is divided by session-inst (or session-json-inst) when present; with curl
+# present the summary also has a ÷ libcurl column (curl-json for the /json clients).
 # The manager http row is divided by Session, the manager json row by Session /json.
 #
 # Placement: PIN [same] — "same" pins the nginx worker and every client to CPU $CPU (0): one core
@@ -33,7 +41,7 @@
 #
 # Environment [defaults]: ROUNDS [3]  SCALE [1]  PIN [same]  CPU [0]  HAWSER_LOAD / MANAGER_LOAD
 #   [Benchmarks/.build/release/…, rebuilt unless SKIP_BUILD=1 or given]  BEFORE [unset]
-#   ROWS ["c1 c64 tls"]  OUT [a new temp dir: logs, results.tsv, summary.txt]
+#   ROWS ["c1 c64 tls"]  CLIENTS [above]  CURL_MULTI [Benchmarks/.build-peers/curl-multi]  OUT [a new temp dir: logs, results.tsv, summary.txt]
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -104,7 +112,9 @@ row_n() { case "$1" in c1) n_of 20000 ;; c64) n_of 100000 ;; tls) n_of 5000 ;; e
 row_base() { case "$1" in tls) echo "https://127.0.0.1:$tls_port" ;; *) echo "http://127.0.0.1:$port" ;; esac; }
 row_tls() { case "$1" in tls) echo "--cacert $pki/ca.pem" ;; *) echo "" ;; esac; }
 
-clients=(session manager-http session-json manager-json)
+read -r -a clients <<<"${CLIENTS:-session manager-http session-json manager-json}"
+CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
+if [[ " ${clients[*]} " == *" curl"* && ! -x "$CURL_MULTI" ]]; then "$bench/peers/build.sh" >&2; fi
 [[ -n "$BEFORE" ]] && clients+=(before-http before-json)
 
 command_for() {   # row client → the command line
@@ -112,6 +122,14 @@ command_for() {   # row client → the command line
     c="$(row_conns "$row")"; n="$(row_n "$row")"; base="$(row_base "$row")"; tls="$(row_tls "$row")"
     case "$cl" in
         session)      echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/hello" ;;
+        session-inst) echo "$HAWSER_LOAD --session --executor installed $tls -c $c -n $n $base/hello" ;;
+        session-loop) echo "$HAWSER_LOAD --session --executor loop $tls -c $c -n $n $base/hello" ;;
+        session-json-inst) echo "$HAWSER_LOAD --session --executor installed $tls -c $c -n $n $base/json" ;;
+        manager-http-inst) echo "$MANAGER_LOAD --serializer http --executor installed $tls -c $c -n $n $base/hello" ;;
+        manager-http-loop) echo "$MANAGER_LOAD --serializer http --executor loop $tls -c $c -n $n $base/hello" ;;
+        manager-json-inst) echo "$MANAGER_LOAD --serializer json --executor installed $tls -c $c -n $n $base/json" ;;
+        curl)         echo "$CURL_MULTI ${tls:+-C $pki/ca.pem} -c $c -n $n $base/hello" ;;
+        curl-json)    echo "$CURL_MULTI ${tls:+-C $pki/ca.pem} -c $c -n $n $base/json" ;;
         session-json) echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/json" ;;
         manager-http) echo "$MANAGER_LOAD --serializer http $tls -c $c -n $n $base/hello" ;;
         manager-json) echo "$MANAGER_LOAD --serializer json $tls -c $c -n $n $base/json" ;;
@@ -200,9 +218,18 @@ function label(c) {
     if (c == "manager-json") return "manager, JSONResponseSerializer"
     if (c == "before-http") return "before: manager, HTTP serializer"
     if (c == "before-json") return "before: manager, JSON serializer"
+    if (c == "session-inst") return "Session (/hello), executor installed"
+    if (c == "session-loop") return "Session (/hello), tasks on its loop"
+    if (c == "session-json-inst") return "Session (/json), executor installed"
+    if (c == "manager-http-inst") return "manager, HTTPResponseSerializer, executor installed"
+    if (c == "manager-http-loop") return "manager, HTTPResponseSerializer, tasks on its loop"
+    if (c == "manager-json-inst") return "manager, JSONResponseSerializer, executor installed"
+    if (c == "curl") return "libcurl multi (/hello)"
+    if (c == "curl-json") return "libcurl multi (/json)"
     return c
 }
-function base(c) { return (c ~ /json$/) ? "session-json" : "session" }
+function base(c) { return (c ~ /json/) ? ((c ~ /-inst$/) ? "session-json-inst" : "session-json") : ((c ~ /-inst$/) ? "session-inst" : (c ~ /-loop$/) ? "session-loop" : "session") }
+function curlbase(c) { return (c ~ /json/) ? "curl-json" : "curl" }
 BEGIN { while ((getline line < allocs_file) > 0) { split(line, f, "\t"); al[f[1] SUBSEP f[2]] = f[3] } }
 NR > 1 {
     key = $2 SUBSEP $3
@@ -214,15 +241,18 @@ NR > 1 {
 END {
     for (k = 1; k <= nk; k++) { key = order[k]; m_rpc[key] = median(key, "rpc"); m_rps[key] = median(key, "rps"); m_rss[key] = median(key, "rss") }
     rowname["c1"] = "sequential GET, 1 keep-alive connection"; rowname["c64"] = "GET over 64 connections"; rowname["tls"] = "sequential GET over one TLS connection"
-    printf "\n| row | client | req/s | req / client-CPU-s | ÷ Session | peak RSS | mallocs / req |\n|---|---|---:|---:|---:|---:|---:|\n"
+    printf "\n| row | client | req/s | req / client-CPU-s | ÷ Session | ÷ libcurl | peak RSS | mallocs / req |\n|---|---|---:|---:|---:|---:|---:|---:|\n"
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); row = p[1]; cl = p[2]
         b = row SUBSEP base(cl)
-        ratio = (cl ~ /^session/) ? "1.00" : (m_rpc[b] > 0 ? sprintf("**%.2f**", m_rpc[key] / m_rpc[b]) : "-")
+        ratio = (cl ~ /^session/ || cl ~ /^curl/) ? "-" : (m_rpc[b] > 0 ? sprintf("**%.2f**", m_rpc[key] / m_rpc[b]) : "-")
+        cb = row SUBSEP curlbase(cl)
+        vscurl = (cl ~ /^curl/ || !(cb in m_rpc) || m_rpc[cb] <= 0) ? "-" : sprintf("**%.2f**", m_rpc[key] / m_rpc[cb])
         a = (key in al) ? al[key] : "-"
-        printf "| %s | %s | %.0f | %.0f | %s | %.1f MiB | %s |%s\n", rowname[row], label(cl), m_rps[key], m_rpc[key], ratio, m_rss[key] / 1024, a,
+        printf "| %s | %s | %.0f | %.0f | %s | %s | %.1f MiB | %s |%s\n", rowname[row], label(cl), m_rps[key], m_rpc[key], ratio, vscurl, m_rss[key] / 1024, a,
             errs[key] ? " (" errs[key] " errors)" : ""
     }
     printf "\nmedians of %d interleaved rounds; req / client-CPU-s = requests / (user + sys) of the client process;\n", rounds
-    printf "÷ Session: the manager with the HTTP serializer against Session on /hello, with JSON against Session on /json.\n"
+    printf "÷ Session: the manager with the HTTP serializer against Session on /hello, with JSON against Session on /json\n"
+    printf "(the same executor: -inst against the Session -inst, -loop against session-loop); ÷ libcurl: against libcurl multi on the same path.\n"
 }' "$results" | tee "$OUT/summary.txt"

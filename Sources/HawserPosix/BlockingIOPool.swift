@@ -17,6 +17,9 @@ public final class BlockingIOPool: Sendable {
     private struct Job: Sendable {
         var key: String?
         var work: @Sendable () -> Void
+        /// Runs alongside any keyed or unordered job (a Swift job of a task that prefers this
+        /// pool as its executor); never before a barrier queued ahead of it.
+        var unordered = false
     }
 
     private struct State {
@@ -44,8 +47,21 @@ public final class BlockingIOPool: Sendable {
     /// Runs `work` on a pool thread, after every earlier job with the same `key` (and every
     /// earlier barrier); `key == nil` makes it a barrier.
     public func submit(key: String?, _ work: @escaping @Sendable () -> Void) {
+        self.submit(Job(key: key, work: work))
+    }
+
+    /// Runs `work` on a pool thread with no ordering against other jobs but barriers.
+    func submitUnordered(_ work: @escaping @Sendable () -> Void) {
+        self.submit(Job(key: Self.unorderedKey, work: work, unordered: true))
+    }
+
+    /// The key an unordered job holds in `running` (a keyed job with this very key would only
+    /// wait for unordered ones).
+    private static let unorderedKey = "\u{0}unordered"
+
+    private func submit(_ job: Job) {
         let startThread: Bool = self.state.withLock { s in
-            s.queue.append(Job(key: key, work: work))
+            s.queue.append(job)
             if s.idle == 0 && s.threads < self.maxThreads {
                 s.threads += 1
                 return true
@@ -98,6 +114,7 @@ public final class BlockingIOPool: Sendable {
                 // A barrier starts only when nothing runs and nothing is queued before it.
                 return i == 0 && s.running.isEmpty ? i : nil
             }
+            if job.unordered { return i }
             if !earlierKeys.contains(key) && !s.running.contains(key) { return i }
             earlierKeys.insert(key)
         }

@@ -67,6 +67,37 @@ public struct EventLoopShutdownError: Error, Sendable, CustomStringConvertible {
     public var description: String { "the event loop has shut down" }
 }
 
+/// A misuse of an ``EventLoop`` that would otherwise hang.
+public struct EventLoopError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was misused.
+    public enum Code: Sendable, Equatable {
+        /// A synchronous wait (``EventLoop/submitAndWait(_:)``) for work on a loop was made on
+        /// that loop's own thread: the work could only run after the wait, which would never end.
+        case waitOnOwnLoop
+    }
+
+    /// What was misused.
+    public let code: Code
+    /// The name of the loop concerned.
+    public let loopName: String
+
+    /// Creates the error for `code` on the loop named `loopName`.
+    public init(code: Code, loopName: String) {
+        self.code = code
+        self.loopName = loopName
+    }
+
+    /// A sentence that says what went wrong and what to do.
+    public var description: String {
+        switch self.code {
+        case .waitOnOwnLoop:
+            return "a synchronous wait for work on event loop '\(self.loopName)' was made on that loop's own thread, "
+                + "where the work can never run while the thread waits; await the work instead, "
+                + "or wait from a thread that is not the loop's (withTaskExecutorPreference(BlockingIOPool.shared))"
+        }
+    }
+}
+
 /// A single-threaded epoll event loop.
 public final class EventLoop: @unchecked Sendable {
     private let epfd: Int32
@@ -84,6 +115,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Submitters that took the wake-up duty under the lock and have not finished writing the eventfd.
     private let wakersInFlight = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
+    /// Set when this loop's group is the global executor: global jobs enqueued on this thread stay here.
+    let servesGlobalExecutor = Atomic<Bool>(false)
 
     // Loop-confined state.
     // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
@@ -182,6 +215,7 @@ public final class EventLoop: @unchecked Sendable {
             { arg in
                 let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
                 loop.threadID.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
+                CHawser_set_current_loop(Unmanaged.passUnretained(loop).toOpaque())
                 CHawser_set_thread_name(loop.name)
                 loop.run()
                 return nil
@@ -190,6 +224,13 @@ public final class EventLoop: @unchecked Sendable {
         )
         precondition(rc == 0, "pthread_create failed: \(rc)")
         self.thread = tid
+    }
+
+    /// The loop whose thread this is, or nil on any other thread.
+    @inline(__always)
+    static var currentLoop: EventLoop? {
+        guard let p = CHawser_current_loop() else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(p).takeUnretainedValue()
     }
 
     /// True when called on this loop's thread.
@@ -320,9 +361,24 @@ public final class EventLoop: @unchecked Sendable {
         return s
     }
 
-    /// Runs `task` on the loop and waits for its result (never call this from the loop itself).
+    /// Runs a Swift job when CLOCK_MONOTONIC reaches `deadline` (the global executor's timed
+    /// jobs: `Task.sleep`, timeouts). Reads the clock, not the turn's start, so it never fires early.
+    func enqueueJob(_ job: UnownedJob, atMonotonicDeadline deadline: UInt64) {
+        let s = Scheduled(deadline: deadline, loop: self, body: { self.enqueueJob(job) })
+        if self.inEventLoop {
+            self.timers.push(s)
+        } else {
+            self.execute { self.timers.push(s) }
+        }
+    }
+
+    /// Runs `task` on the loop and waits for its result.
+    ///
+    /// Called on the loop's own thread (a task running on the loop, as every task does once the
+    /// group is the global executor), the wait could never end: it throws
+    /// ``EventLoopError/Code/waitOnOwnLoop`` at once instead, without running `task`.
     public func submitAndWait<T: Sendable>(_ task: @escaping @Sendable () throws -> T) throws -> T {
-        precondition(!self.inEventLoop, "submitAndWait would deadlock on the loop thread")
+        if self.inEventLoop { throw EventLoopError(code: .waitOnOwnLoop, loopName: self.name) }
         let box = Mutex<Result<T, any Error>?>(nil)
         let cond = ConditionVariable()
         self.execute {

@@ -27,8 +27,10 @@ public final class EventLoopGroup: Sendable {
         return self.loops[i % self.loops.count]
     }
 
-    /// Shuts every loop down (see ``EventLoop/shutdown()``).
+    /// Shuts every loop down (see ``EventLoop/shutdown()``). A group installed as the global
+    /// executor (``installAsGlobalExecutor()``) must never shut down: doing so stops the program.
     public func shutdown() {
+        precondition(!self.isGlobalExecutor, "the EventLoopGroup installed as the global executor cannot shut down")
         for l in self.loops { l.shutdown() }
     }
 

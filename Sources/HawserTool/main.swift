@@ -9,6 +9,14 @@ import Glibc
 //   hawser get URL [opts]  fetch a URL with curl's common flags
 //   hawser serve [PORT]    run the test server in the foreground
 //   hawser --version       the package version (HawserVersion)
+//
+// The event loops are the process's Swift global executor (installed before any task starts):
+// every request the commands await is served with no thread hand-off.
+do {
+    try EventLoopGroup.shared.installAsGlobalExecutor()
+} catch {
+    OutputFile.stderr.write("hawser: \(error); running on the default executor\n")
+}
 let args = Array(CommandLine.arguments.dropFirst())
 let status: Int32
 switch args.first {

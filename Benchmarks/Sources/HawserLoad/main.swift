@@ -12,6 +12,8 @@
 // the connection's own buffer: the engine's floor, comparable to wrk.
 // --session: the same load through the engine's public API (`Session.response(for:)`, async),
 // -c concurrent Swift tasks over a pool of -c connections: what an application gets.
+// --executor installed (with --session): the shared EventLoopGroup is installed as the global
+// executor first, and the session lives on one of its loops: plain tasks, plain `await`.
 //
 // The summary uses wrk's wording (Requests/sec:, Transfer/sec:, Latency Distribution), and the
 // last line is `RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K`
@@ -33,6 +35,8 @@ struct Options {
     var latency = false
     var session = false
     var onLoop = false
+    /// --executor installed: the shared group is the global executor; the session is on one of its loops.
+    var installed = false
     var idleSeconds: Double? = nil
     var hold = false
     var caCert: String? = nil
@@ -47,7 +51,7 @@ struct Options {
 
 func usage(_ message: String) -> Never {
     let text =
-        "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop] [--api async|completion] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
+        "hawser-load: \(message)\nusage: hawser-load [-c N] [-t N] [-d SECONDS | -n REQUESTS] [--latency] [--session [--executor global|loop|installed] [--api async|completion] [--cacert FILE] [--no-resumption] [--new-connection] [--cache]] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -86,7 +90,8 @@ func parseOptions() -> Options {
             switch value(a) {
             case "loop": o.onLoop = true
             case "global": o.onLoop = false
-            default: usage("--executor takes loop or global")
+            case "installed": o.installed = true
+            default: usage("--executor takes loop, global or installed")
             }
         default:
             if a.hasPrefix("-") { usage("unknown option '\(a)'") }
@@ -277,7 +282,7 @@ func runSession(_ o: Options) async -> (Totals, Double) {
             usage("cannot read --cacert \(path): \(error)")
         }
     }
-    let loop = try! EventLoop(name: "hawser-load")
+    let loop = o.installed ? EventLoopGroup.shared.next() : try! EventLoop(name: "hawser-load")
     let session = Session(configuration: config, eventLoop: loop)
     var built = HTTPClientRequest(url: o.url!)
     if o.newConnection { built.headers.add(name: "Connection", value: "close") }
@@ -304,7 +309,7 @@ func runSession(_ o: Options) async -> (Totals, Double) {
         )
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
     session.shutdown()
-    loop.shutdown()
+    if !o.installed { loop.shutdown() }  // the shared group's loops never shut down
     var out = t
     out.perLoopRPS = [Double(t.requests) / elapsed]
     return (out, elapsed)
@@ -524,6 +529,9 @@ func runHold(_ o: Options) {
 raiseFileLimit()
 signal(SIGPIPE, SIG_IGN)
 let options = parseOptions()
+if options.installed {
+    do { try EventLoopGroup.shared.installAsGlobalExecutor() } catch { usage("\(error)") }
+}
 if let idle = options.idleSeconds {
     runIdle(idle)
     exit(0)
@@ -537,7 +545,7 @@ let mode =
     ? "raw engine"
     : options.completionAPI
         ? "Session API (completion handlers on the session's loop)"
-        : "Session API (async, \(options.onLoop ? "tasks on the session's loop" : "global executor"))"
+        : "Session API (async, \(options.installed ? "event loops installed as the global executor" : options.onLoop ? "tasks on the session's loop" : "global executor"))"
 print(
     "Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)"
 )

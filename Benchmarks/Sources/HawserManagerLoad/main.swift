@@ -6,7 +6,7 @@ import Synchronization
 // with the JSON or the HTTP response serializer — to set against hawser-load's raw engine and
 // --session modes.
 //
-//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop]
+//   hawser-manager-load [-c CONCURRENCY] [-d SECONDS | -n REQUESTS] [--executor global|loop|installed]
 //                       [--serializer json|http | --download] [--cacert FILE] URL
 //
 // -c 1 is sequential; -c 64 runs 64 requests at a time over up to 64 keep-alive connections
@@ -27,6 +27,10 @@ import Synchronization
 // (`withTaskExecutorPreference`-style, through `addTask(executorPreference:)`): the engine and
 // the awaiting task then share one thread, with no hand-off per request. This is Hawser's
 // counterpart of AsyncHTTPClient's best configuration (futures on its event loops).
+// --executor installed makes the shared EventLoopGroup the process's global executor
+// (`EventLoopGroup.shared.installAsGlobalExecutor()`, before any task) and puts the manager on
+// one of its loops: the calling tasks are plain tasks with a plain `await`, as an application
+// that installs the executor writes them.
 //
 // The last line has hawser-load's RESULT keys plus `cpu_s` (user + system from getrusage),
 // `req_per_cpu_s` and `vmhwm_kb` (peak RSS from /proc/self/status):
@@ -50,6 +54,7 @@ struct Options {
     var requests: Int? = nil
     var url: String?
     var onLoop = false
+    var installed = false
     var json = true
     var download = false
     var caCert: String?
@@ -57,7 +62,7 @@ struct Options {
 
 func usage(_ message: String) -> Never {
     let text =
-        "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop] [--serializer json|http | --download] [--cacert FILE] URL\n"
+        "hawser-manager-load: \(message)\nusage: hawser-manager-load [-c N] [-d SECONDS | -n REQUESTS] [--executor global|loop|installed] [--serializer json|http | --download] [--cacert FILE] URL\n"
     _ = text.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
@@ -81,7 +86,8 @@ func parseOptions() -> Options {
             switch value(a) {
             case "loop": o.onLoop = true
             case "global": o.onLoop = false
-            default: usage("--executor takes loop or global")
+            case "installed": o.installed = true
+            default: usage("--executor takes loop, global or installed")
             }
         case "--serializer":
             switch value(a) {
@@ -139,10 +145,13 @@ func f2(_ v: Double) -> String {
 
 signal(SIGPIPE, SIG_IGN)
 let o = parseOptions()
+if o.installed {
+    do { try EventLoopGroup.shared.installAsGlobalExecutor() } catch { usage("\(error)") }
+}
 var configuration = SessionConfiguration()
 configuration.maximumConnectionsPerHost = o.concurrency
 configuration.httpCookieStorage = nil
-let loop = try! EventLoop(name: "hawser-manager-load")
+let loop = o.installed ? EventLoopGroup.shared.next() : try! EventLoop(name: "hawser-manager-load")
 let manager = HTTPSessionManager(configuration: configuration, eventLoop: loop)
 manager.responseSerializer = o.json ? JSONResponseSerializer() as any ResponseSerialization : HTTPResponseSerializer()
 if let path = o.caCert {
@@ -156,11 +165,14 @@ if let path = o.caCert {
 }
 let url = o.url!
 
+let executorLabel =
+    o.installed
+    ? "event loops installed as the global executor" : o.onLoop ? "tasks on the manager's loop" : "global executor"
 print("Running \(o.seconds.map { "\(f2($0))s" } ?? "\(o.requests!)-request") test @ \(url)")
 print(
     o.download
-        ? "  SessionManager.download(for:to:), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
-        : "  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(o.onLoop ? "tasks on the manager's loop" : "global executor")"
+        ? "  SessionManager.download(for:to:), concurrency \(o.concurrency), keep-alive, \(executorLabel)"
+        : "  HTTPSessionManager.get + \(o.json ? "JSONResponseSerializer" : "HTTPResponseSerializer"), concurrency \(o.concurrency), keep-alive, \(executorLabel)"
 )
 /// Body bytes of the finished downloads (--download).
 let downloaded = Atomic<Int>(0)

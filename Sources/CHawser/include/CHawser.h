@@ -143,5 +143,8 @@ static inline int CHawser_deflateInit2(z_streamp s, int level, int window_bits) 
 #if __has_include("chawser_netlink.h")
 #include "chawser_netlink.h"
 #endif
+#if __has_include("chawser_executor.h")
+#include "chawser_executor.h"
+#endif
 
 #endif
