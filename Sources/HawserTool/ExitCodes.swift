@@ -18,6 +18,8 @@ enum ExitCode {
     static let sslCRLBadFile: Int32 = 82
     static let sslPinnedPublicKeyNotMatch: Int32 = 90
     static let sslInvalidCertStatus: Int32 = 91
+    /// `hawser load` (and `load merge`): a --fail-if condition held (beyond curl's range of codes).
+    static let loadConditionFailed: Int32 = 110
 
     /// The exit status for an engine error.
     static func forError(_ e: HawserError) -> Int32 {
