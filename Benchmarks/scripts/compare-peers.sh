@@ -50,7 +50,7 @@ function median(key, col,   n, i, j, t, a) {
 }
 function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "-" }
 function name(c) {
-    return c == "session" ? "Session" : c == "hawser" ? "hawser-load" : c == "session-loop" ? "Sess-loop" : \
+    return c == "session" ? "Session" : c == "hawser" ? "hawser-raw" : c == "session-loop" ? "Sess-loop" : \
            c == "afn" ? "AFN-layer" : c == "afn-loop" ? "AFN-loop" : c == "ahc" ? "AHC" : c == "ahc-async" ? "AHC-async" : c == "urlsession" ? "URLSession" : \
            c == "curl" ? "libcurl" : c
 }

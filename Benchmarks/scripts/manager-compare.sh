@@ -47,7 +47,7 @@ ALLOCS="${ALLOCS:-0}"
 BEFORE="${BEFORE:-}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 MANAGER_LOAD_SET="${MANAGER_LOAD:-}"
-HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 MANAGER_LOAD="${MANAGER_LOAD:-$bench/.build/release/hawser-manager-load}"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-manager-compare.XXXXXX)}"
 mkdir -p "$OUT/logs"
@@ -55,10 +55,10 @@ mkdir -p "$OUT/logs"
 [[ -x /usr/bin/time ]] || { echo "manager-compare.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 command -v openssl >/dev/null || { echo "manager-compare.sh: openssl not found" >&2; exit 1; }
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-load >&2
+    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench/.." --product hawser >&2
     [[ -n "$MANAGER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-manager-load >&2
 fi
-[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "manager-compare.sh: build hawser-load and hawser-manager-load first" >&2; exit 1; }
+[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "manager-compare.sh: build the hawser tool and hawser-manager-load first" >&2; exit 1; }
 
 n_of() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'; }
 
@@ -111,8 +111,8 @@ command_for() {   # row client → the command line
     local row="$1" cl="$2" c n base tls
     c="$(row_conns "$row")"; n="$(row_n "$row")"; base="$(row_base "$row")"; tls="$(row_tls "$row")"
     case "$cl" in
-        session)      echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/hello" ;;
-        session-json) echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/json" ;;
+        session)      echo "$HAWSER_LOAD load --result-line -q --engine session $tls -c $c -n $n $base/hello" ;;
+        session-json) echo "$HAWSER_LOAD load --result-line -q --engine session $tls -c $c -n $n $base/json" ;;
         manager-http) echo "$MANAGER_LOAD --serializer http $tls -c $c -n $n $base/hello" ;;
         manager-json) echo "$MANAGER_LOAD --serializer json $tls -c $c -n $n $base/json" ;;
         before-http)  echo "$BEFORE --serializer http $tls -c $c -n $n $base/hello" ;;
@@ -149,8 +149,8 @@ run_one() {   # round row client
 }
 
 # Warm-up (not counted): nginx, page cache, the TLS session cache.
-"$HAWSER_LOAD" --session -c 1 -n 200 "http://127.0.0.1:$port/hello" >/dev/null 2>&1 || true
-"$HAWSER_LOAD" --session --cacert "$pki/ca.pem" -c 1 -n 200 "https://127.0.0.1:$tls_port/hello" >/dev/null 2>&1 || true
+"$HAWSER_LOAD" load --result-line -q --engine session -c 1 -n 200 "http://127.0.0.1:$port/hello" >/dev/null 2>&1 || true
+"$HAWSER_LOAD" load --result-line -q --engine session --cacert "$pki/ca.pem" -c 1 -n 200 "https://127.0.0.1:$tls_port/hello" >/dev/null 2>&1 || true
 
 for r in $(seq 1 "$ROUNDS"); do
     k=$(( (r - 1) % ${#clients[@]} ))

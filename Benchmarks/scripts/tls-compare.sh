@@ -45,7 +45,7 @@ URL_PATH="${URL_PATH:-/hello}"
 KEY="${KEY:-ec}"
 GROUPS_RUN="${TLS_GROUPS:-new-full new-resumed keepalive}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
-HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 CURL_MULTI="$bench/.build-peers/curl-multi"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-tls-compare.XXXXXX)}"
 mkdir -p "$OUT/logs"
@@ -56,9 +56,9 @@ command -v openssl >/dev/null || { echo "tls-compare.sh: openssl not found" >&2;
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     "$bench/peers/build.sh" >/dev/null 2>&1 || "$bench/peers/build.sh" >&2
-    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-load >&2
+    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench/.." --product hawser >&2
 fi
-[[ -x "$CURL_MULTI" && -x "$HAWSER_LOAD" ]] || { echo "tls-compare.sh: build curl-multi and hawser-load first" >&2; exit 1; }
+[[ -x "$CURL_MULTI" && -x "$HAWSER_LOAD" ]] || { echo "tls-compare.sh: build curl-multi and the hawser tool first" >&2; exit 1; }
 
 # ---- certificates -----------------------------------------------------------------------
 pki="$OUT/pki"
@@ -170,7 +170,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     for client in $(rotate "$r" curl hawser); do
                         case "$client" in
                             curl) run "$r" "$group" "$n" curl -- "$CURL_MULTI" -C "$ca" -F "${extra_c[@]}" -c "$n" -d "$DURATION" "$url" ;;
-                            hawser) run "$r" "$group" "$n" hawser -- "$H" --session --cacert "$ca" --new-connection "${extra_h[@]}" -c "$n" -d "$DURATION" "$url" ;;
+                            hawser) run "$r" "$group" "$n" hawser -- "$H" load --result-line -q --engine session --cacert "$ca" --new-connection "${extra_h[@]}" -c "$n" -d "$DURATION" "$url" ;;
                         esac
                     done
                 done ;;
@@ -179,9 +179,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     case "$client" in
                         wrk) run "$r" keepalive 1 wrk -- wrk -t1 -c1 -d"${DURATION}s" "$url" ;;
                         curl) run "$r" keepalive 1 curl -- "$CURL_MULTI" -C "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser) run "$r" keepalive 1 hawser -- "$H" --session --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser-loop) run "$r" keepalive 1 hawser-loop -- "$H" --session --executor loop --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser-completion) run "$r" keepalive 1 hawser-completion -- "$H" --session --api completion --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser) run "$r" keepalive 1 hawser -- "$H" load --result-line -q --engine session --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser-loop) echo "tls-compare.sh: hawser-loop (async callers on the loop) is not in hawser load yet" >&2 ;;
+                        hawser-completion) run "$r" keepalive 1 hawser-completion -- "$H" load --result-line -q --engine session --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
                     esac
                 done ;;
             *) echo "tls-compare.sh: unknown group $group" >&2; exit 2 ;;

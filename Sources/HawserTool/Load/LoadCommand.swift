@@ -69,7 +69,7 @@ enum LoadCommand {
         var status: Int32 = report.requests > 0 ? 0 : 1
         for c in conditions where c.isViolated(by: report) {
             OutputFile.stderr.write("hawser load: --fail-if \(c.description) holds\n")
-            status = 1
+            status = ExitCode.loadConditionFailed
         }
         return status
     }
@@ -104,6 +104,7 @@ enum LoadCommand {
             engine = raw
         case .session:
             var config = try GetCommand.configuration(curl)
+            if o.noResumption { config.tls.sessionResumption = false }
             var requests: [HTTPClientRequest] = []
             for spec in specs {
                 guard let u = URL(string: spec.target, relativeTo: url)?.absoluteURL else {

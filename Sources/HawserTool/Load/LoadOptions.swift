@@ -35,6 +35,8 @@ struct LoadOptions {
     var requestsPath: String?
     var order = Order.roundRobin
     var newConnection = false
+    /// --no-resumption: every TLS handshake a full one (session engine).
+    var noResumption = false
     /// --timeout: seconds a request may take before it counts as a timeout error.
     var timeout: Double?
     /// --engine; nil: raw when the flags allow it, else session.
@@ -138,6 +140,7 @@ struct LoadOptions {
                 }
                 o.order = order
             case "--new-connection": o.newConnection = true
+            case "--no-resumption": o.noResumption = true
             case "--timeout": o.timeout = try seconds(a)
             case "--engine":
                 let v = try value(a)
@@ -191,6 +194,7 @@ struct LoadOptions {
     var rawRefusal: String? {
         if let u = self.url, u.lowercased().hasPrefix("https:") { return "https URLs" }
         if let flag = self.curlArguments.first(where: { Self.sessionOnlyFlags.contains($0) }) { return flag }
+        if self.noResumption { return "--no-resumption" }
         return nil
     }
 
@@ -234,7 +238,7 @@ struct LoadOptions {
           --cacert FILE, --capath DIR, -k/--insecure, --pinning MODE, --pinned-cert FILE,
           --pinnedpubkey PINS, --cert FILE, --key FILE, --cert-type, --tlsv1.2, --tlsv1.3,
           --tls-max V, --crlfile FILE, --cert-status, --resolve HOST:PORT:ADDR,
-          --unix-socket PATH, --connect-timeout T
+          --unix-socket PATH, --connect-timeout T, --no-resumption (no TLS session resumption)
 
         Engine
               --engine raw|session raw: the engine's loops and parser over raw sockets, the floor
@@ -247,12 +251,12 @@ struct LoadOptions {
               --json               the whole report as one JSON object on stdout
               --hdr-out FILE       HdrHistogram interval log, one interval per second
               --svg FILE           latency percentile spectrum and per-second timeline
-              --fail-if COND       exit 1 when COND holds: 'p99>50ms', 'errors>0', 'rps<10000'
+              --fail-if COND       exit 110 when COND holds: 'p99>50ms', 'errors>0', 'rps<10000'
                                    (repeatable)
               --result-line        a last line 'RESULT requests=N errors=E seconds=S rps=R ...'
           -q, --quiet              no live line (it is drawn only when stderr is a terminal)
 
           hawser load merge FILE...  combine runs from several hosts (hawser load merge --help)
-        Exit: 0, 1 when a --fail-if condition holds or no request was answered, 2 on a usage error.
+        Exit: 0; 110 when a --fail-if condition holds; 1 when no request was answered; 2 on a usage error.
         """
 }
