@@ -18,7 +18,10 @@ struct LoadCountsTests {
         return try LoadCommand.measure(o)
     }
 
-    @Test("-n 500 -c 4, three targets: requests and status counts as the server counted them", arguments: ["raw", "session"])
+    @Test(
+        "-n 500 -c 4, three targets: requests and status counts as the server counted them",
+        arguments: ["raw", "session"]
+    )
     func counts(engine: String) throws {
         let server = try TestServer()
         defer { server.shutdown() }
@@ -49,7 +52,12 @@ struct LoadCountsTests {
         let server = try TestServer()
         defer { server.shutdown() }
         let t = TempFiles()
-        let report = try self.load(server, t, "GET /hello\nGET /fault/reset\n", ["-n", "200", "-c", "2", "--engine", "raw"])
+        let report = try self.load(
+            server,
+            t,
+            "GET /hello\nGET /fault/reset\n",
+            ["-n", "200", "-c", "2", "--engine", "raw"]
+        )
         let resets = server.requestCount(target: "/fault/reset")
         let hellos = server.requestCount(target: "/hello")
         #expect(resets == 100 && hellos == 100)

@@ -22,7 +22,9 @@ struct LoadOptionsTests {
         #expect(LoadOptions.duration("10s") == 10)
         #expect(LoadOptions.duration("2m") == 120)
         #expect(LoadOptions.duration("1h") == 3600)
-        for bad in ["0", "-1", "10x", "m", "", "1e999", "nan", "abc"] { #expect(LoadOptions.duration(bad) == nil, "\(bad)") }
+        for bad in ["0", "-1", "10x", "m", "", "1e999", "nan", "abc"] {
+            #expect(LoadOptions.duration(bad) == nil, "\(bad)")
+        }
         #expect(try parse([]).duration == 10)
         #expect(try parse(["-d", "2m"]).duration == 120)
         #expect(try parse(["--timeout", "500"]).timeout == 500)
@@ -46,8 +48,13 @@ struct LoadOptionsTests {
 
     @Test("-d and -n exclude each other; --body and --requests too")
     func exclusive() throws {
-        #expect(error(["-d", "5", "-n", "100"]) == "-d and -n exclude each other: run for a duration or for a number of requests")
-        #expect(error(["--body", "a", "--requests", "b"])?.hasPrefix("--body and --requests exclude each other") == true)
+        #expect(
+            error(["-d", "5", "-n", "100"])
+                == "-d and -n exclude each other: run for a duration or for a number of requests"
+        )
+        #expect(
+            error(["--body", "a", "--requests", "b"])?.hasPrefix("--body and --requests exclude each other") == true
+        )
         let n = try parse(["-n", "100"])
         #expect(n.requestCount == 100 && n.duration == nil)
     }
@@ -115,7 +122,10 @@ struct LoadOptionsTests {
         o.headers = []
         for (text, message) in [
             ("GET /a\nGET", "--requests line 2: expected 'METHOD /path', got 'GET'"),
-            ("{\"path\": 1}", "--requests line 1: not a JSON object with \"path\" (and \"method\", \"headers\", \"body_file\")"),
+            (
+                "{\"path\": 1}",
+                "--requests line 1: not a JSON object with \"path\" (and \"method\", \"headers\", \"body_file\")"
+            ),
             ("{\"path\": \"/x\", \"body_file\": \"none\"}", "--requests line 1: cannot read body_file 'none'"),
             ("# only a comment\n", "--requests: the file has no requests"),
         ] {

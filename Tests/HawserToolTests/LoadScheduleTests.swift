@@ -18,7 +18,11 @@ struct LoadScheduleTests {
         #expect(third.intendedTime(of: 3) == start + 1_000_000_000)
         #expect(third.intendedTime(of: 3_000_000) == start + 1_000_000 * 1_000_000_000)
         // Phases spread 4 connections over one interval.
-        #expect((0..<4).map { OpenLoopSchedule.phase(index: $0, of: 4, ratePerSecond: 100) } == [0, 2_500_000, 5_000_000, 7_500_000])
+        #expect(
+            (0..<4).map { OpenLoopSchedule.phase(index: $0, of: 4, ratePerSecond: 100) } == [
+                0, 2_500_000, 5_000_000, 7_500_000,
+            ]
+        )
     }
 
     @Test("a free connection waits until the next request is due, then sends it with that intended time")
@@ -39,12 +43,20 @@ struct LoadScheduleTests {
     /// One connection at 100 requests/s against a server that answers in 1 ms except for one
     /// stall: the response to the request sent at 2 s comes at 3 s. Driven by the loop's timers
     /// on a ManualClock, 1 ms per step, for 10 virtual seconds.
-    @Test("after a 1 s stall the requests that fell due are sent back to back and their latency counts from when they were due")
+    @Test(
+        "after a 1 s stall the requests that fell due are sent back to back and their latency counts from when they were due"
+    )
     func stallInVirtualTime() throws {
         let clock = ManualClock()
         let loop = try EventLoop(name: "schedule-test", clock: clock)
         defer { loop.shutdown() }
-        let sim = SimulatedConnection(loop: loop, start: clock.now, rate: 100, stallAt: 2_000_000_000, stallEnd: 3_000_000_000)
+        let sim = SimulatedConnection(
+            loop: loop,
+            start: clock.now,
+            rate: 100,
+            stallAt: 2_000_000_000,
+            stallEnd: 3_000_000_000
+        )
         try loop.submitAndWait { sim.next() }
         for _ in 0..<10_000 { try loop.advanceTime(by: 1_000_000) }
         let r = try loop.submitAndWait { sim.results }
@@ -77,7 +89,11 @@ struct LoadScheduleTests {
 /// A connection in virtual time: one request in flight, sent when the schedule says, answered
 /// 1 ms later, or at `stallEnd` when sent in [stallAt, stallEnd) after the start.
 final class SimulatedConnection: @unchecked Sendable {
-    struct Result: Sendable { var intended: UInt64; var sent: UInt64; var done: UInt64 }
+    struct Result: Sendable {
+        var intended: UInt64
+        var sent: UInt64
+        var done: UInt64
+    }
     let loop: EventLoop
     let origin: UInt64
     var schedule: OpenLoopSchedule

@@ -163,12 +163,16 @@ enum LoadCommand {
 
     static func write(_ text: String, to path: String, flag: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ToolFailure(1, "\(flag): cannot write '\(path)': \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ToolFailure(1, "\(flag): cannot write '\(path)': \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw ToolFailure(1, "\(flag): cannot write '\(path)': \(String(cString: strerror(errno)))") }
+            guard n > 0 else {
+                throw ToolFailure(1, "\(flag): cannot write '\(path)': \(String(cString: strerror(errno)))")
+            }
             bytes = bytes.dropFirst(n)
         }
     }
@@ -186,7 +190,10 @@ enum LoadCommand {
         let method = HTTPMethod(rawValue: spec.method)
         var bytes: [UInt8] = []
         do {
-            try HTTP1Encoder.writeRequestHead(HTTPRequestHead(method: method, target: spec.target, headers: headers), into: &bytes)
+            try HTTP1Encoder.writeRequestHead(
+                HTTPRequestHead(method: method, target: spec.target, headers: headers),
+                into: &bytes
+            )
         } catch {
             throw LoadOptions.UsageError(description: "cannot send \(spec.method) \(spec.target): \(error)")
         }

@@ -76,7 +76,9 @@ final class RawLoadEngine: LoadEngine {
     /// Opens every connection before the run starts (not measured), loop by loop.
     func connectAll() {
         for (li, (loop, _)) in self.recorders.enumerated() {
-            let mine = UncheckedBox(self.connections.enumerated().filter { $0.offset % self.recorders.count == li }.map(\.element))
+            let mine = UncheckedBox(
+                self.connections.enumerated().filter { $0.offset % self.recorders.count == li }.map(\.element)
+            )
             _ = try? loop.submitAndWait { for c in mine.value { c.value.preconnect() } }
         }
     }

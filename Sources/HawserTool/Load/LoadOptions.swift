@@ -121,7 +121,8 @@ struct LoadOptions {
             case "--latency": o.latency = true
             case "-X", "--method":
                 let v = try value(a)
-                guard !v.isEmpty, v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !"()<>@,;:\\\"/[]?={}".utf8.contains($0) })
+                guard !v.isEmpty,
+                    v.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !"()<>@,;:\\\"/[]?={}".utf8.contains($0) })
                 else { throw UsageError(description: "\(a) needs an HTTP method token, not '\(v)'") }
                 o.method = v
             case "-H", "--header":
@@ -171,11 +172,15 @@ struct LoadOptions {
         }
         guard o.url != nil else { throw UsageError(description: "no URL given") }
         if o.duration != nil && o.requestCount != nil {
-            throw UsageError(description: "-d and -n exclude each other: run for a duration or for a number of requests")
+            throw UsageError(
+                description: "-d and -n exclude each other: run for a duration or for a number of requests"
+            )
         }
         if o.duration == nil && o.requestCount == nil { o.duration = 10 }
         if o.bodyPath != nil && o.requestsPath != nil {
-            throw UsageError(description: "--body and --requests exclude each other (a --requests line names its body_file)")
+            throw UsageError(
+                description: "--body and --requests exclude each other (a --requests line names its body_file)"
+            )
         }
         if let r = o.rate, r < Double(o.connections) / 3600 {
             throw UsageError(description: "-R \(r) is below one request per hour per connection: lower -c")

@@ -37,7 +37,9 @@ enum LoadRequests {
         if let q = url.query(percentEncoded: true) { target += "?" + q }
         guard let path = o.requestsPath else {
             let body = try o.bodyPath.map { p in
-                do { return try readFile(p) } catch { throw LoadOptions.UsageError(description: "--body: cannot read '\(p)': \(error)") }
+                do { return try readFile(p) } catch {
+                    throw LoadOptions.UsageError(description: "--body: cannot read '\(p)': \(error)")
+                }
             }
             return [
                 LoadRequestSpec(
@@ -64,7 +66,11 @@ enum LoadRequests {
     ) throws -> [LoadRequestSpec] {
         var out: [LoadRequestSpec] = []
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = String(raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
+            let line = String(
+                raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed().drop(while: {
+                    $0 == " " || $0 == "\t" || $0 == "\r"
+                }).reversed()
+            )
             if line.isEmpty || line.hasPrefix("#") { continue }
             func bad(_ why: String) -> LoadOptions.UsageError {
                 LoadOptions.UsageError(description: "--requests line \(n + 1): \(why)")
@@ -90,8 +96,12 @@ enum LoadRequests {
                 )
             } else {
                 let parts = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard parts.count == 2, parts[1].hasPrefix("/") else { throw bad("expected 'METHOD /path', got '\(line)'") }
-                out.append(LoadRequestSpec(method: String(parts[0]), target: String(parts[1]), headers: o.headers, body: nil))
+                guard parts.count == 2, parts[1].hasPrefix("/") else {
+                    throw bad("expected 'METHOD /path', got '\(line)'")
+                }
+                out.append(
+                    LoadRequestSpec(method: String(parts[0]), target: String(parts[1]), headers: o.headers, body: nil)
+                )
             }
         }
         guard !out.isEmpty else { throw LoadOptions.UsageError(description: "--requests: the file has no requests") }
