@@ -49,10 +49,10 @@ enum LoadCommand {
                 throw LoadOptions.UsageError(description: "--fail-if '\(c)': \(error)")
             }
         }
-        let what = o.duration.map { "\(LoadFormat.seconds($0)) test" } ?? "\(o.requestCount!)-request test"
+        let what = o.duration.map { "\(LoadDriverFormat.seconds($0)) test" } ?? "\(o.requestCount!)-request test"
         if !o.json {
             OutputFile.stdout.write(
-                "Running \(what) @ \(o.url!)\n  \(o.threads) thread\(o.threads == 1 ? "" : "s") and \(o.connections) connections, \(o.resolvedEngine.rawValue) engine\(o.rate.map { ", \(LoadFormat.number($0)) requests/s" } ?? "")\n"
+                "Running \(what) @ \(o.url!)\n  \(o.threads) thread\(o.threads == 1 ? "" : "s") and \(o.connections) connections, \(o.resolvedEngine.rawValue) engine\(o.rate.map { ", \(LoadDriverFormat.number($0)) requests/s" } ?? "")\n"
             )
         }
         let liveLine = !o.quiet && isatty(2) == 1
@@ -158,7 +158,7 @@ enum LoadCommand {
         let sys = Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
         let c = r.corrected
         return
-            "RESULT requests=\(r.requests) errors=\(r.errorCount) seconds=\(LoadFormat.fixed(r.elapsedSeconds)) rps=\(LoadFormat.fixed(r.rps)) cpu_user=\(LoadFormat.fixed(user)) cpu_sys=\(LoadFormat.fixed(sys)) maxrss_kb=\(u.ru_maxrss) p50_us=\(c.value(atPercentile: 50) / 1000) p99_us=\(c.value(atPercentile: 99) / 1000) p999_us=\(c.value(atPercentile: 99.9) / 1000) max_us=\(c.maxValue / 1000) u_p99_us=\(r.uncorrected.value(atPercentile: 99) / 1000) u_p999_us=\(r.uncorrected.value(atPercentile: 99.9) / 1000)"
+            "RESULT requests=\(r.requests) errors=\(r.errorCount) seconds=\(LoadDriverFormat.fixed(r.elapsedSeconds)) rps=\(LoadDriverFormat.fixed(r.rps)) cpu_user=\(LoadDriverFormat.fixed(user)) cpu_sys=\(LoadDriverFormat.fixed(sys)) maxrss_kb=\(u.ru_maxrss) p50_us=\(c.value(atPercentile: 50) / 1000) p99_us=\(c.value(atPercentile: 99) / 1000) p999_us=\(c.value(atPercentile: 99.9) / 1000) max_us=\(c.maxValue / 1000) u_p99_us=\(r.uncorrected.value(atPercentile: 99) / 1000) u_p999_us=\(r.uncorrected.value(atPercentile: 99.9) / 1000)"
     }
 
     static func write(_ text: String, to path: String, flag: String) throws {
@@ -251,16 +251,16 @@ final class LiveLine {
         self.lastRequests = t.requests
         self.lastTime = elapsed
         let h = timeline.soFar
-        let p50 = h.totalCount == 0 ? "-" : LoadFormat.latency(h.value(atPercentile: 50))
-        let p99 = h.totalCount == 0 ? "-" : LoadFormat.latency(h.value(atPercentile: 99))
+        let p50 = h.totalCount == 0 ? "-" : LoadDriverFormat.latency(h.value(atPercentile: 50))
+        let p99 = h.totalCount == 0 ? "-" : LoadDriverFormat.latency(h.value(atPercentile: 99))
         OutputFile.stderr.write(
-            "\r\u{1B}[K[\(LoadFormat.fixed(elapsed, 1))s] \(t.requests) requests, \(LoadFormat.number(rate)) req/s, \(t.errors) errors, p50 \(p50), p99 \(p99)"
+            "\r\u{1B}[K[\(LoadDriverFormat.fixed(elapsed, 1))s] \(t.requests) requests, \(LoadDriverFormat.number(rate)) req/s, \(t.errors) errors, p50 \(p50), p99 \(p99)"
         )
     }
 }
 
 /// Small number formatting (no Foundation formatters in the static tool).
-enum LoadFormat {
+enum LoadDriverFormat {
     static func fixed(_ v: Double, _ digits: Int = 2) -> String {
         guard v.isFinite else { return "0" }
         var scale = 1.0
