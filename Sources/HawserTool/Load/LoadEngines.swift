@@ -56,6 +56,7 @@ final class RawLoadEngine: LoadEngine {
         self.group = try EventLoopGroup(numberOfThreads: threads)
         self.plan = plan
         self.recorders = self.group.loops.map { ($0, LoadRecorder()) }
+        for (_, r) in self.recorders { r.closedLoop = plan.rate == nil }
         let timeout = plan.timeout.map { UInt64($0 * 1e9) }
         for i in 0..<plan.connections {
             let li = i % threads
@@ -146,6 +147,7 @@ final class SessionLoadEngine: LoadEngine, @unchecked Sendable {
         if let t = plan.timeout { config.timeoutIntervalForResource = t }
         self.session = Session(configuration: config, eventLoop: self.loop)
         self.recorders = [(self.loop, LoadRecorder())]
+        self.recorders[0].1.closedLoop = plan.rate == nil
         self.requests = requests
         self.plan = plan
     }

@@ -12,7 +12,11 @@ final class LoadRecorder: @unchecked Sendable {
     var requests: UInt64 = 0
     var bytes: UInt64 = 0
     var errorTotal: UInt64 = 0
-    var status: [Int: UInt64] = [:]
+    /// Counts of the status codes 0...599 by index (no hashing per response); others in `otherStatus`.
+    var statusCounts = [UInt64](repeating: 0, count: 600)
+    var otherStatus: [Int: UInt64] = [:]
+    /// Closed loop: the latency from the intended time is the one from the send, recorded once.
+    var closedLoop = false
     var errors: [LoadErrorKind: LoadErrorCount] = [:]
     /// The monotonic time (ns) of the last response or error.
     var lastEvent: UInt64 = 0
@@ -28,12 +32,26 @@ final class LoadRecorder: @unchecked Sendable {
         let fromIntended = now &- min(intended, now)
         self.corrected.record(fromIntended)
         self.recent.record(fromIntended)
-        self.uncorrected.record(now &- min(sent, now))
+        if !self.closedLoop { self.uncorrected.record(now &- min(sent, now)) }
         self.requests += 1
         self.bytes &+= bytes
-        self.status[status, default: 0] += 1
+        if status >= 0 && status < 600 {
+            self.statusCounts[status] += 1
+        } else {
+            self.otherStatus[status, default: 0] += 1
+        }
         self.lastEvent = now
     }
+
+    /// The status counts as a map of the codes seen.
+    var status: [Int: UInt64] {
+        var out = self.otherStatus
+        for (code, n) in self.statusCounts.enumerated() where n > 0 { out[code] = n }
+        return out
+    }
+
+    /// The latencies from the actual send (in a closed loop the same as the corrected ones).
+    var uncorrectedLatencies: LatencyHistogram { self.closedLoop ? self.corrected : self.uncorrected }
 
     /// Bytes read that belong to no completed response (a failed one).
     func read(bytes: UInt64) { self.bytes &+= bytes }

@@ -192,7 +192,7 @@ enum LoadRunner {
                 requests: recorder.requests,
                 bytes: recorder.bytes,
                 corrected: recorder.corrected,
-                uncorrected: recorder.uncorrected,
+                uncorrected: recorder.uncorrectedLatencies,
                 status: recorder.status,
                 errors: recorder.errors
             )
