@@ -11,7 +11,7 @@
 #
 # It is compare.sh (same nginx, same interleaving and rotation, /usr/bin/time for client CPU
 # and peak RSS, medians of ROUNDS) with these defaults, followed by a second table: for each of
-# Hawser's clients present (session = `hawser-load --session`, the engine's Session API;
+# Hawser's clients present (session = `hawser load --engine session`, the engine's Session API;
 # hawser / session-loop / afn / afn-loop when listed), its ratio to each peer present (ahc, ahc-async,
 # urlsession) in req/s, in req per client-CPU-second, and in peak RSS (lower is better there).
 #

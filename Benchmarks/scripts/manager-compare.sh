@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The AFNetworking layer against the engine: HTTPSessionManager.get (async, default executor)
 # with the HTTP and with the JSON response serializer, side by side with the engine's Session
-# (hawser-load --session) on the same nginx, in one interleaved run; per client-CPU-second, and
+# (hawser load --engine session) on the same nginx, in one interleaved run; per client-CPU-second, and
 # the manager ÷ Session ratio per row.
 #
 #   Benchmarks/scripts/manager-compare.sh                      # 3 rounds, the three rows below
@@ -15,9 +15,9 @@
 #   c64    100,000 GETs over 64 connections (64 at a time), plain HTTP
 #   tls    5,000 sequential GETs over one TLS connection (TLS 1.3, a CA made at start)
 # Clients per row:
-#   Session          hawser-load --session -c C -n N URL/hello          (the engine's async API)
+#   Session          hawser load --engine session -c C -n N URL/hello          (the engine's async API)
 #   manager http     hawser-manager-load --serializer http -c C -n N URL/hello
-#   Session /json    hawser-load --session -c C -n N URL/json
+#   Session /json    hawser load --engine session -c C -n N URL/json
 #   manager json     hawser-manager-load --serializer json -c C -n N URL/json   (a 60-byte JSON body)
 #   before http/json the same with $BEFORE (only when BEFORE is set)
 # The manager http row is divided by Session, the manager json row by Session /json.

@@ -8,7 +8,7 @@
 #   SOAK_RSS_BOUND_MIB=1 Benchmarks/scripts/soak.sh 600
 #
 # Clients (both at once, each for SECONDS, 64 requests in flight over 64 keep-alive connections):
-#   session   hawser-load --session -c 64 -d SECONDS URL/hello      (Session.response(for:), async)
+#   session   hawser load --engine session -c 64 -d SECONDS URL/hello      (Session.response(for:), async)
 #   manager   hawser-manager-load -c 64 -d SECONDS URL/json          (HTTPSessionManager.get, the
 #             JSONResponseSerializer decoding a 60-byte object per request)
 # Every INTERVAL seconds, per client: VmRSS and RssAnon from /proc/PID/status, the entries of
@@ -29,7 +29,7 @@
 # verdict), nginx's dir. Environment [defaults]: SOAK_SECONDS [120; or the first argument]
 # INTERVAL [5] CONNS [64] SOAK_RSS_BOUND_MIB [1] SOAK_CLIENTS ["session manager"]
 # SOAK_TABLE_EVERY [SECONDS/20, at least INTERVAL] SKIP_BUILD [0] OUT.
-# Needs nginx (nginx-light) and the release builds of hawser-load and hawser-manager-load (built
+# Needs nginx (nginx-light) and the release builds of the hawser tool and hawser-manager-load (built
 # here unless SKIP_BUILD=1).
 set -euo pipefail
 

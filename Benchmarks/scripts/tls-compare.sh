@@ -8,14 +8,14 @@
 #
 # What runs, every round, client order rotating per group:
 #   new-full     one GET per TLS connection, no session resumption (full handshake every time)
-#                  curl-multi -C CA -F -R -c N     vs  hawser-load --session --cacert CA --new-connection --no-resumption -c N
+#                  curl-multi -C CA -F -R -c N     vs  hawser load --engine session --cacert CA --new-connection --no-resumption -c N
 #   new-resumed  one GET per TLS connection, resumption on (both clients' default)
-#                  curl-multi -C CA -F -c N        vs  hawser-load --session --cacert CA --new-connection -c N
+#                  curl-multi -C CA -F -c N        vs  hawser load --engine session --cacert CA --new-connection -c N
 #   keepalive    GETs over one kept-alive TLS connection
-#                  wrk -t1 -c1 (does NOT verify the certificate)  vs  hawser-load --session -c 1
+#                  wrk -t1 -c1 (does NOT verify the certificate)  vs  hawser load --engine session -c 1
 #                  (async on the global executor, async with --executor loop, and --api
 #                  completion: completion handlers on the session's loop) and curl-multi -c 1;
-#                  hawser-load's raw mode speaks plain HTTP only, so the Session API is measured
+#                  hawser load's raw engine speaks plain HTTP only, so the Session API is measured
 # for N in NEW_CONNS. Every client verifies against the generated CA (and the host, 127.0.0.1,
 # an IP SAN) except wrk. Each run goes through /usr/bin/time (client CPU = user+sys of the
 # whole process, start-up included; peak RSS); the nginx worker's CPU comes from /proc.
@@ -26,7 +26,7 @@
 # and 1.3, ssl_session_cache shared:SSL:10m, ssl_session_tickets on; TLS 1.3 is negotiated).
 #
 # Environment [defaults]: ROUNDS [5]  DURATION [3]  NEW_CONNS ["1 4"]  URL_PATH [/hello]  KEY [ec]
-#   TLS_GROUPS ["new-full new-resumed keepalive"]  HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
+#   TLS_GROUPS ["new-full new-resumed keepalive"]  HAWSER_LOAD [.build/release/hawser, run as 'hawser load']
 #   SKIP_BUILD [0] (1: measure the binaries as they are)  OUT [a new temp dir: raw logs, results.tsv]
 #   PIN [none]: "cross" pins the nginx worker to CPU 0 and every client to CPU 1; "same" pins
 #     both to CPU 0. At c1 the rate is bound by wake-ups between the two processes, and on a
