@@ -9,7 +9,6 @@
 //   LoopbackBenchmarks ordo-one suite: Session GETs against the in-process test server
 //   AllocationBenchmarks ordo-one suite: mallocs per keep-alive request (Session, HTTPSessionManager,
 //                     the parser), checked in CI against Thresholds/ (README.md there)
-//   hawser-load       wrk-like load generator on HawserCore (raw engine or --session)
 //   decode-bench      `decode-bench [N] [PIECE]`: ContentDecoder vs a bare zlib inflate loop on
 //                     the same ~1 MiB gzip body, interleaved; MB/s and the ratio
 //   hawser-manager-load  the same load through HTTPSessionManager.get (--serializer json|http,
@@ -34,7 +33,6 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "parser-bench", targets: ["ParserBench"]),
-        .executable(name: "hawser-load", targets: ["HawserLoad"]),
         .executable(name: "decode-bench", targets: ["DecodeBench"]),
         .executable(name: "hawser-manager-load", targets: ["HawserManagerLoad"]),
         .executable(name: "psl-bench", targets: ["PSLBench"]),
@@ -55,7 +53,6 @@ let package = Package(
             exact: "1.38.1",
             traits: ["MallocInterposer"]
         ),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
         // Peer for the request-rate comparisons (Benchmarks/scripts/compare-peers.sh).  Only
         // this package sees it; it brings swift-nio, swift-nio-ssl (BoringSSL), -http2, -extras,
         // swift-log, swift-configuration, ...  swift-nio is listed only to name NIOCore/NIOPosix;
@@ -91,15 +88,6 @@ let package = Package(
             name: "PSLBench",
             dependencies: [.product(name: "HawserCore", package: "Hawser")],
             path: "Sources/PSLBench",
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
-        .executableTarget(
-            name: "HawserLoad",
-            dependencies: [
-                .product(name: "HawserCore", package: "Hawser"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            path: "Sources/HawserLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

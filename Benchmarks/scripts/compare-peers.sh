@@ -11,8 +11,9 @@
 #
 # It is compare.sh (same nginx, same interleaving and rotation, /usr/bin/time for client CPU
 # and peak RSS, medians of ROUNDS) with these defaults, followed by a second table: for each of
-# Hawser's clients present (session = `hawser-load --session`, the engine's Session API;
-# hawser / session-loop / session-inst / afn / afn-loop / afn-inst when listed), its ratio to each peer present (ahc, ahc-async,
+# Hawser's clients present (session = `hawser load --engine session --api async --executor default`,
+# the engine's Session API from a plain await; hawser / session-loop / session-inst / afn / afn-loop /
+# afn-inst when listed), its ratio to each peer present (ahc, ahc-async,
 # urlsession) in req/s, in req per client-CPU-second, and in peak RSS (lower is better there).
 #
 # Environment: everything compare.sh takes (ROUNDS, DURATION, CONNS, CLIENTS, PIN, OUT, SKIP_BUILD,
@@ -50,7 +51,7 @@ function median(key, col,   n, i, j, t, a) {
 }
 function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "-" }
 function name(c) {
-    return c == "session" ? "Session" : c == "hawser" ? "hawser-load" : c == "session-loop" ? "Sess-loop" : c == "session-inst" ? "Sess-inst" : \
+    return c == "session" ? "Session" : c == "hawser" ? "hawser-raw" : c == "session-loop" ? "Sess-loop" : c == "session-inst" ? "Sess-inst" : \
            c == "afn" ? "AFN-layer" : c == "afn-loop" ? "AFN-loop" : c == "afn-inst" ? "AFN-inst" : c == "ahc" ? "AHC" : c == "ahc-async" ? "AHC-async" : c == "urlsession" ? "URLSession" : \
            c == "curl" ? "libcurl" : c
 }

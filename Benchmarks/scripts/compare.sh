@@ -6,7 +6,7 @@
 #   PIN=1 Benchmarks/scripts/compare.sh           # nginx on CPU 0, clients on CPU 1 (taskset)
 #
 # Clients: wrk (-t1), curl-multi (Benchmarks/.build-peers/curl-multi, built by
-# Benchmarks/peers/build.sh if missing) and, when the binary exists, hawser-load.
+# Benchmarks/peers/build.sh if missing) and, when the binary exists, `hawser load`.
 # Runs are interleaved: every round runs every client at every connection count,
 # client order rotating per round.  Each client runs under /usr/bin/time, which
 # gives its CPU time (user+sys, all threads) and peak RSS.  The table shows
@@ -14,9 +14,11 @@
 #
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION seconds per run [5]  CONNS ["1 64"]  URL_PATH [/hello]
-#   CLIENTS ["wrk curl hawser session"]  (session: hawser-load --session, the engine's async Session API;
-#       session-loop: the same with the calling tasks on the session's event loop, --executor loop;
-#       session-inst: the same with the event loops installed as the global executor, --executor installed)  WRK_THREADS [1]
+#   CLIENTS ["wrk curl hawser session"]  (hawser: `hawser load --engine raw`, the engine's floor;
+#       session: `hawser load --engine session --api async --executor default`, plain awaits of
+#       Session.response(for:) from the default executor; session-loop: the same with the calling tasks
+#       on the session's event loop, --executor loop; session-inst: the event loops installed as the
+#       global executor, --executor installed; session-cb: Session.execute completion chains)  WRK_THREADS [1]
 #       peers (Benchmarks/scripts/compare-peers.sh runs them on /json):
 #       ahc: peer-ahc (AsyncHTTPClient 1.37, futures chained on its event loops: its best configuration)
 #       ahc-async: peer-ahc --api async (async/await from the global executor)
@@ -26,15 +28,15 @@
 #       afn-inst: the same with `--executor installed` (the event loops as the global executor)
 #   CURL_MULTI_ARGS [""]  e.g. "-e": curl-multi's socket_action + epoll loop
 #   PEER_AHC [Benchmarks/.build/release/peer-ahc]  PEER_URLSESSION [Benchmarks/.build/release/peer-urlsession]
-#       same contract as hawser-load; rebuilt like it when Package.swift declares them
+#       the same RESULT line contract; rebuilt like it when Package.swift declares them
 #   AFN_LOAD [""]  command for the `afn` client (words split on spaces), run as
 #       `$AFN_LOAD -c CONNECTIONS -d SECONDS URL`; same contract (last line `RESULT requests=N ...`)
 #   PIN [0]  NGINX_CPU [0]  CLIENT_CPU [1]   (PIN=1 pins with taskset -c)
-#   HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
-#       contract: `hawser-load -c CONNECTIONS -d SECONDS URL`, and a last line
-#       `RESULT requests=N errors=E seconds=S ...` (same as curl-multi)
-#       rebuilt first (swift build -c release --product hawser-load) when Package.swift
-#       declares it, unless SKIP_BUILD=1 or HAWSER_LOAD is given
+#   HAWSER_LOAD [.build/release/hawser, the tool]
+#       run as `hawser load --result-line -q --engine raw|session -c CONNECTIONS -d SECONDS URL`,
+#       whose last line is `RESULT requests=N errors=E seconds=S ...` (same as curl-multi);
+#       rebuilt first (swift build -c release --product hawser in the repository's root) unless
+#       SKIP_BUILD=1 or HAWSER_LOAD is given
 #   OUT [a new temp dir]  raw logs and results.tsv are kept there
 # Time bound: ROUNDS x |CONNS| x |CLIENTS| x (DURATION + ~1 s), each run killed
 # by `timeout` at DURATION+30 s.  nginx is stopped by its pid on exit: Ctrl-C stops the
@@ -54,7 +56,7 @@ PIN="${PIN:-0}"
 NGINX_CPU="${NGINX_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
-HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
 CURL_MULTI_ARGS="${CURL_MULTI_ARGS:-}"
 PEER_AHC_SET="${PEER_AHC:-}"
@@ -74,14 +76,16 @@ mkdir -p "$OUT"
 command -v wrk >/dev/null || { echo "compare.sh: wrk not found" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "compare.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 
-# Rebuild hawser-load when this package has it, so a stale binary is never measured
+# Rebuild the peers when this package has them, so a stale binary is never measured
 # (incremental; SKIP_BUILD=1 to measure as is).
 build_product() {   # product, "set" flag: rebuild (incremental) unless given by path or SKIP_BUILD=1
     if [[ -z "$2" && "${SKIP_BUILD:-0}" != 1 ]] && grep -q "\"$1\"" "$bench/Package.swift"; then
         swift build -c release --package-path "$bench" --product "$1" >&2
     fi
 }
-if [[ " $CLIENTS " == *" hawser"* || " $CLIENTS " == *" session"* ]]; then build_product hawser-load "$HAWSER_LOAD_SET"; fi
+if [[ " $CLIENTS " == *" hawser"* || " $CLIENTS " == *" session"* ]] && [[ -z "$HAWSER_LOAD_SET" && "${SKIP_BUILD:-0}" != 1 ]]; then
+    swift build -c release --package-path "$bench/.." --product hawser >&2
+fi
 if [[ " $CLIENTS " == *" ahc"* ]]; then build_product peer-ahc "$PEER_AHC_SET"; fi
 if [[ " $CLIENTS " == *" urlsession "* ]]; then build_product peer-urlsession "$PEER_URLSESSION_SET"; fi
 
@@ -90,7 +94,7 @@ for c in $CLIENTS; do
     case "$c" in
         wrk|curl) clients+=("$c") ;;
         hawser) if [[ -x "$HAWSER_LOAD" ]]; then clients+=(hawser); else echo "compare.sh: $HAWSER_LOAD not built: hawser-load column pending" >&2; fi ;;
-        session|session-loop|session-inst) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
+        session|session-loop|session-inst|session-cb) if [[ -x "$HAWSER_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: $HAWSER_LOAD not built: $c column pending" >&2; fi ;;
         ahc|ahc-async) if [[ -x "$PEER_AHC" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_AHC not built: $c column pending" >&2; fi ;;
         urlsession) if [[ -x "$PEER_URLSESSION" ]]; then clients+=("$c"); else echo "compare.sh: $PEER_URLSESSION not built: $c column pending" >&2; fi ;;
         afn|afn-loop|afn-inst) if [[ -n "$AFN_LOAD" ]]; then clients+=("$c"); else echo "compare.sh: AFN_LOAD not set: AFNetworking-layer column pending" >&2; fi ;;
@@ -133,10 +137,11 @@ run_one() {   # round conns client
     case "$cl" in
         wrk)    cmd=(wrk "-t$WRK_THREADS" "-c$c" "-d${DURATION}s" "$url") ;;
         curl)   cmd=("$CURL_MULTI" $CURL_MULTI_ARGS -c "$c" -d "$DURATION" "$url") ;;
-        hawser) cmd=("$HAWSER_LOAD" -c "$c" -d "$DURATION" "$url") ;;
-        session) cmd=("$HAWSER_LOAD" --session -c "$c" -d "$DURATION" "$url") ;;
-        session-loop) cmd=("$HAWSER_LOAD" --session --executor loop -c "$c" -d "$DURATION" "$url") ;;
-        session-inst) cmd=("$HAWSER_LOAD" --session --executor installed -c "$c" -d "$DURATION" "$url") ;;
+        hawser) cmd=("$HAWSER_LOAD" load --result-line -q --engine raw -c "$c" -d "$DURATION" "$url") ;;
+        session) cmd=("$HAWSER_LOAD" load --result-line -q --engine session --api async --executor default -c "$c" -d "$DURATION" "$url") ;;
+        session-loop) cmd=("$HAWSER_LOAD" load --result-line -q --engine session --api async --executor loop -c "$c" -d "$DURATION" "$url") ;;
+        session-inst) cmd=("$HAWSER_LOAD" load --result-line -q --engine session --api async --executor installed -c "$c" -d "$DURATION" "$url") ;;
+        session-cb) cmd=("$HAWSER_LOAD" load --result-line -q --engine session --api completion -c "$c" -d "$DURATION" "$url") ;;
         ahc)    cmd=("$PEER_AHC" --api future -c "$c" -d "$DURATION" "$url") ;;
         ahc-async) cmd=("$PEER_AHC" --api async -c "$c" -d "$DURATION" "$url") ;;
         urlsession) cmd=("$PEER_URLSESSION" -c "$c" -d "$DURATION" "$url") ;;
@@ -219,7 +224,7 @@ END {
     for (k = 1; k <= nk; k++) {
         key = order[k]; split(key, p, SUBSEP); c = p[1]
         w = c SUBSEP "wrk"; u = c SUBSEP "curl"
-        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-load" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "session-inst" ? "Sess-inst" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2] == "afn-loop" ? "AFN-loop" : p[2] == "afn-inst" ? "AFN-inst" : p[2]), cnt[key],
+        printf "%-5s %-11s %4d %10.0f %12.0f %9.2fs %12.0f %12s %10s %10s %8s %6.0f%%%s\n", "c" c, (p[2] == "curl" ? "libcurl" : p[2] == "hawser" ? "hawser-raw" : p[2] == "session" ? "Session" : p[2] == "session-loop" ? "Sess-loop" : p[2] == "session-inst" ? "Sess-inst" : p[2] == "session-cb" ? "Sess-cb" : p[2] == "ahc" ? "AHC" : p[2] == "ahc-async" ? "AHC-async" : p[2] == "urlsession" ? "URLSession" : p[2] == "afn" ? "AFN-layer" : p[2] == "afn-loop" ? "AFN-loop" : p[2] == "afn-inst" ? "AFN-inst" : p[2]), cnt[key],
             m_rps[key], m_rpc[key], m_cpu[key], m_rss[key],
             ratio(m_rps[key], m_rps[w]), ratio(m_rps[key], m_rps[u]),
             ratio(m_rpc[key], m_rpc[w]), ratio(m_rpc[key], m_rpc[u]), m_ngx[key],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The AFNetworking layer against the engine: HTTPSessionManager.get (async, default executor)
 # with the HTTP and with the JSON response serializer, side by side with the engine's Session
-# (hawser-load --session) on the same nginx, in one interleaved run; per client-CPU-second, and
+# (hawser load --engine session) on the same nginx, in one interleaved run; per client-CPU-second, and
 # the manager ÷ Session ratio per row.
 #
 #   Benchmarks/scripts/manager-compare.sh                      # 3 rounds, the three rows below
@@ -15,9 +15,9 @@
 #   c64    100,000 GETs over 64 connections (64 at a time), plain HTTP
 #   tls    5,000 sequential GETs over one TLS connection (TLS 1.3, a CA made at start)
 # Clients per row:
-#   Session          hawser-load --session -c C -n N URL/hello          (the engine's async API)
+#   Session          hawser load --engine session --api async --executor default -c C -n N URL/hello (plain await)
 #   manager http     hawser-manager-load --serializer http -c C -n N URL/hello
-#   Session /json    hawser-load --session -c C -n N URL/json
+#   Session /json    hawser load --engine session --api async --executor default -c C -n N URL/json
 #   manager json     hawser-manager-load --serializer json -c C -n N URL/json   (a 60-byte JSON body)
 #   before http/json the same with $BEFORE (only when BEFORE is set)
 # More clients with CLIENTS (default "session manager-http session-json manager-json"):
@@ -55,7 +55,7 @@ ALLOCS="${ALLOCS:-0}"
 BEFORE="${BEFORE:-}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 MANAGER_LOAD_SET="${MANAGER_LOAD:-}"
-HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 MANAGER_LOAD="${MANAGER_LOAD:-$bench/.build/release/hawser-manager-load}"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-manager-compare.XXXXXX)}"
 mkdir -p "$OUT/logs"
@@ -63,10 +63,10 @@ mkdir -p "$OUT/logs"
 [[ -x /usr/bin/time ]] || { echo "manager-compare.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 command -v openssl >/dev/null || { echo "manager-compare.sh: openssl not found" >&2; exit 1; }
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-load >&2
+    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench/.." --product hawser >&2
     [[ -n "$MANAGER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-manager-load >&2
 fi
-[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "manager-compare.sh: build hawser-load and hawser-manager-load first" >&2; exit 1; }
+[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "manager-compare.sh: build the hawser tool and hawser-manager-load first" >&2; exit 1; }
 
 n_of() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 10 ? 10 : v) }'; }
 
@@ -121,16 +121,16 @@ command_for() {   # row client → the command line
     local row="$1" cl="$2" c n base tls
     c="$(row_conns "$row")"; n="$(row_n "$row")"; base="$(row_base "$row")"; tls="$(row_tls "$row")"
     case "$cl" in
-        session)      echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/hello" ;;
-        session-inst) echo "$HAWSER_LOAD --session --executor installed $tls -c $c -n $n $base/hello" ;;
-        session-loop) echo "$HAWSER_LOAD --session --executor loop $tls -c $c -n $n $base/hello" ;;
-        session-json-inst) echo "$HAWSER_LOAD --session --executor installed $tls -c $c -n $n $base/json" ;;
+        session)      echo "$HAWSER_LOAD load --result-line -q --engine session --api async --executor default $tls -c $c -n $n $base/hello" ;;
+        session-inst) echo "$HAWSER_LOAD load --result-line -q --engine session --api async --executor installed $tls -c $c -n $n $base/hello" ;;
+        session-loop) echo "$HAWSER_LOAD load --result-line -q --engine session --api async --executor loop $tls -c $c -n $n $base/hello" ;;
+        session-json-inst) echo "$HAWSER_LOAD load --result-line -q --engine session --api async --executor installed $tls -c $c -n $n $base/json" ;;
         manager-http-inst) echo "$MANAGER_LOAD --serializer http --executor installed $tls -c $c -n $n $base/hello" ;;
         manager-http-loop) echo "$MANAGER_LOAD --serializer http --executor loop $tls -c $c -n $n $base/hello" ;;
         manager-json-inst) echo "$MANAGER_LOAD --serializer json --executor installed $tls -c $c -n $n $base/json" ;;
         curl)         echo "$CURL_MULTI ${tls:+-C $pki/ca.pem} -c $c -n $n $base/hello" ;;
         curl-json)    echo "$CURL_MULTI ${tls:+-C $pki/ca.pem} -c $c -n $n $base/json" ;;
-        session-json) echo "$HAWSER_LOAD --session $tls -c $c -n $n $base/json" ;;
+        session-json) echo "$HAWSER_LOAD load --result-line -q --engine session --api async --executor default $tls -c $c -n $n $base/json" ;;
         manager-http) echo "$MANAGER_LOAD --serializer http $tls -c $c -n $n $base/hello" ;;
         manager-json) echo "$MANAGER_LOAD --serializer json $tls -c $c -n $n $base/json" ;;
         before-http)  echo "$BEFORE --serializer http $tls -c $c -n $n $base/hello" ;;
@@ -167,8 +167,8 @@ run_one() {   # round row client
 }
 
 # Warm-up (not counted): nginx, page cache, the TLS session cache.
-"$HAWSER_LOAD" --session -c 1 -n 200 "http://127.0.0.1:$port/hello" >/dev/null 2>&1 || true
-"$HAWSER_LOAD" --session --cacert "$pki/ca.pem" -c 1 -n 200 "https://127.0.0.1:$tls_port/hello" >/dev/null 2>&1 || true
+"$HAWSER_LOAD" load --result-line -q --engine session -c 1 -n 200 "http://127.0.0.1:$port/hello" >/dev/null 2>&1 || true
+"$HAWSER_LOAD" load --result-line -q --engine session --cacert "$pki/ca.pem" -c 1 -n 200 "https://127.0.0.1:$tls_port/hello" >/dev/null 2>&1 || true
 
 for r in $(seq 1 "$ROUNDS"); do
     k=$(( (r - 1) % ${#clients[@]} ))

@@ -8,7 +8,8 @@
 #   SOAK_RSS_BOUND_MIB=1 Benchmarks/scripts/soak.sh 600
 #
 # Clients (both at once, each for SECONDS, 64 requests in flight over 64 keep-alive connections):
-#   session   hawser-load --session -c 64 -d SECONDS URL/hello      (Session.response(for:), async)
+#   session   hawser load --engine session --api async --executor default -c 64 -d SECONDS URL/hello
+#             (plain awaits of Session.response(for:) from the default executor)
 #   manager   hawser-manager-load -c 64 -d SECONDS URL/json          (HTTPSessionManager.get, the
 #             JSONResponseSerializer decoding a 60-byte object per request)
 # Every INTERVAL seconds, per client: VmRSS and RssAnon from /proc/PID/status, the entries of
@@ -29,7 +30,7 @@
 # verdict), nginx's dir. Environment [defaults]: SOAK_SECONDS [120; or the first argument]
 # INTERVAL [5] CONNS [64] SOAK_RSS_BOUND_MIB [1] SOAK_CLIENTS ["session manager"]
 # SOAK_TABLE_EVERY [SECONDS/20, at least INTERVAL] SKIP_BUILD [0] OUT.
-# Needs nginx (nginx-light) and the release builds of hawser-load and hawser-manager-load (built
+# Needs nginx (nginx-light) and the release builds of the hawser tool and hawser-manager-load (built
 # here unless SKIP_BUILD=1).
 set -euo pipefail
 
@@ -41,7 +42,7 @@ CONNS="${CONNS:-64}"
 SOAK_RSS_BOUND_MIB="${SOAK_RSS_BOUND_MIB:-1}"
 SOAK_CLIENTS="${SOAK_CLIENTS:-session manager}"
 SOAK_TABLE_EVERY="${SOAK_TABLE_EVERY:-$(( SOAK_SECONDS / 20 > INTERVAL ? SOAK_SECONDS / 20 : INTERVAL ))}"
-HAWSER_LOAD="$bench/.build/release/hawser-load"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 MANAGER_LOAD="$bench/.build/release/hawser-manager-load"
 OUT="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hawser-soak.XXXXXX")}"
 mkdir -p "$OUT"
@@ -60,10 +61,10 @@ if [[ -z "${NGINX:-}" && ! -x /usr/sbin/nginx ]]; then
     fi
 fi
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    swift build -c release --package-path "$bench" --product hawser-load 2>&1 | tail -1 >&2
+    swift build -c release --package-path "$bench/.." --product hawser 2>&1 | tail -1 >&2
     swift build -c release --package-path "$bench" --product hawser-manager-load 2>&1 | tail -1 >&2
 fi
-[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "soak.sh: build hawser-load and hawser-manager-load first" >&2; exit 1; }
+[[ -x "$HAWSER_LOAD" && -x "$MANAGER_LOAD" ]] || { echo "soak.sh: build the hawser tool and hawser-manager-load first" >&2; exit 1; }
 
 ngx="$OUT/nginx"
 pids=()
@@ -87,7 +88,7 @@ base="http://127.0.0.1:$port"
 declare -A pid_of
 for cl in $SOAK_CLIENTS; do
     case "$cl" in
-        session) cmd=("$HAWSER_LOAD" --session -c "$CONNS" -d "$SOAK_SECONDS" "$base/hello") ;;
+        session) cmd=("$HAWSER_LOAD" load --result-line -q --engine session --api async --executor default -c "$CONNS" -d "$SOAK_SECONDS" "$base/hello") ;;
         manager) cmd=("$MANAGER_LOAD" --serializer json -c "$CONNS" -d "$SOAK_SECONDS" "$base/json") ;;
         *) echo "soak.sh: unknown client '$cl' (session, manager)" >&2; exit 2 ;;
     esac

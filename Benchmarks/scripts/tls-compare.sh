@@ -8,14 +8,14 @@
 #
 # What runs, every round, client order rotating per group:
 #   new-full     one GET per TLS connection, no session resumption (full handshake every time)
-#                  curl-multi -C CA -F -R -c N     vs  hawser-load --session --cacert CA --new-connection --no-resumption -c N
+#                  curl-multi -C CA -F -R -c N     vs  hawser load --engine session --cacert CA --new-connection --no-resumption -c N
 #   new-resumed  one GET per TLS connection, resumption on (both clients' default)
-#                  curl-multi -C CA -F -c N        vs  hawser-load --session --cacert CA --new-connection -c N
+#                  curl-multi -C CA -F -c N        vs  hawser load --engine session --cacert CA --new-connection -c N
 #   keepalive    GETs over one kept-alive TLS connection
-#                  wrk -t1 -c1 (does NOT verify the certificate)  vs  hawser-load --session -c 1
+#                  wrk -t1 -c1 (does NOT verify the certificate)  vs  hawser load --engine session -c 1
 #                  (async on the global executor, async with --executor loop, and --api
 #                  completion: completion handlers on the session's loop) and curl-multi -c 1;
-#                  hawser-load's raw mode speaks plain HTTP only, so the Session API is measured
+#                  hawser load's raw engine speaks plain HTTP only, so the Session API is measured
 # for N in NEW_CONNS. Every client verifies against the generated CA (and the host, 127.0.0.1,
 # an IP SAN) except wrk. Each run goes through /usr/bin/time (client CPU = user+sys of the
 # whole process, start-up included; peak RSS); the nginx worker's CPU comes from /proc.
@@ -26,7 +26,7 @@
 # and 1.3, ssl_session_cache shared:SSL:10m, ssl_session_tickets on; TLS 1.3 is negotiated).
 #
 # Environment [defaults]: ROUNDS [5]  DURATION [3]  NEW_CONNS ["1 4"]  URL_PATH [/hello]  KEY [ec]
-#   TLS_GROUPS ["new-full new-resumed keepalive"]  HAWSER_LOAD [Benchmarks/.build/release/hawser-load]
+#   TLS_GROUPS ["new-full new-resumed keepalive"]  HAWSER_LOAD [.build/release/hawser, run as 'hawser load']
 #   SKIP_BUILD [0] (1: measure the binaries as they are)  OUT [a new temp dir: raw logs, results.tsv]
 #   PIN [none]: "cross" pins the nginx worker to CPU 0 and every client to CPU 1; "same" pins
 #     both to CPU 0. At c1 the rate is bound by wake-ups between the two processes, and on a
@@ -45,7 +45,7 @@ URL_PATH="${URL_PATH:-/hello}"
 KEY="${KEY:-ec}"
 GROUPS_RUN="${TLS_GROUPS:-new-full new-resumed keepalive}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
-HAWSER_LOAD="${HAWSER_LOAD:-$bench/.build/release/hawser-load}"
+HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
 CURL_MULTI="$bench/.build-peers/curl-multi"
 OUT="${OUT:-$(mktemp -d /tmp/hawser-tls-compare.XXXXXX)}"
 mkdir -p "$OUT/logs"
@@ -56,9 +56,9 @@ command -v openssl >/dev/null || { echo "tls-compare.sh: openssl not found" >&2;
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     "$bench/peers/build.sh" >/dev/null 2>&1 || "$bench/peers/build.sh" >&2
-    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench" --product hawser-load >&2
+    [[ -n "$HAWSER_LOAD_SET" ]] || swift build -c release --package-path "$bench/.." --product hawser >&2
 fi
-[[ -x "$CURL_MULTI" && -x "$HAWSER_LOAD" ]] || { echo "tls-compare.sh: build curl-multi and hawser-load first" >&2; exit 1; }
+[[ -x "$CURL_MULTI" && -x "$HAWSER_LOAD" ]] || { echo "tls-compare.sh: build curl-multi and the hawser tool first" >&2; exit 1; }
 
 # ---- certificates -----------------------------------------------------------------------
 pki="$OUT/pki"
@@ -170,7 +170,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     for client in $(rotate "$r" curl hawser); do
                         case "$client" in
                             curl) run "$r" "$group" "$n" curl -- "$CURL_MULTI" -C "$ca" -F "${extra_c[@]}" -c "$n" -d "$DURATION" "$url" ;;
-                            hawser) run "$r" "$group" "$n" hawser -- "$H" --session --cacert "$ca" --new-connection "${extra_h[@]}" -c "$n" -d "$DURATION" "$url" ;;
+                            hawser) run "$r" "$group" "$n" hawser -- "$H" load --result-line -q --engine session --api async --executor default --cacert "$ca" --new-connection "${extra_h[@]}" -c "$n" -d "$DURATION" "$url" ;;
                         esac
                     done
                 done ;;
@@ -179,9 +179,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     case "$client" in
                         wrk) run "$r" keepalive 1 wrk -- wrk -t1 -c1 -d"${DURATION}s" "$url" ;;
                         curl) run "$r" keepalive 1 curl -- "$CURL_MULTI" -C "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser) run "$r" keepalive 1 hawser -- "$H" --session --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser-loop) run "$r" keepalive 1 hawser-loop -- "$H" --session --executor loop --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
-                        hawser-completion) run "$r" keepalive 1 hawser-completion -- "$H" --session --api completion --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser) run "$r" keepalive 1 hawser -- "$H" load --result-line -q --engine session --api async --executor default --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser-loop) run "$r" keepalive 1 hawser-loop -- "$H" load --result-line -q --engine session --api async --executor loop --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
+                        hawser-completion) run "$r" keepalive 1 hawser-completion -- "$H" load --result-line -q --engine session --api completion --cacert "$ca" -c 1 -d "$DURATION" "$url" ;;
                     esac
                 done ;;
             *) echo "tls-compare.sh: unknown group $group" >&2; exit 2 ;;

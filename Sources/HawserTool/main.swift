@@ -8,6 +8,7 @@ import Glibc
 //   hawser demo            a tour of real requests against the embedded loopback test server
 //   hawser get URL [opts]  fetch a URL with curl's common flags
 //   hawser serve [PORT]    run the test server in the foreground
+//   hawser load URL [opts] a load generator (wrk's flags, wrk2's -R)
 //   hawser --version       the package version (HawserVersion)
 //
 // The event loops are the process's Swift global executor (installed before any task starts):
@@ -26,6 +27,8 @@ case "get":
     status = await GetCommand.run(Array(args.dropFirst()))
 case "serve":
     status = ServeCommand.run(Array(args.dropFirst()))
+case "load":
+    status = runLoad(arguments: Array(args.dropFirst()))
 case "--version", "-V", "version":
     OutputFile.stdout.write("hawser \(HawserVersion.string)\n")
     status = 0
@@ -37,6 +40,7 @@ case "help", "--help", "-h", nil:
           hawser demo              a tour of real requests against the embedded loopback test server
           hawser get URL [opts]    fetch URL; curl's common flags (hawser get --help)
           hawser serve [PORT]      run the test server on 127.0.0.1 in the foreground
+          hawser load URL [opts]   load-test URL: wrk's flags, wrk2's -R (hawser load --help)
           hawser --version         print the version
 
         """
