@@ -12,13 +12,16 @@ import Glibc
 //   hawser --version       the package version (HawserVersion)
 //
 // The event loops are the process's Swift global executor (installed before any task starts):
-// every request the commands await is served with no thread hand-off.
-do {
-    try EventLoopGroup.shared.installAsGlobalExecutor()
-} catch {
-    OutputFile.stderr.write("hawser: \(error); running on the default executor\n")
-}
+// every request the commands await is served with no thread hand-off. `hawser load --executor
+// default|loop` measures callers on the runtime's default executor, so it leaves it in place.
 let args = Array(CommandLine.arguments.dropFirst())
+if !LoadOptions.keepsDefaultExecutor(args) {
+    do {
+        try EventLoopGroup.shared.installAsGlobalExecutor()
+    } catch {
+        OutputFile.stderr.write("hawser: \(error); running on the default executor\n")
+    }
+}
 let status: Int32
 switch args.first {
 case "demo":

@@ -20,9 +20,13 @@ struct LoadCountsTests {
 
     @Test(
         "-n 500 -c 4, three targets: requests and status counts as the server counted them",
-        arguments: ["raw", "session"]
+        arguments: [
+            ["--engine", "raw"], ["--engine", "session"],
+            ["--engine", "session", "--api", "async", "--executor", "default"],
+            ["--engine", "session", "--api", "async", "--executor", "loop"],
+        ]
     )
-    func counts(engine: String) throws {
+    func counts(engine: [String]) throws {
         let server = try TestServer()
         defer { server.shutdown() }
         let t = TempFiles()
@@ -30,7 +34,7 @@ struct LoadCountsTests {
             server,
             t,
             "GET /hello\nGET /status/404\nGET /status/503\nGET /hello\n",
-            ["-n", "500", "-c", "4", "--engine", engine]
+            ["-n", "500", "-c", "4"] + engine
         )
         #expect(report.requests == 500)
         #expect(report.errorCount == 0)

@@ -75,6 +75,33 @@ struct LoadOptionsTests {
         #expect(o.curlArguments == ["--unix-socket", "/tmp/s", "-k", "--pinning", "none"])
     }
 
+    @Test(
+        "--api async runs the session engine; --executor needs it; the tool keeps the default executor only for load --executor default|loop"
+    )
+    func asyncCallers() throws {
+        let o = try parse(["--api", "async"])
+        #expect(o.resolvedEngine == .session && o.api == .async && o.executor == nil)
+        #expect(try parse(["--api", "async", "--executor", "loop"]).executor == .loop)
+        #expect(try parse([]).api == .completion)
+        #expect(error(["--api", "sync"]) == "--api takes completion or async, not 'sync'")
+        #expect(
+            error(["--api", "async", "--executor", "main"]) == "--executor takes installed, default or loop, not 'main'"
+        )
+        #expect(
+            error(["--executor", "default"]) == "--executor places async callers: it needs --engine session --api async"
+        )
+        #expect(
+            error(["--engine", "session", "--executor", "default"])
+                == "--executor places async callers: it needs --api async"
+        )
+        #expect(error(["--engine", "raw", "--api", "async"]) == "--api async needs --engine session")
+        #expect(LoadOptions.keepsDefaultExecutor(["load", "--api", "async", "--executor", "default", "http://h/"]))
+        #expect(LoadOptions.keepsDefaultExecutor(["load", "--executor", "loop"]))
+        #expect(!LoadOptions.keepsDefaultExecutor(["load", "--api", "async", "--executor", "installed", "http://h/"]))
+        #expect(!LoadOptions.keepsDefaultExecutor(["get", "--executor", "default"]))
+        #expect(!LoadOptions.keepsDefaultExecutor([]))
+    }
+
     @Test("wrk's flags")
     func wrkFlags() throws {
         let o = try parse([

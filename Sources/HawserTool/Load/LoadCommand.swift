@@ -52,7 +52,7 @@ enum LoadCommand {
         let what = o.duration.map { "\(LoadDriverFormat.seconds($0)) test" } ?? "\(o.requestCount!)-request test"
         if !o.json {
             OutputFile.stdout.write(
-                "Running \(what) @ \(o.url!)\n  \(o.threads) thread\(o.threads == 1 ? "" : "s") and \(o.connections) connections, \(o.resolvedEngine.rawValue) engine\(o.rate.map { ", \(LoadDriverFormat.number($0)) requests/s" } ?? "")\n"
+                "Running \(what) @ \(o.url!)\n  \(o.threads) thread\(o.threads == 1 ? "" : "s") and \(o.connections) connections, \(o.resolvedEngine.rawValue) engine\(o.resolvedEngine == .session && o.api == .async ? " (async callers, \((o.executor ?? .installed).rawValue) executor)" : "")\(o.rate.map { ", \(LoadDriverFormat.number($0)) requests/s" } ?? "")\n"
             )
         }
         let liveLine = !o.quiet && isatty(2) == 1
@@ -122,7 +122,16 @@ enum LoadCommand {
                 try GetCommand.applyRouting(curl, url: u, config: &config, request: &r)
                 requests.append(r)
             }
-            engine = try SessionLoadEngine(configuration: config, requests: requests, plan: plan)
+            if o.api == .async {
+                engine = try AsyncSessionLoadEngine(
+                    configuration: config,
+                    requests: requests,
+                    plan: plan,
+                    executor: o.executor ?? .installed
+                )
+            } else {
+                engine = try SessionLoadEngine(configuration: config, requests: requests, plan: plan)
+            }
         }
 
         let result = LoadRunner.run(

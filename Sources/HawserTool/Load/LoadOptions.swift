@@ -13,6 +13,24 @@ struct LoadOptions {
         case session
     }
 
+    /// How the session engine calls the Session (--api).
+    enum API: String {
+        /// `Session.execute(_:completion:)` chains on the session's loop.
+        case completion
+        /// Swift tasks awaiting `Session.response(for:)`: how applications call it.
+        case async
+    }
+
+    /// Where the async callers run (--executor).
+    enum Executor: String {
+        /// The event loops installed as the Swift global executor (the tool's default).
+        case installed
+        /// The runtime's default executor: the tool does not install the loops.
+        case `default`
+        /// The default executor, each caller preferring the session's loop.
+        case loop
+    }
+
     /// How --requests picks the next request.
     enum Order: String {
         case roundRobin = "round-robin"
@@ -41,6 +59,10 @@ struct LoadOptions {
     var timeout: Double?
     /// --engine; nil: raw when the flags allow it, else session.
     var engine: Engine?
+    /// --api (session engine).
+    var api = API.completion
+    /// --executor (async callers); nil: installed.
+    var executor: Executor?
     var json = false
     var hdrOutPath: String?
     var svgPath: String?
@@ -149,6 +171,18 @@ struct LoadOptions {
                     throw UsageError(description: "--engine takes raw or session, not '\(v)'")
                 }
                 o.engine = e
+            case "--api":
+                let v = try value(a)
+                guard let api = API(rawValue: v) else {
+                    throw UsageError(description: "--api takes completion or async, not '\(v)'")
+                }
+                o.api = api
+            case "--executor":
+                let v = try value(a)
+                guard let e = Executor(rawValue: v) else {
+                    throw UsageError(description: "--executor takes installed, default or loop, not '\(v)'")
+                }
+                o.executor = e
             case "--json": o.json = true
             case "--hdr-out": o.hdrOutPath = try value(a)
             case "--svg": o.svgPath = try value(a)
@@ -189,9 +223,19 @@ struct LoadOptions {
         return o
     }
 
+    /// Whether the tool must leave the runtime's default executor in place for `arguments` (the
+    /// whole command line after the program name): `load … --executor default|loop`.
+    static func keepsDefaultExecutor(_ arguments: [String]) -> Bool {
+        guard arguments.first == "load" else { return false }
+        return zip(arguments, arguments.dropFirst()).contains {
+            $0 == "--executor" && ($1 == "default" || $1 == "loop")
+        }
+    }
+
     /// The engine that runs: --engine, or raw when every flag allows it.
     var resolvedEngine: Engine {
         if let e = self.engine { return e }
+        if self.api == .async { return .session }
         return self.rawRefusal == nil ? .raw : .session
     }
 
@@ -209,7 +253,21 @@ struct LoadOptions {
             if let why = self.rawRefusal {
                 throw UsageError(description: "--engine raw speaks plain http over TCP: \(why) needs --engine session")
             }
+            if self.api == .async {
+                throw UsageError(description: "--api async needs --engine session")
+            }
+            if self.executor != nil {
+                throw UsageError(description: "--executor places async callers: it needs --engine session --api async")
+            }
         case .session:
+            if self.executor != nil && self.api != .async {
+                throw UsageError(description: "--executor places async callers: it needs --api async")
+            }
+            if self.threads > 1 && self.api == .async {
+                throw UsageError(
+                    description: "-t \(self.threads) with --api async: the async callers' session runs on one loop"
+                )
+            }
             if self.threads > 1 {
                 throw UsageError(description: "-t \(self.threads) needs --engine raw (the session runs on one loop)")
             }
@@ -250,6 +308,15 @@ struct LoadOptions {
                                    comparable to wrk (plain http; -t; every flag above but TLS and
                                    --unix-socket). session: the public Session API (TLS,
                                    --unix-socket, one loop). Default: raw when the flags allow it.
+              --api completion|async
+                                   session engine: completion chains of Session.execute on the
+                                   session's loop (default), or -c Swift tasks awaiting
+                                   Session.response(for:) in a loop (how applications call it)
+              --executor installed|default|loop
+                                   where the async callers run: the event loops installed as the
+                                   Swift global executor (default), the runtime's own default
+                                   executor (the loops are not installed), or the default
+                                   executor with each caller preferring the session's loop
 
         Output
               --latency            the latency percentile table

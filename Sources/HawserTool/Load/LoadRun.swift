@@ -18,6 +18,16 @@ protocol LoadEngine: AnyObject {
     func stop()
     /// Closes everything (after the totals were taken).
     func shutdown()
+    /// Runs `body` on recorder `index` where reading it is safe (by default on the loop that
+    /// owns it).
+    func read<T: Sendable>(_ index: Int, _ body: @escaping @Sendable (LoadRecorder) -> T) -> T
+}
+
+extension LoadEngine {
+    func read<T: Sendable>(_ index: Int, _ body: @escaping @Sendable (LoadRecorder) -> T) -> T {
+        let (loop, recorder) = self.recorders[index]
+        return (try? loop.submitAndWait { body(recorder) }) ?? body(recorder)
+    }
 }
 
 /// Set once, by whichever thread finishes the run; waited on with a timeout by the ticker.
@@ -160,8 +170,8 @@ enum LoadRunner {
         if partial > 0.001 || timeline.seconds.isEmpty { timeline.closeSecond(length: max(partial, 0.001)) }
 
         var r = LoadRunResult(startedAt: wallStart, elapsedSeconds: elapsed)
-        for (loop, recorder) in engine.recorders {
-            let box = Self.totals(loop, recorder)
+        for index in engine.recorders.indices {
+            let box = Self.totals(engine, index)
             r.requests += box.requests
             r.bytes += box.bytes
             r.corrected.add(box.corrected)
@@ -186,8 +196,8 @@ enum LoadRunner {
         var errors: [LoadErrorKind: LoadErrorCount]
     }
 
-    static func totals(_ loop: EventLoop, _ recorder: LoadRecorder) -> Totals {
-        let read: @Sendable () -> Totals = {
+    static func totals(_ engine: any LoadEngine, _ index: Int) -> Totals {
+        engine.read(index) { recorder in
             Totals(
                 requests: recorder.requests,
                 bytes: recorder.bytes,
@@ -197,13 +207,10 @@ enum LoadRunner {
                 errors: recorder.errors
             )
         }
-        return (try? loop.submitAndWait(read)) ?? read()
     }
 
     static func deltas(_ engine: any LoadEngine) -> [LoadRecorder.Delta] {
-        engine.recorders.map { (loop, recorder) in
-            (try? loop.submitAndWait { recorder.takeDelta() }) ?? recorder.takeDelta()
-        }
+        engine.recorders.indices.map { index in engine.read(index) { $0.takeDelta() } }
     }
 
     static func unixTime() -> Double {
