@@ -534,10 +534,14 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs what other threads submitted, swapping arrays under the lock (no copy, no allocation).
     private func runPending() {
-        self.pending.withLock { p in
-            if !p.tasks.isEmpty { swap(&p.tasks, &self.drainedTasks) }
+        // Nothing taken: return before touching `drainedTasks`, which a caller further up the
+        // stack may be iterating (advanceTime runs the loop's turn from inside a loop job).
+        let took = self.pending.withLock { p -> Bool in
+            if p.tasks.isEmpty { return false }
+            swap(&p.tasks, &self.drainedTasks)
+            return true
         }
-        if self.drainedTasks.isEmpty { return }
+        guard took else { return }
         for i in self.drainedTasks.indices { self.drainedTasks[i].run(on: self) }
         self.drainedTasks.removeAll(keepingCapacity: true)
     }
