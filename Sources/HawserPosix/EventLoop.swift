@@ -3,9 +3,15 @@ import CHawser
 // -------------------
 // One EventLoop = one thread + one epoll instance (level-triggered) + one eventfd.
 //
-// * Work from other threads goes into `pending` under a mutex; the submitter writes the
-//   eventfd (after releasing the mutex) only if no wake-up is already outstanding
-//   (`wakeupPending`), so a burst of submissions costs one write(2).
+// * Work from other threads goes into `pending` under a mutex. The submitter writes the
+//   eventfd (after releasing the mutex) only when the loop is asleep in epoll_wait, or about
+//   to be, and no wake-up is already on its way: the loop says so under the same mutex
+//   (`Pending.asleep`) after its last look at `pending`, and clears it as soon as epoll_wait
+//   returns. Work submitted while the loop is busy (dispatching events, resuming the tasks
+//   that wait for them) costs no system call: the loop looks at `pending` again before it
+//   sleeps. A burst of submissions to a sleeping loop costs one write(2) (`Pending.woken`).
+// * The eventfd is registered edge-triggered: every write is an event, and the loop never
+//   reads it (its counter only grows; a write that would overflow it reads it back to 0).
 // * Timers live in a binary min-heap keyed by deadline. Cancelling marks the timer dead
 //   (O(1)); dead timers are dropped when they reach the top. The epoll_wait timeout is the
 //   time to the earliest live timer, so an idle loop with no timers blocks forever and
@@ -109,9 +115,17 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [LoopWork] = []
         /// Set (under the lock) before the eventfd is closed: from then on nothing writes to it.
         var closed = false
+        /// A submitter already took the duty to write the eventfd for the current sleep.
+        var woken = false
     }
     private let pending = Mutex(Pending())
-    private let wakeupPending = Atomic<Bool>(false)
+    /// The loop is in epoll_wait or on its way there with nothing left to run: set under
+    /// `pending`'s lock after the loop found no work there, cleared (with no lock) when
+    /// epoll_wait returns. Read under the lock by submitters, so one that queues work after the
+    /// loop's last look sees it set and wakes the loop; a stale `true` costs a needless write.
+    private let asleep = Atomic<Bool>(false)
+    /// Writes to the eventfd so far (tests, diagnostics).
+    private let wakeups = Atomic<Int>(0)
     /// Submitters that took the wake-up duty under the lock and have not finished writing the eventfd.
     private let wakersInFlight = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
@@ -202,7 +216,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         self.epfd = ep
         self.wakeFD = ev
-        _ = CHawser_epoll_ctl(ep, CHAWSER_EPOLL_CTL_ADD, ev, CHAWSER_EPOLLIN, UInt64(UInt32.max))
+        _ = CHawser_epoll_ctl(ep, CHAWSER_EPOLL_CTL_ADD, ev, CHAWSER_EPOLLIN | CHAWSER_EPOLLET, UInt64(UInt32.max))
         self.startThread()
     }
 
@@ -281,7 +295,10 @@ public final class EventLoop: @unchecked Sendable {
             guard !p.closed else { return false }
             p.tasks.append(work)
             queued = true
-            if self.wakeupPending.exchange(true, ordering: .acquiringAndReleasing) { return false }
+            // Awake: the loop looks at `pending` again before it sleeps. Already woken: one
+            // write per sleep is enough.
+            guard self.asleep.load(ordering: .relaxed), !p.woken else { return false }
+            p.woken = true
             // Counted under the lock, so `finish` (which sets `closed` under it) waits for this
             // write before it closes the eventfd.
             self.wakersInFlight.add(1, ordering: .relaxed)
@@ -290,11 +307,25 @@ public final class EventLoop: @unchecked Sendable {
         guard mustWake else { return queued }
         // Outside the lock: the woken loop goes straight for `pending`, and would otherwise spin
         // on the mutex while this thread is still in write(2).
-        var one: UInt64 = 1
-        _ = Glibc.write(self.wakeFD, &one, 8)
+        self.writeWakeFD()
         self.wakersInFlight.subtract(1, ordering: .releasing)
         return true
     }
+
+    /// Adds 1 to the eventfd: an edge, so the loop's epoll_wait returns. The counter is never
+    /// read on the loop; should it ever be full (2^64 - 2 wake-ups), it is emptied and written again.
+    private func writeWakeFD() {
+        self.wakeups.add(1, ordering: .relaxed)
+        var one: UInt64 = 1
+        if Glibc.write(self.wakeFD, &one, 8) < 0 && CHawser_errno() == EAGAIN {
+            var value: UInt64 = 0
+            _ = Glibc.read(self.wakeFD, &value, 8)
+            _ = Glibc.write(self.wakeFD, &one, 8)
+        }
+    }
+
+    /// How many times a submitter woke the loop through its eventfd (tests, diagnostics).
+    package var wakeupWrites: Int { self.wakeups.load(ordering: .relaxed) }
 
     /// True once `shutdown()` was called: work submitted from now on is not run.
     public var isShutDown: Bool { self.stopRequested.load(ordering: .acquiring) }
@@ -479,11 +510,13 @@ public final class EventLoop: @unchecked Sendable {
                 }
                 // On a manual clock a future timer waits for advanceTime, not for real time.
             }
+            if timeout != 0 && !self.prepareToSleep() { timeout = 0 }
             let n = self.eventsBuffer.withUnsafeMutableBufferPointer { evs in
                 self.dataBuffer.withUnsafeMutableBufferPointer { data in
                     CHawser_epoll_wait(self.epfd, evs.baseAddress, data.baseAddress, Int32(evs.count), timeout)
                 }
             }
+            self.asleep.store(false, ordering: .relaxed)
             self.turnStart = self.readClock()
             if n > 0 {
                 for i in 0..<Int(n) {
@@ -499,14 +532,22 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// The last look at `pending` before epoll_wait may block: false when work came in (run it
+    /// first); true after marking the loop asleep, under the same lock submitters take, so any
+    /// work queued from now on comes with a write to the eventfd.
+    private func prepareToSleep() -> Bool {
+        self.pending.withLock { p -> Bool in
+            if !p.tasks.isEmpty { return false }
+            p.woken = false
+            self.asleep.store(true, ordering: .relaxed)
+            return true
+        }
+    }
+
     @inline(__always)
     private func dispatch(events: UInt32, data: UInt64) {
         let fdBits = UInt32(truncatingIfNeeded: data)
-        if fdBits == UInt32.max {
-            var value: UInt64 = 0
-            _ = Glibc.read(self.wakeFD, &value, 8)
-            return
-        }
+        if fdBits == UInt32.max { return }  // the eventfd (edge-triggered: nothing to read)
         let fd = Int(Int32(bitPattern: fdBits))
         let gen = UInt32(truncatingIfNeeded: data >> 32)
         guard fd < self.handlers.count, let reg = self.handlers[fd], reg.generation == gen else { return }
@@ -536,13 +577,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runTasks() {
-        if self.wakeupPending.load(ordering: .relaxed) {
-            // Clear before draining: a submitter that sees `false` after this writes the eventfd again.
-            self.wakeupPending.store(false, ordering: .releasing)
-            self.runPending()
-        } else if !self.pending.withLock({ $0.tasks.isEmpty }) {
-            self.runPending()
-        }
+        self.runPending()
         // Tasks may enqueue more tasks; run a bounded number of rounds so IO is not starved.
         var rounds = 0
         while !self.localTasks.isEmpty && rounds < 16 {
@@ -555,7 +590,14 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs what other threads submitted, swapping arrays under the lock (no copy, no allocation).
     private func runPending() {
-        self.pending.withLock { p in swap(&p.tasks, &self.drainedTasks) }
+        // Nothing taken: return before touching `drainedTasks`, which a caller further up the
+        // stack may be iterating (advanceTime runs the loop's turn from inside a loop job).
+        let took = self.pending.withLock { p -> Bool in
+            if p.tasks.isEmpty { return false }
+            swap(&p.tasks, &self.drainedTasks)
+            return true
+        }
+        guard took else { return }
         for i in self.drainedTasks.indices { self.drainedTasks[i].run(on: self) }
         self.drainedTasks.removeAll(keepingCapacity: true)
     }
@@ -573,8 +615,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         self.pending.withLock { p in
             guard !p.closed else { return }
-            var one: UInt64 = 1
-            _ = Glibc.write(self.wakeFD, &one, 8)
+            self.writeWakeFD()
         }
         if let t = self.thread {
             pthread_join(t, nil)

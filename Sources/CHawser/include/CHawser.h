@@ -46,6 +46,7 @@ static const uint32_t CHAWSER_EPOLLOUT = EPOLLOUT;
 static const uint32_t CHAWSER_EPOLLERR = EPOLLERR;
 static const uint32_t CHAWSER_EPOLLHUP = EPOLLHUP;
 static const uint32_t CHAWSER_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t CHAWSER_EPOLLET = EPOLLET;
 static const int CHAWSER_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int CHAWSER_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int CHAWSER_EPOLL_CTL_DEL = EPOLL_CTL_DEL;

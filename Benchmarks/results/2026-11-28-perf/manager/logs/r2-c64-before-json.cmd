@@ -1,0 +1,1 @@
+$BASE/hawser-manager-load --serializer json  -c 64 -n 25000 http://127.0.0.1:49357/json
