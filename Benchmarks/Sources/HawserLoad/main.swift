@@ -11,7 +11,8 @@
 // request → parse → next request from the readiness event, with HawserHTTP1's parser over
 // the connection's own buffer: the engine's floor, comparable to wrk.
 // --session: the same load through the engine's public API (`Session.response(for:)`, async),
-// -c concurrent Swift tasks over a pool of -c connections: what an application gets.
+// -c concurrent Swift tasks over a pool of -c connections: what an application gets. With
+// -t N, one session over an N-loop group (the -c connections spread over its loops).
 //
 // The summary uses wrk's wording (Requests/sec:, Transfer/sec:, Latency Distribution), and the
 // last line is `RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K`
@@ -277,8 +278,14 @@ func runSession(_ o: Options) async -> (Totals, Double) {
             usage("cannot read --cacert \(path): \(error)")
         }
     }
-    let loop = try! EventLoop(name: "hawser-load")
-    let session = Session(configuration: config, eventLoop: loop)
+    // -t N: one session over an N-loop group (each loop with its own connections; tasks
+    // preferring a loop, `--executor loop`, are spread over the loops and served by their own).
+    let group = o.loops > 1 ? try! EventLoopGroup(numberOfThreads: o.loops) : nil
+    let loops = group?.loops ?? [try! EventLoop(name: "hawser-load")]
+    let session =
+        group.map { Session(configuration: config, eventLoopGroup: $0) }
+        ?? Session(configuration: config, eventLoop: loops[0])
+    if o.completionAPI && loops.count > 1 { usage("--api completion drives one loop: leave -t out") }
     var built = HTTPClientRequest(url: o.url!)
     if o.newConnection { built.headers.add(name: "Connection", value: "close") }
     let request = built
@@ -298,13 +305,13 @@ func runSession(_ o: Options) async -> (Totals, Double) {
             session: session,
             request: request,
             connections: o.connections,
-            onLoop: o.onLoop ? loop : nil,
+            onLoop: o.onLoop ? loops : nil,
             deadline: deadline,
             budget: budget
         )
     let elapsed = Double(TaskMetrics.now() - start) / 1e9
     session.shutdown()
-    loop.shutdown()
+    for l in loops { l.shutdown() }
     var out = t
     out.perLoopRPS = [Double(t.requests) / elapsed]
     return (out, elapsed)
@@ -316,13 +323,13 @@ func runAsyncCallers(
     session: Session,
     request: HTTPClientRequest,
     connections: Int,
-    onLoop: EventLoop?,
+    onLoop: [EventLoop]?,
     deadline: UInt64,
     budget: Budget
 ) async -> Totals {
     await withTaskGroup(of: Totals.self) { g in
-        for _ in 0..<connections {
-            g.addTask(executorPreference: onLoop) {
+        for i in 0..<connections {
+            g.addTask(executorPreference: onLoop.map { $0[i % $0.count] }) {
                 var local = Totals()
                 while TaskMetrics.now() < deadline && budget.take() {
                     let sent = TaskMetrics.now()
@@ -541,7 +548,7 @@ let mode =
 print(
     "Running \(options.seconds.map { "\(String(format2: $0))s" } ?? "\(options.requests!)-request") test @ \(options.url!.absoluteString)"
 )
-print("  \(options.session ? 1 : options.loops) loop(s) and \(options.connections) connections, \(mode)")
+print("  \(options.loops) loop(s) and \(options.connections) connections, \(mode)")
 let (totals, elapsed) = options.session ? await runSession(options) : runRaw(options)
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)
