@@ -53,6 +53,18 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
         super.init(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
     }
 
+    /// Creates a manager whose session spans every loop of `eventLoopGroup` (see `Session`): a
+    /// request made from code running on one of the loops is served by that loop's connections.
+    public init(
+        baseURL: URL? = nil,
+        configuration: SessionConfiguration = .default,
+        eventLoopGroup: EventLoopGroup,
+        eventMonitors: [any EventMonitor] = []
+    ) {
+        self.baseURL = baseURL.map(Self.withTrailingSlash)
+        super.init(configuration: configuration, eventLoopGroup: eventLoopGroup, eventMonitors: eventMonitors)
+    }
+
     /// Encodes parameters and adds default headers (AFHTTPSessionManager.requestSerializer).
     /// The request defaults of an ``HTTPRequestSerializing`` serializer that were set
     /// (`timeoutInterval`, `timeoutIntervalForResource`, `cachePolicy`, `shouldHandleCookies`)
@@ -84,11 +96,11 @@ public final class HTTPSessionManager: SessionManager, @unchecked Sendable {
     /// A new manager with the same base URL, configuration and settings, and a copy of the
     /// request serializer (AFHTTPSessionManager's `copyWithZone:`); see ``SessionManager/copy()``.
     public override func copy() -> HTTPSessionManager {
-        let copy = HTTPSessionManager(
-            baseURL: self.baseURL,
-            configuration: self.configuration,
-            eventLoop: self.eventLoop
-        )
+        let copy =
+            self.eventLoopGroup.map {
+                HTTPSessionManager(baseURL: self.baseURL, configuration: self.configuration, eventLoopGroup: $0)
+            }
+            ?? HTTPSessionManager(baseURL: self.baseURL, configuration: self.configuration, eventLoop: self.eventLoop)
         copy.copySettings(from: self)
         copy.requestSerializer = self.requestSerializer
         return copy

@@ -104,6 +104,9 @@ final class ManagerCore: @unchecked Sendable {
 
     let configuration: SessionConfiguration
     let eventLoop: EventLoop?
+    /// The group the manager's sessions span, when it was made with one (else `eventLoop`, or,
+    /// when that is nil too, every loop of `EventLoopGroup.shared`).
+    let eventLoopGroup: EventLoopGroup?
     /// Answers the session-level challenges of every session this manager makes; holds the
     /// manager weakly (the session keeps its delegate strongly).
     let sessionDelegate: ManagerSessionDelegate
@@ -125,13 +128,21 @@ final class ManagerCore: @unchecked Sendable {
     /// The manager, for a task that starts (it holds its manager until it completes).
     weak var owner: SessionManager?
 
-    init(configuration: SessionConfiguration, eventLoop: EventLoop?, eventMonitors: [any EventMonitor]) {
+    init(
+        configuration: SessionConfiguration,
+        eventLoop: EventLoop?,
+        eventLoopGroup: EventLoopGroup? = nil,
+        eventMonitors: [any EventMonitor]
+    ) {
         self.configuration = configuration
         self.eventLoop = eventLoop
+        self.eventLoopGroup = eventLoopGroup
         let sessionDelegate = ManagerSessionDelegate()
         self.sessionDelegate = sessionDelegate
         self.registry = Mutex(
-            Registry(session: Session(configuration: configuration, eventLoop: eventLoop, delegate: sessionDelegate))
+            Registry(
+                session: Self.makeSession(configuration, eventLoop, eventLoopGroup, sessionDelegate)
+            )
         )
         self.settings = Mutex(ManagerSettings(.init(responseSerializer: ManagerDefaults.responseSerializer)))
         self.channel = MonitorChannel(eventMonitors)
@@ -139,7 +150,19 @@ final class ManagerCore: @unchecked Sendable {
     }
 
     func makeSession() -> Session {
-        Session(configuration: self.configuration, eventLoop: self.eventLoop, delegate: self.sessionDelegate)
+        Self.makeSession(self.configuration, self.eventLoop, self.eventLoopGroup, self.sessionDelegate)
+    }
+
+    private static func makeSession(
+        _ configuration: SessionConfiguration,
+        _ eventLoop: EventLoop?,
+        _ eventLoopGroup: EventLoopGroup?,
+        _ delegate: ManagerSessionDelegate
+    ) -> Session {
+        if let eventLoopGroup {
+            return Session(configuration: configuration, eventLoopGroup: eventLoopGroup, delegate: delegate)
+        }
+        return Session(configuration: configuration, eventLoop: eventLoop, delegate: delegate)
     }
 
     var currentSettings: ManagerSettings { self.settings.withLock { $0 } }
@@ -225,6 +248,7 @@ public class SessionManager: @unchecked Sendable {
     private let blockMonitor: BlockMonitor
 
     var eventLoop: EventLoop? { self.core.eventLoop }
+    var eventLoopGroup: EventLoopGroup? { self.core.eventLoopGroup }
     var hooks: Locked<ManagerHooks> { self.core.hooks }
     var channel: MonitorChannel { self.core.channel }
     var defaultCompletionQueue: DispatchQueue { self.core.defaultCompletionQueue }
@@ -232,7 +256,8 @@ public class SessionManager: @unchecked Sendable {
     /// Creates a manager with its own `Session` (AFURLSessionManager `initWithSessionConfiguration:`).
     /// - Parameters:
     ///   - configuration: the engine settings (timeouts, limits, additional headers).
-    ///   - eventLoop: the loop the session runs on (default: the next loop of the shared group).
+    ///   - eventLoop: the one loop the session runs on (default: nil, the session spans every
+    ///     loop of the shared group).
     ///   - eventMonitors: monitors that see every step of every task.
     public init(
         configuration: SessionConfiguration = .default,
@@ -241,6 +266,29 @@ public class SessionManager: @unchecked Sendable {
     ) {
         self.configuration = configuration
         self.core = ManagerCore(configuration: configuration, eventLoop: eventLoop, eventMonitors: eventMonitors)
+        self.blockMonitor = BlockMonitor(hooks: self.core.hooks)
+        self.core.sessionDelegate.manager = self
+        self.core.owner = self
+    }
+
+    /// Creates a manager whose session spans every loop of `eventLoopGroup` (see `Session`): a
+    /// task made from code running on one of the loops is served by that loop's connections.
+    /// - Parameters:
+    ///   - configuration: the engine settings (timeouts, limits, additional headers).
+    ///   - eventLoopGroup: the loops the session runs on.
+    ///   - eventMonitors: monitors that see every step of every task.
+    public init(
+        configuration: SessionConfiguration = .default,
+        eventLoopGroup: EventLoopGroup,
+        eventMonitors: [any EventMonitor] = []
+    ) {
+        self.configuration = configuration
+        self.core = ManagerCore(
+            configuration: configuration,
+            eventLoop: nil,
+            eventLoopGroup: eventLoopGroup,
+            eventMonitors: eventMonitors
+        )
         self.blockMonitor = BlockMonitor(hooks: self.core.hooks)
         self.core.sessionDelegate.manager = self
         self.core.owner = self
@@ -359,7 +407,9 @@ public class SessionManager: @unchecked Sendable {
     /// configuration's cookie jar, cache and credential store are shared, as copies of an
     /// NSURLSessionConfiguration share theirs.
     public func copy() -> SessionManager {
-        let copy = SessionManager(configuration: self.configuration, eventLoop: self.eventLoop)
+        let copy =
+            self.eventLoopGroup.map { SessionManager(configuration: self.configuration, eventLoopGroup: $0) }
+            ?? SessionManager(configuration: self.configuration, eventLoop: self.eventLoop)
         copy.copySettings(from: self)
         return copy
     }

@@ -24,6 +24,7 @@ struct LoadCountsTests {
             ["--engine", "raw"], ["--engine", "session"],
             ["--engine", "session", "--api", "async", "--executor", "default"],
             ["--engine", "session", "--api", "async", "--executor", "loop"],
+            ["--engine", "session", "--api", "async", "--executor", "loop", "-t", "2"],
         ]
     )
     func counts(engine: [String]) throws {

@@ -59,7 +59,7 @@ struct LoadOptionsTests {
         #expect(n.requestCount == 100 && n.duration == nil)
     }
 
-    @Test("the engine: raw when the flags allow it; TLS flags and https need session; -t needs raw")
+    @Test("the engine: raw when the flags allow it; TLS flags and https need session; -t needs raw or async callers")
     func engines() throws {
         #expect(try parse([]).resolvedEngine == .raw)
         #expect(try parse(["--resolve", "example:80:127.0.0.1"]).resolvedEngine == .raw)
@@ -69,7 +69,8 @@ struct LoadOptionsTests {
             error(["--engine", "raw", "-k"]) == "--engine raw speaks plain http over TCP: -k needs --engine session"
         )
         #expect(
-            error(["--engine", "session", "-t", "2"]) == "-t 2 needs --engine raw (the session runs on one loop)"
+            error(["--engine", "session", "-t", "2"])
+                == "-t 2 with --api completion: the completion chains run on one loop (use --api async or --engine raw)"
         )
         let o = try parse(["--unix-socket", "/tmp/s", "-k", "--pinning", "none"])
         #expect(o.curlArguments == ["--unix-socket", "/tmp/s", "-k", "--pinning", "none"])
@@ -82,6 +83,7 @@ struct LoadOptionsTests {
         let o = try parse(["--api", "async"])
         #expect(o.resolvedEngine == .session && o.api == .async && o.executor == nil)
         #expect(try parse(["--api", "async", "--executor", "loop"]).executor == .loop)
+        #expect(try parse(["--api", "async", "-t", "2"]).threads == 2)
         #expect(try parse([]).api == .completion)
         #expect(error(["--api", "sync"]) == "--api takes completion or async, not 'sync'")
         #expect(

@@ -1,9 +1,12 @@
 // The IO shell around PoolStateMachine: it opens connections (Connector), runs requests on them,
-// closes them and arms their idle timers, as the machine says. Loop-confined.
+// closes them and arms their idle timers, as the machine says. Loop-confined. A session over a
+// group of loops has one per loop; they share a PoolGroup (SessionLoops.swift): the session-wide
+// per-host budget, the summed counts, and the wake-ups between loops.
 import HawserBase
 import HawserPosix
 import HawserProxy
 import HawserTLS
+import Synchronization
 
 final class ConnectionPool: @unchecked Sendable {
     typealias Machine = PoolStateMachine<RequestTask, HTTP1Connection>
@@ -34,6 +37,9 @@ final class ConnectionPool: @unchecked Sendable {
     @exclusivity(unchecked) private var running = false
     #endif
     private var connectors: [ObjectIdentifier: Connector] = [:]
+    /// Keys of closed connections whose places go back to the session's budget at the end of
+    /// the current run (a pool of a group only).
+    private var pendingReleases: [ConnectionKey] = []
     /// Every live task, so that shutdown can fail each one, wherever it is.
     #if DEBUG
     private var tasks: [ObjectIdentifier: RequestTask] = [:]
@@ -51,10 +57,25 @@ final class ConnectionPool: @unchecked Sendable {
     /// `instrumentation != nil`, as a flag the pool's loop reads without copying an existential.
     private let reportsCounts: Bool
     private var reportedCounts = PoolCounts(open: 0, idle: 0)
+    /// What the pools of a session over several loops share (nil: a one-loop session).
+    let group: PoolGroup?
+    /// This pool's loop's index in the session's group.
+    let index: Int
+    /// Requests given to this pool and not finished, for choosing a loop (counted only in a
+    /// group: a one-loop session has nothing to choose).
+    let inFlight = Atomic<Int>(0)
+    /// The counts as of the end of the pool's last event, readable from any thread (kept only
+    /// in a group: the statistics of another loop's pool, read from a loop).
+    private let publishedOpen = Atomic<Int>(0)
+    private let publishedIdle = Atomic<Int>(0)
+    private let publishedWaiting = Atomic<Int>(0)
+    private let publishedConnecting = Atomic<Int>(0)
 
-    init(context: SessionContext) {
+    init(context: SessionContext, group: PoolGroup? = nil, index: Int = 0) {
         self.loop = context.loop
         self.context = context
+        self.group = group
+        self.index = index
         self.machine = Machine(
             maximumPerOrigin: context.configuration.maximumConnectionsPerHost,
             idleTimeout: SessionContext.nanos(context.configuration.idleConnectionTimeout)
@@ -62,6 +83,17 @@ final class ConnectionPool: @unchecked Sendable {
         self.actions.reserveCapacity(8)
         self.instrumentation = context.configuration.instrumentation
         self.reportsCounts = self.instrumentation != nil
+    }
+
+    /// The counts as of the end of this pool's last event; from any thread (a pool of a group).
+    func publishedSnapshot() -> Snapshot {
+        Snapshot(
+            openConnections: self.publishedOpen.load(ordering: .relaxed),
+            idleConnections: self.publishedIdle.load(ordering: .relaxed),
+            waitingTasks: self.publishedWaiting.load(ordering: .relaxed),
+            runningTasks: self.inFlight.load(ordering: .relaxed),
+            connecting: self.publishedConnecting.load(ordering: .relaxed)
+        )
     }
 
     var isShutDown: Bool { self.machine.isShutDown }
@@ -99,6 +131,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     func taskFinished(_ task: RequestTask) {
         self.tasks.removeValue(forKey: ObjectIdentifier(task))
+        if self.group != nil { self.inFlight.subtract(1, ordering: .relaxed) }
     }
 
     /// `task` needs a connection for its current request (`fresh`: a newly opened one).
@@ -118,12 +151,37 @@ final class ConnectionPool: @unchecked Sendable {
     /// so a request issued from the completion callback can reuse it.
     func release(_ c: HTTP1Connection) {
         self.machine.released(c, now: self.loop.now, into: &self.actions)
+        if let group = self.group, group.isWanted(c.key), let origin = self.machine.existingOrigin(for: c.key) {
+            // Another loop waits for a place under the session's limit: an idle connection
+            // here gives it one (none is idle when a waiter here took this one).
+            self.machine.closeIdle(origin, into: &self.actions)
+        }
         self.run()
     }
 
     func connectionClosed(_ c: HTTP1Connection) {
         self.idleTimers.removeValue(forKey: ObjectIdentifier(c))?.cancel()
         self.machine.closed(c, into: &self.actions)
+        // The place goes back to the session's budget after this pool's counts are told (at the
+        // end of the outermost run), so that the summed counts never show another loop's new
+        // connection before this one's close.
+        if self.group != nil { self.pendingReleases.append(c.key) }
+        self.run()
+    }
+
+    // MARK: - Across loops (a session over a group)
+
+    /// Another loop of the session waits for a place for `key`: close an idle connection to it.
+    func yieldIdle(_ key: ConnectionKey) {
+        guard let origin = self.machine.existingOrigin(for: key) else { return }
+        self.machine.closeIdle(origin, into: &self.actions)
+        self.run()
+    }
+
+    /// A place for `key` came free under the session's limit: open what the waiters need.
+    func permitAvailable(_ key: ConnectionKey) {
+        guard !self.machine.isShutDown, let origin = self.machine.existingOrigin(for: key) else { return }
+        self.machine.unblock(origin, into: &self.actions)
         self.run()
     }
 
@@ -138,15 +196,34 @@ final class ConnectionPool: @unchecked Sendable {
         }
         self.actions.removeAll(keepingCapacity: true)
         self.running = false
+        if self.group != nil { self.publish() }
         if self.reportsCounts, let instrumentation = self.instrumentation { self.reportCounts(to: instrumentation) }
+        if !self.pendingReleases.isEmpty, let group = self.group {
+            let keys = self.pendingReleases
+            self.pendingReleases.removeAll()
+            for key in keys { group.release(key) }
+        }
     }
 
-    /// Tells `instrumentation` the open and idle counts if they changed since it last heard.
+    /// Publishes the counts for ``publishedSnapshot()``.
+    private func publish() {
+        self.publishedOpen.store(self.machine.connectionCount, ordering: .relaxed)
+        self.publishedIdle.store(self.machine.idleCount, ordering: .relaxed)
+        self.publishedWaiting.store(self.machine.waitingCount, ordering: .relaxed)
+        self.publishedConnecting.store(self.machine.connectingCount, ordering: .relaxed)
+    }
+
+    /// Tells `instrumentation` the open and idle counts if they changed since it last heard (in a
+    /// group, the session's sums, through the group).
     private func reportCounts(to instrumentation: any RequestInstrumentation) {
         let counts = PoolCounts(open: self.machine.connectionCount, idle: self.machine.idleCount)
         guard counts != self.reportedCounts else { return }
         self.reportedCounts = counts
-        instrumentation.poolCountsChanged(counts)
+        if let group = self.group {
+            group.countsChanged(counts, loop: self.index)
+        } else {
+            instrumentation.poolCountsChanged(counts)
+        }
     }
 
     private func perform(_ action: Machine.Action) {
@@ -154,7 +231,12 @@ final class ConnectionPool: @unchecked Sendable {
         case .execute(let task, let connection):
             connection.execute(task)
         case .createConnection(let origin, let key):
-            self.connect(origin, key)
+            if let group = self.group, !group.acquire(key, loop: self.index) {
+                // The session's limit is held by other loops: wait for a place (permitAvailable).
+                self.machine.connectDenied(origin: origin)
+            } else {
+                self.connect(origin, key)
+            }
         case .closeConnection(let connection):
             self.idleTimers.removeValue(forKey: ObjectIdentifier(connection))?.cancel()
             connection.close()
@@ -189,6 +271,7 @@ final class ConnectionPool: @unchecked Sendable {
                     retryOthers: false,
                     into: &self.actions
                 )
+                self.group?.release(key)
             } else {
                 self.connect(origin, key, tlsContext: made, httpsProxy: httpsProxy)
             }
@@ -215,6 +298,7 @@ final class ConnectionPool: @unchecked Sendable {
             case .failure(let error):
                 // Every waiter would get the same error: they fail one by one, without new attempts.
                 self.machine.connectFailed(origin: origin, error: error, retryOthers: false, into: &self.actions)
+                self.group?.release(key)
                 return
             }
         }
@@ -277,11 +361,15 @@ final class ConnectionPool: @unchecked Sendable {
                     into: &self.actions
                 )
                 self.run()
+                self.group?.release(key)
                 return
             }
             self.machine.connected(c, origin: origin, now: self.loop.now, into: &self.actions)
         case .failure(let error):
             self.machine.connectFailed(origin: origin, error: error, into: &self.actions)
+            self.run()
+            self.group?.release(key)
+            return
         }
         self.run()
     }

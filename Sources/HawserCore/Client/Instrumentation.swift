@@ -24,6 +24,8 @@ public protocol RequestInstrumentation: Sendable {
 
     /// The session's pool changed its counts (a connection opened, went idle, was reused or
     /// closed). Called on the event loop, only when a count changed; the default does nothing.
+    /// Of a session over several loops, the counts are the sums over its loops, told in order
+    /// (from whichever loop changed them, one call at a time).
     func poolCountsChanged(_ counts: PoolCounts)
 }
 

@@ -13,6 +13,9 @@
 //                        └─none─▶ idle, idle timer       replay; a new one serves anyone)
 //   idle timer ─idle ≥ idleTimeout─▶ close, else re-arm for the rest
 //   a replay that finds the limit reached closes an idle connection to make room.
+// Over a group of loops (one machine per loop), the shell also asks a session-wide budget for
+// each connect: refused, it reports `connectDenied` (the origin stops opening connections until
+// `unblock`); another loop in need has it close an idle connection (`closeIdle`).
 // Shutdown fails every waiter and closes every idle connection; later submits fail at once.
 
 /// The pure state machine of a session's connection pool.
@@ -33,6 +36,8 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
         /// Live connections plus connects in progress: what the limit counts.
         var total = 0
         var connecting = 0
+        /// The session-wide budget refused a connect: none is opened until `unblock`.
+        var blocked = false
 
         init(key: ConnectionKey) { self.key = key }
     }
@@ -77,6 +82,9 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
         self.originIDs[key] = id
         return id
     }
+
+    /// The origin for `key`, if it was made.
+    func existingOrigin(for key: ConnectionKey) -> OriginID? { self.originIDs[key] }
 
     /// Connections the pool knows of (idle and busy), for statistics.
     var connectionCount: Int { self.records.count }
@@ -125,7 +133,7 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
     // MARK: - Connections
 
     private mutating func connectIfNeeded(_ origin: OriginID, into actions: inout [Action]) {
-        guard !self.isShutDown else { return }
+        guard !self.isShutDown, !self.origins[origin].blocked else { return }
         while self.origins[origin].waiting.count > self.origins[origin].connecting,
             self.origins[origin].total < self.maximumPerOrigin
         {
@@ -157,6 +165,31 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
             actions.append(.failRequest(w.request, error))
         }
         if retryOthers { self.connectIfNeeded(origin, into: &actions) }
+    }
+
+    /// The shell could not open the connection a `createConnection` asked for (the session-wide
+    /// limit is reached on other loops): its place is freed and the origin opens no connection
+    /// until ``unblock(_:into:)``. The waiters keep waiting (for this origin's connections, or a
+    /// connect after `unblock`).
+    mutating func connectDenied(origin: OriginID) {
+        self.origins[origin].connecting -= 1
+        self.origins[origin].total -= 1
+        self.origins[origin].blocked = true
+    }
+
+    /// The origin may open connections again (a permit came back): it opens what its waiters need.
+    mutating func unblock(_ origin: OriginID, into actions: inout [Action]) {
+        self.origins[origin].blocked = false
+        self.connectIfNeeded(origin, into: &actions)
+    }
+
+    /// Closes the origin's least recently used idle connection, if it has one (another loop of
+    /// the session needs the place).
+    mutating func closeIdle(_ origin: OriginID, into actions: inout [Action]) {
+        guard !self.origins[origin].idle.isEmpty else { return }
+        let victim = self.origins[origin].idle[0]
+        self.forget(victim, origin: origin)
+        actions.append(.closeConnection(victim))
     }
 
     /// A connection finished a response and can be reused.

@@ -18,18 +18,32 @@ import Foundation
 import Logging
 #endif
 
-/// The engine's client (the NSURLSession role): executes requests over a keep-alive
-/// connection pool on one event loop.
+/// The engine's client (the NSURLSession role): executes requests over keep-alive connection
+/// pools, one on each of its event loops.
 ///
-/// All of a session's connections and tasks live on its ``eventLoop``; delegate callbacks run
-/// there too. A session is cheap to keep and safe to share between threads.
+/// A session spans a group of loops (``eventLoops``): by default every loop of
+/// `EventLoopGroup/shared`, or the loops of the group given to
+/// ``init(configuration:eventLoopGroup:delegate:)``, or the one loop given to
+/// ``init(configuration:eventLoop:delegate:)``. Each loop has its own connections. A request made
+/// from a task (or callback) running on one of the session's loops is served by that loop's
+/// connections, with no thread hop; a request made anywhere else goes to the loop with the fewest
+/// of the session's requests in flight (ties broken round-robin). A task's connection, delegate
+/// callbacks and completion all run on its loop (``RequestTask/eventLoop``).
+///
+/// The session's settings hold for the session as a whole, whatever loop serves a request: the
+/// per-host connection limit (`SessionConfiguration/maximumConnectionsPerHost`) counts the
+/// connections of every loop, ``poolStatistics()`` and the pool counts an instrumentation hears
+/// are sums over the loops, and the cookie jar, the cache and the Digest nonce counts are the
+/// session's one each. Idle connections close after the idle timeout on whichever loop they are.
+///
+/// A session is cheap to keep and safe to share between threads.
 ///
 /// A program that wants one session without managing its lifetime uses ``shared``
 /// (URLSession's `shared`, AsyncHTTPClient's `HTTPClient.shared`).
 public final class Session: Sendable {
     /// The process's shared session: the default configuration (``SessionConfiguration/default``,
-    /// so the environment's proxies, an in-memory cookie jar, no cache), no delegate, on a loop of
-    /// `EventLoopGroup/shared`. Made on first use and never shut down: ``shutdown()`` on it does
+    /// so the environment's proxies, an in-memory cookie jar, no cache), no delegate, over every
+    /// loop of `EventLoopGroup/shared`. Made on first use and never shut down: ``shutdown()`` on it does
     /// nothing, since other parts of the program may be using it (AsyncHTTPClient's shared
     /// client refuses `shutdown` the same way). A program that needs other settings, a delegate,
     /// or a session it can shut down makes its own ``init(configuration:eventLoop:delegate:)``.
@@ -43,10 +57,21 @@ public final class Session: Sendable {
     public let isShared: Bool
     /// The settings this session was created with.
     public let configuration: SessionConfiguration
-    /// The loop that runs this session's connections and delivers its callbacks.
+    /// The session's first loop (of a one-loop session, its loop): a task that prefers it as its
+    /// executor (`withTaskExecutorPreference(session.eventLoop)`) makes its requests there with
+    /// no thread hop. Each request runs on the loop ``RequestTask/eventLoop`` names.
     public let eventLoop: EventLoop
+    /// The loops this session runs connections on, each with a pool of its own.
+    public let eventLoops: [EventLoop]
+    /// The first loop's context and pool (a one-loop session's only ones: its request path reads
+    /// these and nothing of the others).
     private let context: SessionContext
     private let pool: ConnectionPool
+    /// Every loop's context and pool, by loop index.
+    private let contexts: [SessionContext]
+    private let pools: [ConnectionPool]
+    /// Where the next pick of a loop for a request made off the loops starts (ties round-robin).
+    private let pickStart = Atomic<Int>(0)
     /// The configuration's instrumentation, read once here.
     private let instrumentation: (any RequestInstrumentation)?
     /// Whether a task can have an observer at all (an instrumentation or a logger is set): a
@@ -57,7 +82,8 @@ public final class Session: Sendable {
     private let logger: Logger?
     #endif
 
-    /// Creates a session on `eventLoop` (by default the next loop of `EventLoopGroup/shared`).
+    /// Creates a session on `eventLoop` alone, or, when it is nil (the default), over every loop
+    /// of `EventLoopGroup/shared`.
     ///
     /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
     /// answers the challenges a task's delegate leaves to default handling.
@@ -66,15 +92,59 @@ public final class Session: Sendable {
         eventLoop: EventLoop? = nil,
         delegate: (any SessionDelegate)? = nil
     ) {
-        self.init(configuration: configuration, eventLoop: eventLoop, delegate: delegate, isShared: false)
+        self.init(
+            configuration: configuration,
+            loops: eventLoop.map { [$0] } ?? EventLoopGroup.shared.loops,
+            delegate: delegate,
+            isShared: false
+        )
     }
 
-    private init(
+    /// Creates a session over every loop of `eventLoopGroup`: each loop opens connections of its
+    /// own, and serves the requests made from tasks running on it (see ``Session``).
+    ///
+    /// `delegate` (kept strongly for the session's life, as NSURLSession keeps its delegate)
+    /// answers the challenges a task's delegate leaves to default handling.
+    public convenience init(
+        configuration: SessionConfiguration = .default,
+        eventLoopGroup: EventLoopGroup,
+        delegate: (any SessionDelegate)? = nil
+    ) {
+        self.init(configuration: configuration, loops: eventLoopGroup.loops, delegate: delegate, isShared: false)
+    }
+
+    /// Creates a session over `eventLoops` (at least one), as
+    /// ``init(configuration:eventLoopGroup:delegate:)`` does over a group's loops: for loops
+    /// made one by one, e.g. each with a `ManualClock`.
+    public convenience init(
+        configuration: SessionConfiguration = .default,
+        eventLoops: [EventLoop],
+        delegate: (any SessionDelegate)? = nil
+    ) {
+        self.init(configuration: configuration, loops: eventLoops, delegate: delegate, isShared: false)
+    }
+
+    private convenience init(
         configuration: SessionConfiguration,
         eventLoop: EventLoop?,
         delegate: (any SessionDelegate)?,
         isShared: Bool
     ) {
+        self.init(
+            configuration: configuration,
+            loops: eventLoop.map { [$0] } ?? EventLoopGroup.shared.loops,
+            delegate: delegate,
+            isShared: isShared
+        )
+    }
+
+    private init(
+        configuration: SessionConfiguration,
+        loops: [EventLoop],
+        delegate: (any SessionDelegate)?,
+        isShared: Bool
+    ) {
+        precondition(!loops.isEmpty, "a session needs at least one event loop")
         self.isShared = isShared
         self.configuration = configuration
         self.instrumentation = configuration.instrumentation
@@ -84,28 +154,69 @@ public final class Session: Sendable {
         #else
         self.observes = configuration.instrumentation != nil
         #endif
-        let loop = eventLoop ?? EventLoopGroup.shared.next()
-        self.eventLoop = loop
-        let context = SessionContext(loop: loop, configuration: configuration, sessionDelegate: delegate)
-        self.context = context
-        let pool = ConnectionPool(context: context)
-        self.pool = pool
-        context.session = self
-        let transfer = UnsafeTransfer(pool)
-        loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
+        self.eventLoop = loops[0]
+        self.eventLoops = loops
+        let digest = DigestAuthenticator()
+        let group =
+            loops.count > 1
+            ? PoolGroup(
+                loops: loops.count,
+                limit: configuration.maximumConnectionsPerHost,
+                instrumentation: configuration.instrumentation
+            ) : nil
+        var contexts: [SessionContext] = []
+        var pools: [ConnectionPool] = []
+        for (i, loop) in loops.enumerated() {
+            let context = SessionContext(
+                loop: loop,
+                configuration: configuration,
+                sessionDelegate: delegate,
+                digestAuthenticator: digest
+            )
+            contexts.append(context)
+            pools.append(ConnectionPool(context: context, group: group, index: i))
+        }
+        group?.attach(pools)
+        self.contexts = contexts
+        self.pools = pools
+        self.context = contexts[0]
+        self.pool = pools[0]
+        for (context, pool) in zip(contexts, pools) {
+            context.session = self
+            let transfer = UnsafeTransfer(pool)
+            let loop = pool.loop
+            loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
+        }
     }
 
     /// Releasing a session shuts it down: pending tasks fail with `sessionShutDown`, connections
-    /// close, and the pool is freed (nothing of it stays behind on the loop).
+    /// close, and the pools are freed (nothing of them stays behind on the loops).
     deinit {
-        let transfer = UnsafeTransfer((self.pool, self.context))
-        let loop = self.eventLoop
-        let body: @Sendable () -> Void = {
-            transfer.value.0.shutdown()
-            loop.removeShutdownHook(for: ObjectIdentifier(transfer.value.0))
-            _ = transfer.value.1  // the context outlives the pool's last use
+        for (pool, context) in zip(self.pools, self.contexts) {
+            let transfer = UnsafeTransfer((pool, context))
+            let loop = pool.loop
+            let body: @Sendable () -> Void = {
+                transfer.value.0.shutdown()
+                loop.removeShutdownHook(for: ObjectIdentifier(transfer.value.0))
+                _ = transfer.value.1  // the context outlives the pool's last use
+            }
+            if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
         }
-        if loop.inEventLoop { loop.executeInLoop(body) } else { loop.execute(body) }
+    }
+
+    /// The index of the loop for a new request: the caller's own loop when it runs on one of the
+    /// session's, else the least busy (fewest requests in flight; ties round-robin).
+    private func chooseLoop() -> Int {
+        for i in self.pools.indices where self.pools[i].loop.inEventLoop { return i }
+        let start = self.pickStart.add(1, ordering: .relaxed).newValue
+        return LoopChooser.choose(count: self.pools.count, start: start) {
+            self.pools[$0].inFlight.load(ordering: .relaxed)
+        }
+    }
+
+    /// The index of the session's loop the calling thread runs, if it runs one.
+    private var currentLoopIndex: Int? {
+        self.pools.firstIndex { $0.loop.inEventLoop }
     }
 
     // MARK: - Executing
@@ -187,23 +298,39 @@ public final class Session: Sendable {
                 cookiesLeftOut: nil
             )
         }
-        let task = RequestTask(
-            request: request,
-            prepared: prepared,
-            context: self.context,
-            pool: self.pool,
-            delegate: delegate
-        )
+        let task: RequestTask
+        if self.pools.count == 1 {
+            task = RequestTask(
+                request: request,
+                prepared: prepared,
+                context: self.context,
+                pool: self.pool,
+                delegate: delegate
+            )
+        } else {
+            let i = self.chooseLoop()
+            task = RequestTask(
+                request: request,
+                prepared: prepared,
+                context: self.contexts[i],
+                pool: self.pools[i],
+                delegate: delegate
+            )
+        }
         task.observer = observer
-        if self.eventLoop.isShutDown {
+        let loop = task.eventLoop
+        if loop.isShutDown {
             // The loop will never run this task: complete it here, on the caller's thread.
             task.completeWithoutLoop(
                 HawserError(.sessionShutDown, "the session's event loop has shut down", url: request.url)
             )
-        } else if let failure {
-            self.onLoop { task.fail(failure.with(url: request.url)) }
+            return task
+        }
+        if self.pools.count > 1 { task.pool.inFlight.add(1, ordering: .relaxed) }
+        if let failure {
+            Self.onLoop(loop) { task.fail(failure.with(url: request.url)) }
         } else {
-            self.onLoop { task.submit() }
+            Self.onLoop(loop) { task.submit() }
         }
         return task
     }
@@ -253,40 +380,57 @@ public final class Session: Sendable {
         return try result.get()
     }
 
-    /// Fails every pending task with `sessionShutDown` and closes every connection. Blocks until done
-    /// when called off the loop; later requests fail at once.
+    /// Fails every pending task with `sessionShutDown` and closes every connection, on every loop
+    /// of the session; later requests fail at once. Called off the session's loops, it blocks
+    /// until every loop is done. Called on one of them, it shuts that loop's pool down at once
+    /// and the other loops' as soon as they run (it never waits for another loop there).
     ///
     /// On ``shared`` it does nothing: the shared session lives as long as the process, and the
     /// code that calls `shutdown()` on it is not the only code using it.
     public func shutdown() {
         if self.isShared { return }
-        let pool = UnsafeTransfer(self.pool)
-        if self.eventLoop.inEventLoop {
-            pool.value.shutdown()
-        } else {
-            _ = try? self.eventLoop.submitAndWait { pool.value.shutdown() }
+        let onOwnLoop = self.currentLoopIndex != nil
+        for p in self.pools {
+            let pool = UnsafeTransfer(p)
+            if p.loop.inEventLoop {
+                pool.value.shutdown()
+            } else if onOwnLoop {
+                p.loop.execute { pool.value.shutdown() }
+            } else {
+                _ = try? p.loop.submitAndWait { pool.value.shutdown() }
+            }
         }
     }
 
-    /// Pool state, for tests and diagnostics (read on the loop).
+    /// Pool state summed over the session's loops, for tests and diagnostics. Called off the
+    /// session's loops, each loop's counts are read on that loop (it waits for each). Called on
+    /// one of them, that loop's counts are read directly and the other loops' as they were at the
+    /// end of their last event (it never waits for another loop there).
     public func poolStatistics() -> PoolStatistics {
-        let pool = UnsafeTransfer(self.pool)
-        let read: @Sendable () -> PoolStatistics = {
-            let s = pool.value.snapshot()
-            return PoolStatistics(
-                openConnections: s.openConnections,
-                idleConnections: s.idleConnections,
-                waitingTasks: s.waitingTasks,
-                runningTasks: s.runningTasks,
-                connecting: s.connecting
-            )
+        var total = PoolStatistics()
+        let onOwnLoop = self.currentLoopIndex != nil
+        for p in self.pools {
+            let pool = UnsafeTransfer(p)
+            let s: ConnectionPool.Snapshot?
+            if p.loop.inEventLoop {
+                s = p.snapshot()
+            } else if onOwnLoop {
+                s = p.publishedSnapshot()
+            } else {
+                s = try? p.loop.submitAndWait { pool.value.snapshot() }
+            }
+            guard let s else { continue }
+            total.openConnections += s.openConnections
+            total.idleConnections += s.idleConnections
+            total.waitingTasks += s.waitingTasks
+            total.runningTasks += s.runningTasks
+            total.connecting += s.connecting
         }
-        if self.eventLoop.inEventLoop { return read() }
-        return (try? self.eventLoop.submitAndWait(read)) ?? PoolStatistics()
+        return total
     }
 
-    private func onLoop(_ body: @escaping @Sendable () -> Void) {
-        if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
+    private static func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { body() } else { loop.execute(body) }
     }
 
     /// `body` gzip-compressed (byte bodies; a stream is refused with a clear error).

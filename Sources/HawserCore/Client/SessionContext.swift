@@ -1,6 +1,7 @@
-// What a session's tasks, connections and pool share on its loop, apart from the pool's own
-// bookkeeping: the configuration, the delegates, the TLS context, Digest nonce counts, and the
-// one read buffer. Loop-confined.
+// What a session's tasks, connections and pool share on one of its loops, apart from the pool's
+// own bookkeeping: the configuration, the delegates, the TLS context, Digest nonce counts (the
+// session's one authenticator, thread-safe), and the loop's one read buffer. Loop-confined; a
+// session over several loops has one per loop.
 import HawserAuth
 import HawserBase
 import HawserCache
@@ -15,8 +16,9 @@ final class SessionContext: @unchecked Sendable {
     /// The session-level delegate, asked about challenges the task's delegate leaves alone.
     let sessionDelegate: (any SessionDelegate)?
     weak var session: Session?
-    /// Nonce counts of the Digest challenges this session answered.
-    let digestAuthenticator = DigestAuthenticator()
+    /// Nonce counts of the Digest challenges this session answered (one for the session: every
+    /// loop's context holds the same, thread-safe one).
+    let digestAuthenticator: DigestAuthenticator
     /// The one receive buffer all of this session's connections read into (they share a thread,
     /// so one at a time), and which connection holds it right now.
     let readBuffer: ReadBuffer
@@ -43,8 +45,14 @@ final class SessionContext: @unchecked Sendable {
     let maximumReceiveBytesPerSecond: Int64
     let maximumSendBytesPerSecond: Int64
 
-    init(loop: EventLoop, configuration: SessionConfiguration, sessionDelegate: (any SessionDelegate)?) {
+    init(
+        loop: EventLoop,
+        configuration: SessionConfiguration,
+        sessionDelegate: (any SessionDelegate)?,
+        digestAuthenticator: DigestAuthenticator = DigestAuthenticator()
+    ) {
         self.loop = loop
+        self.digestAuthenticator = digestAuthenticator
         self.configuration = configuration
         self.sessionDelegate = sessionDelegate
         self.readBuffer = ReadBuffer(capacity: configuration.readChunkSize)

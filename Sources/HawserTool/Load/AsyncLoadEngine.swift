@@ -1,17 +1,19 @@
 // The session engine with async callers (`--engine session --api async`): `connections` Swift
-// tasks, each awaiting `Session.response(for:)` in a loop, the way an application calls Hawser.
+// tasks, each awaiting `Session.response(for:)` in a loop, the way an application calls Hawser;
+// with -t N the session spans N loops (each with its own connections).
 // Where those tasks run is `--executor`: on the event loops installed as the global executor
 // (installed, the default), on the default executor (default: the tool leaves the runtime's
 // executor alone), or on the default executor with each task preferring the session's loop (loop).
 import HawserCore
 import Synchronization
 
-/// `connections` async callers over one `Session`.
+/// `connections` async callers over one `Session` on `threads` loops.
 final class AsyncSessionLoadEngine: LoadEngine, @unchecked Sendable {
     let session: Session
-    let loop: EventLoop
-    /// The loop is the engine's own (shut down at the end), not one of the shared group's.
-    private let ownsLoop: Bool
+    /// The session's loops (-t): with more than one, one session spans them all.
+    let loops: [EventLoop]
+    /// The loops are the engine's own (shut down at the end), not the shared group's.
+    private let ownsLoops: Bool
     /// The callers run on several threads: every record goes through `lock`.
     private let recorder = LoadRecorder()
     private let lock = Mutex(())
@@ -23,27 +25,32 @@ final class AsyncSessionLoadEngine: LoadEngine, @unchecked Sendable {
     private let running = Atomic<Int>(0)
     private let onDone = Mutex<(@Sendable () -> Void)?>(nil)
 
-    var recorders: [(EventLoop, LoadRecorder)] { [(self.loop, self.recorder)] }
+    var recorders: [(EventLoop, LoadRecorder)] { [(self.loops[0], self.recorder)] }
 
     init(
         configuration: SessionConfiguration,
         requests: [HTTPClientRequest],
         plan: LoadPlan,
+        threads: Int,
         executor: LoadOptions.Executor
     ) throws {
         var config = configuration
         config.maximumConnectionsPerHost = plan.connections
         if let t = plan.timeout { config.timeoutIntervalForResource = t }
-        if executor == .installed && EventLoopGroup.shared.isGlobalExecutor {
-            // The session on one of the loops that run the callers: a task that awaits it
-            // resumes on that loop and stays there, with no hand-off.
-            self.loop = EventLoopGroup.shared.loops[0]
-            self.ownsLoop = false
+        let shared = EventLoopGroup.shared
+        if executor == .installed && shared.isGlobalExecutor && threads <= shared.loops.count {
+            // The session on loops that run the callers: a caller is served by the connections
+            // of the loop it runs on, with no hand-off.
+            self.loops = Array(shared.loops.prefix(threads))
+            self.ownsLoops = false
         } else {
-            self.loop = try EventLoop(name: "hawser-load")
-            self.ownsLoop = true
+            self.loops = try (0..<threads).map { try EventLoop(name: "hawser-load-\($0)") }
+            self.ownsLoops = true
         }
-        self.session = Session(configuration: config, eventLoop: self.loop)
+        self.session =
+            self.loops.count == 1
+            ? Session(configuration: config, eventLoop: self.loops[0])
+            : Session(configuration: config, eventLoops: self.loops)
         self.recorder.closedLoop = plan.rate == nil
         self.requests = requests
         self.plan = plan
@@ -59,7 +66,8 @@ final class AsyncSessionLoadEngine: LoadEngine, @unchecked Sendable {
         self.running.store(self.plan.connections, ordering: .relaxed)
         for i in 0..<self.plan.connections {
             if self.executor == .loop {
-                Task(executorPreference: self.loop) { await self.caller(i, origin: origin) }
+                // Caller i prefers loop i mod t: it is served by that loop's connections.
+                Task(executorPreference: self.loops[i % self.loops.count]) { await self.caller(i, origin: origin) }
             } else {
                 Task.detached { await self.caller(i, origin: origin) }
             }
@@ -123,6 +131,6 @@ final class AsyncSessionLoadEngine: LoadEngine, @unchecked Sendable {
 
     func shutdown() {
         self.session.shutdown()
-        if self.ownsLoop { self.loop.shutdown() }
+        if self.ownsLoops { for l in self.loops { l.shutdown() } }
     }
 }

@@ -127,6 +127,7 @@ enum LoadCommand {
                     configuration: config,
                     requests: requests,
                     plan: plan,
+                    threads: o.threads,
                     executor: o.executor ?? .installed
                 )
             } else {

@@ -263,13 +263,11 @@ struct LoadOptions {
             if self.executor != nil && self.api != .async {
                 throw UsageError(description: "--executor places async callers: it needs --api async")
             }
-            if self.threads > 1 && self.api == .async {
+            if self.threads > 1 && self.api == .completion {
                 throw UsageError(
-                    description: "-t \(self.threads) with --api async: the async callers' session runs on one loop"
+                    description:
+                        "-t \(self.threads) with --api completion: the completion chains run on one loop (use --api async or --engine raw)"
                 )
-            }
-            if self.threads > 1 {
-                throw UsageError(description: "-t \(self.threads) needs --engine raw (the session runs on one loop)")
             }
         }
     }
@@ -280,7 +278,9 @@ struct LoadOptions {
 
         How long and how hard
           -c, --connections N      connections held open (default 10)
-          -t, --threads N          event loops, one thread each (default 1; raw engine)
+          -t, --threads N          event loops, one thread each (default 1): the raw engine's
+                                   connections spread over them, or one session over N loops
+                                   (--api async)
           -d, --duration T         run for T: seconds, or 10s, 2m, 1h (default 10s)
           -n, --requests-total N   send N requests in all, then stop (excludes -d)
           -R, --rate RATE          open loop: RATE requests/s in all, RATE/c per connection at
@@ -307,7 +307,7 @@ struct LoadOptions {
               --engine raw|session raw: the engine's loops and parser over raw sockets, the floor
                                    comparable to wrk (plain http; -t; every flag above but TLS and
                                    --unix-socket). session: the public Session API (TLS,
-                                   --unix-socket, one loop). Default: raw when the flags allow it.
+                                   --unix-socket). Default: raw when the flags allow it.
               --api completion|async
                                    session engine: completion chains of Session.execute on the
                                    session's loop (default), or -c Swift tasks awaiting
