@@ -52,12 +52,22 @@ static CHAWSER_SWIFTCC void chawser_enqueue_deadline_hook(long long sec, long lo
     }
 }
 
-static void **hook_slot(const char *name) { return (void **)dlsym(RTLD_DEFAULT, name); }
+// The hook variables, referenced weakly: the linker resolves them against the concurrency
+// runtime whether it is a shared library (the dynamic loader binds them) or linked statically
+// (the static hawser, which exports no symbol, so dlsym could not find them there). A runtime
+// without them leaves the references null; dlsym is the fallback.
+extern void *swift_task_enqueueGlobal_hook __attribute__((weak));
+extern void *swift_task_enqueueGlobalWithDelay_hook __attribute__((weak));
+extern void *swift_task_enqueueGlobalWithDeadline_hook __attribute__((weak));
+
+static void **hook_slot(const char *name, void **linked) {
+    return linked ? linked : (void **)dlsym(RTLD_DEFAULT, name);
+}
 
 int CHawser_install_global_executor_hooks(CHawser_enqueue_job_fn enqueue, CHawser_enqueue_job_at_fn enqueue_at) {
-    void **global = hook_slot("swift_task_enqueueGlobal_hook");
-    void **delay = hook_slot("swift_task_enqueueGlobalWithDelay_hook");
-    void **deadline = hook_slot("swift_task_enqueueGlobalWithDeadline_hook");
+    void **global = hook_slot("swift_task_enqueueGlobal_hook", &swift_task_enqueueGlobal_hook);
+    void **delay = hook_slot("swift_task_enqueueGlobalWithDelay_hook", &swift_task_enqueueGlobalWithDelay_hook);
+    void **deadline = hook_slot("swift_task_enqueueGlobalWithDeadline_hook", &swift_task_enqueueGlobalWithDeadline_hook);
     if (!global || !delay || !deadline) return CHAWSER_EXECUTOR_NO_HOOKS;
     if (__atomic_load_n(global, __ATOMIC_ACQUIRE) || __atomic_load_n(delay, __ATOMIC_ACQUIRE)
         || __atomic_load_n(deadline, __ATOMIC_ACQUIRE)) {
@@ -73,7 +83,7 @@ int CHawser_install_global_executor_hooks(CHawser_enqueue_job_fn enqueue, CHawse
 }
 
 int CHawser_global_enqueue_hook_is_set(void) {
-    void **global = hook_slot("swift_task_enqueueGlobal_hook");
+    void **global = hook_slot("swift_task_enqueueGlobal_hook", &swift_task_enqueueGlobal_hook);
     if (!global) return -1;
     return __atomic_load_n(global, __ATOMIC_ACQUIRE) != 0;
 }
