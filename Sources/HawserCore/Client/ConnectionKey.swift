@@ -30,7 +30,27 @@ public struct ConnectionKey: Sendable, Hashable, CustomStringConvertible {
 
 extension HTTPClientRequest {
     /// Validates the URL and derives the connection key, request target and Host value.
+    ///
+    /// The checked origin of an absolute `http`/`https` URL is cached by its exact text
+    /// (``WireInfoCache``): the next request to that origin skips the authority check and only
+    /// slices its target out of the URL's text.
     func wireInfo() throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
+        guard let split = Self.splitForWire(self.url) else { return try self.checkedWireInfo() }
+        if let hit = WireInfoCache.shared.lookup(split.prefix) {
+            assert(
+                (try? self.checkedWireInfo()).map { $0 == (hit.key, split.target, hit.hostHeader) } ?? false,
+                "the cached wire info of \(self.url) differs from the checked one"
+            )
+            return (hit.key, split.target, hit.hostHeader)
+        }
+        let info = try self.checkedWireInfo()
+        assert(info.target == split.target, "the target sliced from \(self.url) differs from the URL's own")
+        WireInfoCache.shared.store(split.prefix, key: info.key, hostHeader: info.hostHeader)
+        return info
+    }
+
+    /// ``wireInfo()`` without the cache: parses and checks the URL's authority.
+    func checkedWireInfo() throws(HawserError) -> (key: ConnectionKey, target: String, hostHeader: String) {
         guard let scheme = self.url.scheme?.lowercased() else {
             throw HawserError(.unsupportedURL, "URL has no scheme", url: self.url)
         }
