@@ -9,6 +9,9 @@
 #
 # Environment [defaults]: ROUNDS [5] DURATION [3] CONNS [64] LOOPS [2] NGINX_WORKERS [2]
 #   EXECUTOR [installed] (--executor: installed, default or loop) OUT [a new temp dir]
+#   PEER_AHC [unset]: a peer-ahc binary (swift build -c release --package-path Benchmarks --product
+#     peer-ahc); adds AsyncHTTPClient on LOOPS loops, its async/await API with NIO's loops installed
+#     as the global executor (--api async-nio), and the -t LOOPS session's ratio to it per CPU-second
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -24,8 +27,15 @@ url="http://127.0.0.1:$port/hello"
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); nginx workers $NGINX_WORKERS; -c $CONNS, ${SECONDS_EACH}s, --executor $EXECUTOR" | tee "$OUT/results.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
   order="1 $LOOPS"; (( r % 2 == 0 )) && order="$LOOPS 1"
+  if [[ -n "${PEER_AHC:-}" ]]; then
+    if (( r % 2 == 0 )); then order="ahc $order"; else order="$order ahc"; fi
+  fi
   for t in $order; do
-    line=$("$HAWSER" load --result-line -q --engine session --api async --executor "$EXECUTOR" -t "$t" -c "$CONNS" -d "$SECONDS_EACH" "$url" | grep '^RESULT')
+    if [[ "$t" == ahc ]]; then
+      line=$("$PEER_AHC" --api async-nio -t "$LOOPS" -c "$CONNS" -d "$SECONDS_EACH" "$url" | grep '^RESULT')
+    else
+      line=$("$HAWSER" load --result-line -q --engine session --api async --executor "$EXECUTOR" -t "$t" -c "$CONNS" -d "$SECONDS_EACH" "$url" | grep '^RESULT')
+    fi
     echo "round=$r t=$t $line" | tee -a "$OUT/results.txt"
   done
 done
@@ -44,5 +54,9 @@ awk -v L="$LOOPS" '
     printf "%-6s %12.0f %16.0f\n", 1, med(rps, 1), med(rpc, 1)
     printf "%-6s %12.0f %16.0f\n", L, med(rps, L), med(rpc, L)
     printf "ratio -t %s / -t 1: %.2f req/s, %.2f req/CPU-s\n", L, med(rps, L) / med(rps, 1), med(rpc, L) / med(rpc, 1)
+    if (n["ahc"] > 0) {
+      printf "%-6s %12.0f %16.0f\n", "AHC", med(rps, "ahc"), med(rpc, "ahc")
+      printf "ratio -t %s / AHC (%s loops, NIO as the executor): %.2f req/s, %.2f req/CPU-s\n", L, L, med(rps, L) / med(rps, "ahc"), med(rpc, L) / med(rpc, "ahc")
+    }
   }' "$OUT/results.txt" | tee -a "$OUT/results.txt"
 echo "raw results in $OUT" >&2

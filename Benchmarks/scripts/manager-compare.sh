@@ -26,6 +26,9 @@
 #                               the same clients with `--executor installed` (the event loops as the
 #                               global executor: plain tasks, plain `await`)
 #   session-loop / manager-http-loop   `--executor loop` (the calling tasks on the client's loop)
+#   before-session / before-session-inst        $BEFORE_HAWSER's `hawser load` (another build of the
+#                               tool) as session / session-inst: the engine before and after a change
+#   before-http-inst / before-json-inst         $BEFORE as manager-http-inst / manager-json-inst
 # An -inst client is divided by session-inst (or session-json-inst) when present; with curl
 # present the summary also has a ÷ libcurl column (curl-json for the /json clients).
 # The manager http row is divided by Session, the manager json row by Session /json.
@@ -40,7 +43,7 @@
 # counts (N/10 and N/2 of the c1 row) so start-up cancels out: (count(N/2) - count(N/10)) / (N/2 - N/10).
 #
 # Environment [defaults]: ROUNDS [3]  SCALE [1]  PIN [same]  CPU [0]  HAWSER_LOAD / MANAGER_LOAD
-#   [Benchmarks/.build/release/…, rebuilt unless SKIP_BUILD=1 or given]  BEFORE [unset]
+#   [Benchmarks/.build/release/…, rebuilt unless SKIP_BUILD=1 or given]  BEFORE [unset]  BEFORE_HAWSER [unset]
 #   ROWS ["c1 c64 tls"]  CLIENTS [above]  CURL_MULTI [Benchmarks/.build-peers/curl-multi]  OUT [a new temp dir: logs, results.tsv, summary.txt]
 set -euo pipefail
 
@@ -53,6 +56,7 @@ CPU="${CPU:-0}"
 ROWS="${ROWS:-c1 c64 tls}"
 ALLOCS="${ALLOCS:-0}"
 BEFORE="${BEFORE:-}"
+BEFORE_HAWSER="${BEFORE_HAWSER:-}"
 HAWSER_LOAD_SET="${HAWSER_LOAD:-}"
 MANAGER_LOAD_SET="${MANAGER_LOAD:-}"
 HAWSER_LOAD="${HAWSER_LOAD:-$bench/../.build/release/hawser}"
@@ -135,6 +139,10 @@ command_for() {   # row client → the command line
         manager-json) echo "$MANAGER_LOAD --serializer json $tls -c $c -n $n $base/json" ;;
         before-http)  echo "$BEFORE --serializer http $tls -c $c -n $n $base/hello" ;;
         before-json)  echo "$BEFORE --serializer json $tls -c $c -n $n $base/json" ;;
+        before-http-inst) echo "$BEFORE --serializer http --executor installed $tls -c $c -n $n $base/hello" ;;
+        before-json-inst) echo "$BEFORE --serializer json --executor installed $tls -c $c -n $n $base/json" ;;
+        before-session) echo "$BEFORE_HAWSER load --result-line -q --engine session --api async --executor default $tls -c $c -n $n $base/hello" ;;
+        before-session-inst) echo "$BEFORE_HAWSER load --result-line -q --engine session --api async --executor installed $tls -c $c -n $n $base/hello" ;;
     esac
 }
 
@@ -218,6 +226,10 @@ function label(c) {
     if (c == "manager-json") return "manager, JSONResponseSerializer"
     if (c == "before-http") return "before: manager, HTTP serializer"
     if (c == "before-json") return "before: manager, JSON serializer"
+    if (c == "before-http-inst") return "before: manager, HTTP serializer, executor installed"
+    if (c == "before-json-inst") return "before: manager, JSON serializer, executor installed"
+    if (c == "before-session") return "before: Session (/hello)"
+    if (c == "before-session-inst") return "before: Session (/hello), executor installed"
     if (c == "session-inst") return "Session (/hello), executor installed"
     if (c == "session-loop") return "Session (/hello), tasks on its loop"
     if (c == "session-json-inst") return "Session (/json), executor installed"

@@ -1,6 +1,6 @@
 // peer-ahc: hawser-load's load, through AsyncHTTPClient 1.37 (the peer of issues 4 and 2).
 //
-//   peer-ahc [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] [--api future|future-channel|async] URL
+//   peer-ahc [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] [--api future|future-channel|async|async-nio] URL
 //
 // One HTTPClient on its own MultiThreadedEventLoopGroup: -t threads (default 1 for -c 1, one
 // per core otherwise), connection pool soft limit = -c, -c requests in flight (keep-alive GETs,
@@ -20,6 +20,10 @@
 //   --api async: the async/await API (`execute(_ HTTPClientRequest, timeout:)` + `body.collect`)
 //       from -c tasks on Swift's global (cooperative) executor: what `await client.execute` gives
 //       an application by default (two thread hops per request).
+//   --api async-nio: the same async/await API with NIO's singleton group (-t loops) installed as
+//       Swift's global executor (`NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAs-
+//       ConcurrencyGlobalExecutor()`) and used as the client's group: every `await` runs on the
+//       loops, NIO's own answer to the hops (the peer of `hawser load --executor installed`).
 //
 // Last line: `RESULT requests=N errors=E seconds=S rps=R cpu_user=U cpu_sys=S maxrss_kb=K ...`
 // (see PeerSupport).  Non-2xx responses and failures count as errors.
@@ -34,7 +38,7 @@ import Glibc
 #endif
 
 let tool = "peer-ahc"
-let extra = " [--api future|future-channel|async]"
+let extra = " [--api future|future-channel|async|async-nio]"
 
 /// One request slot of the future API: sends, on its own loop, the next request when the
 /// previous one completes.  Reused for its sequential requests: its state is touched only
@@ -174,11 +178,20 @@ struct PeerAHC {
         peerProcessSetup()
         let o = parsePeerOptions(tool, extra: extra)
         let api = o.api ?? "future"
-        guard ["future", "future-channel", "async"].contains(api) else {
-            peerUsage(tool, "--api takes future, future-channel or async", extra: extra)
+        guard ["future", "future-channel", "async", "async-nio"].contains(api) else {
+            peerUsage(tool, "--api takes future, future-channel, async or async-nio", extra: extra)
         }
         let threads = o.threads > 0 ? o.threads : (o.connections == 1 ? 1 : peerCoreCount())
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let group: MultiThreadedEventLoopGroup
+        if api == "async-nio" {
+            NIOSingletons.groupLoopCountSuggestion = threads
+            guard NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() else {
+                peerUsage(tool, "NIO could not install its loops as the global executor", extra: extra)
+            }
+            group = MultiThreadedEventLoopGroup.singleton
+        } else {
+            group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        }
         var config = HTTPClient.Configuration()
         config.connectionPool = .init(
             idleTimeout: .seconds(60),
@@ -190,13 +203,14 @@ struct PeerAHC {
         print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)")
         print(
             "  AsyncHTTPClient 1.37.0, \(threads) event loop thread(s), \(o.connections) connections, "
-                + (api == "async"
+                + (api == "async" || api == "async-nio"
                     ? "async/await execute from \(o.connections) tasks on the global executor"
+                        + (api == "async-nio" ? " (NIO's loops installed as it)" : "")
                     : "execute(request:delegate:eventLoop: \(api == "future" ? ".delegate(on:)" : ".delegateAndChannel(on:)")) chained on the loops")
         )
         let counters = PeerCounters()
         let elapsed =
-            api == "async"
+            api == "async" || api == "async-nio"
             ? await runAsync(o, client: client, counters: counters)
             : runFuture(
                 o,
@@ -207,7 +221,7 @@ struct PeerAHC {
             )
         let status = peerReport(counters, elapsedNanos: elapsed)
         try await client.shutdown()
-        try await group.shutdownGracefully()
+        if api != "async-nio" { try await group.shutdownGracefully() }  // the singleton is never shut down
         exit(status)
     }
 }
