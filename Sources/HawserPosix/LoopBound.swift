@@ -9,6 +9,8 @@
 /// `init(_:loop:)` checks that the value starts on its loop. A value built elsewhere and handed to
 /// the loop before anyone uses it (a listener made inside `submitAndWait`, a task created on the
 /// caller's thread and then scheduled) uses `init(handingOver:to:)`, which checks only the uses.
+/// The checks are compiled only into debug builds (`#if DEBUG`), so a release build's accessors
+/// are plain loads and stores even where the call into the loop's module is not inlined.
 package struct LoopBound<Value>: @unchecked Sendable {
     /// The loop the value belongs to.
     package let loop: EventLoop
@@ -17,7 +19,9 @@ package struct LoopBound<Value>: @unchecked Sendable {
     /// Binds `value`, created on `loop`'s thread, to that loop.
     @inline(__always)
     package init(_ value: Value, loop: EventLoop, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
         loop.assertInLoop(file, line)
+        #endif
         self.loop = loop
         self.storage = value
     }
@@ -33,11 +37,15 @@ package struct LoopBound<Value>: @unchecked Sendable {
     /// The value; only on the loop's thread (checked in debug builds).
     package var value: Value {
         @inline(__always) get {
+            #if DEBUG
             self.loop.assertInLoop()
+            #endif
             return self.storage
         }
         @inline(__always) set {
+            #if DEBUG
             self.loop.assertInLoop()
+            #endif
             self.storage = newValue
         }
     }
