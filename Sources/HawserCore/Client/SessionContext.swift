@@ -137,7 +137,7 @@ final class SessionContext: @unchecked Sendable {
         _ answer: @escaping @Sendable (ChallengeDisposition) -> Void
     ) -> @Sendable () -> Void {
         let loop = self.loop
-        let context = UnsafeTransfer(self)
+        let context = LoopBound(handingOver: self, to: loop)
         return {
             let ask: @Sendable () -> Void = {
                 guard let delegate = context.value.sessionDelegate, let session = context.value.session else {
@@ -246,7 +246,7 @@ final class SessionContext: @unchecked Sendable {
             return e
         }
         let loop = self.loop
-        let decideOnLoop = UnsafeTransfer(decide)
+        let decideOnLoop = LoopBound(decide, loop: loop)
         let answer: @Sendable (ChallengeDisposition) -> Void = { disposition in
             let result: HawserError?
             switch disposition {

@@ -127,7 +127,7 @@ final class PoolGroup: @unchecked Sendable {
         if !granted {
             for (i, p) in self.pools.enumerated() where i != loop {
                 guard let pool = p.pool else { continue }
-                let transfer = UnsafeTransfer(pool)
+                let transfer = LoopBound(handingOver: pool, to: pool.loop)
                 pool.loop.execute { transfer.value.yieldIdle(key) }
             }
         }
@@ -143,7 +143,7 @@ final class PoolGroup: @unchecked Sendable {
         }
         for i in wake {
             guard let pool = self.pools[i].pool else { continue }
-            let transfer = UnsafeTransfer(pool)
+            let transfer = LoopBound(handingOver: pool, to: pool.loop)
             pool.loop.execute { transfer.value.permitAvailable(key) }
         }
     }
