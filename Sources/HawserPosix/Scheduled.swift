@@ -37,6 +37,10 @@ public final class Scheduled: @unchecked Sendable {
 /// One unit of loop work: a closure, or a Swift job (the loop as a TaskExecutor). Arrays hold
 /// it as a struct, so a closure is stored as it is: an array of `() -> Void` stores each one
 /// behind a heap-allocated reabstraction thunk.
+///
+/// `@unchecked Sendable`: it crosses threads only through the loop's mutex-guarded queue, and
+/// its closure is `@Sendable` unless it was queued on the loop's own thread (`executeInLoop`,
+/// which asserts that).
 struct LoopWork: @unchecked Sendable {
     enum Kind {
         case closure(() -> Void)

@@ -560,6 +560,7 @@ private func parse(_ der: [UInt8]) throws(TestPKIError) -> OpaquePointer {
 }
 
 /// The CA certificates (one reference each) and keys that sign OCSP responses and CRLs.
+/// `@unchecked Sendable`: OpenSSL objects that are only read after init.
 private final class Signers: @unchecked Sendable {
     let root: (OpaquePointer, Key)
     let intermediate: (OpaquePointer, Key)

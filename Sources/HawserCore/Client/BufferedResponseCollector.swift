@@ -8,6 +8,10 @@ import HawserHTTP1
 /// byte of it is read, and the connection is closed; a body of unknown length (chunked,
 /// close-delimited, decoded) is refused as soon as one more byte would go past the limit, and
 /// the buffer grows by doubling but never past the limit.
+///
+/// `@unchecked Sendable` because `ResponseDelegate` is `Sendable`: its fields are used only on
+/// its task's loop (the delegate callbacks run there); they are not in a `LoopBound` because the
+/// body grows per chunk and a get/set box would copy it on each append.
 final class BufferedResponseCollector: ResponseDelegate, @unchecked Sendable {
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []

@@ -10,6 +10,9 @@ import HawserPosix
 import HawserProxy
 import HawserTLS
 
+/// `@unchecked Sendable`: its fields are immutable or thread-safe (the Digest authenticator),
+/// except `readBufferOwner`, `tlsContext` and `tlsContextWaiters`, which are used only on `loop`
+/// (left out of a `LoopBound`: the buffer owner is read per received chunk).
 final class SessionContext: @unchecked Sendable {
     let loop: EventLoop
     let configuration: SessionConfiguration

@@ -83,6 +83,9 @@ struct ConnectionBudget {
 }
 
 /// What the pools of one session share across its loops (see the note at the top of this file).
+///
+/// `@unchecked Sendable`: what the loops share is in a `Mutex` and an `Atomic`; `pools` is set
+/// once by `attach(_:)`, before any request, and only read after.
 final class PoolGroup: @unchecked Sendable {
     private struct Shared {
         var budget: ConnectionBudget
