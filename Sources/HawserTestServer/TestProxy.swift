@@ -22,7 +22,7 @@ import Glibc
 ///   `407` with `Proxy-Authenticate: Basic realm="hawser-proxy"` and the connection closes.
 /// - Anything else (an origin-form request, bytes that are not text, a head over 64 KiB) gets
 ///   `400` and a close.
-public final class TestProxy: @unchecked Sendable {
+public final class TestProxy: Sendable {
     /// The port the proxy listens on.
     public let port: Int
     /// The address the proxy listens on.
@@ -33,7 +33,8 @@ public final class TestProxy: @unchecked Sendable {
     public let credentials: ProxyCredentials?
     let loop: EventLoop
     private let ownsLoop: Bool
-    private let listener: ProxyListener
+    /// The listener, on the proxy's loop (read through `submitAndWait`).
+    private let listener: LoopBound<ProxyListener>
 
     /// Starts a proxy on `host`, on a free port; with `tls`, clients must speak TLS to it first.
     public init(
@@ -61,10 +62,12 @@ public final class TestProxy: @unchecked Sendable {
         self.isTLS = tls != nil
         self.credentials = credentials
         let authorization = credentials?.basicAuthorization
-        self.listener = try l.submitAndWait { () throws -> UnsafeTransfer<ProxyListener> in
-            UnsafeTransfer(try ProxyListener(address: address, loop: l, tls: context, authorization: authorization))
-        }.value
-        self.port = self.listener.port
+        let (listener, port) = try l.submitAndWait { () throws -> (LoopBound<ProxyListener>, Int) in
+            let listener = try ProxyListener(address: address, loop: l, tls: context, authorization: authorization)
+            return (LoopBound(listener, loop: l), listener.port)
+        }
+        self.listener = listener
+        self.port = port
     }
 
     /// `https://host:port` or `http://host:port` (brackets for IPv6), without credentials.
@@ -86,14 +89,14 @@ public final class TestProxy: @unchecked Sendable {
     public var openConnections: Int { self.read { $0.clients.count } }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (ProxyListener) -> T) -> T {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return try! self.loop.submitAndWait { body(l.value) }
     }
 
     /// Closes the listener and every connection (tunnels included); stops the loop if the proxy
     /// created it.
     public func shutdown() {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         _ = try? self.loop.submitAndWait { l.value.close() }
         if self.ownsLoop { self.loop.shutdown() }
     }
@@ -395,7 +398,7 @@ final class ProxyClient: EventLoopIOHandler {
         self.setInterest(read: false, write: false)
         let name = host.lowercased() == "localhost" ? "127.0.0.1" : host
         let loop = self.loop
-        let me = UnsafeTransfer(self)
+        let me = LoopBound(self, loop: loop)
         Resolver.shared.resolve(host: name, port: port) { result in
             loop.execute {
                 let client = me.value

@@ -56,7 +56,7 @@ import Glibc
 ///   `/fault/empty` (closes without answering), `/fault/bad-chunk` (a chunk size that is not hex).
 ///
 /// With ``TLS`` settings the server speaks https (TLS through OpenSSL, as the client does).
-public final class TestServer: @unchecked Sendable {
+public final class TestServer: Sendable {
     /// How a test server speaks TLS.
     public struct TLS: Sendable {
         /// PEM: the certificate chain to present (leaf first) and its private key.
@@ -99,7 +99,8 @@ public final class TestServer: @unchecked Sendable {
     public let unixSocketPath: String?
     let loop: EventLoop
     private let ownsLoop: Bool
-    private let listener: Listener
+    /// The listener, on the server's loop (read through `submitAndWait`).
+    private let listener: LoopBound<Listener>
 
     /// Starts a server on `host`, on a free port unless `port` is given.
     public convenience init(host: String = "127.0.0.1", port: Int = 0, loop: EventLoop? = nil, tls: TLS? = nil) throws {
@@ -135,11 +136,12 @@ public final class TestServer: @unchecked Sendable {
         self.host = host
         self.unixSocketPath = address.unixPath
         self.isTLS = tls != nil
-        let listener = try l.submitAndWait { () throws -> UnsafeTransfer<Listener> in
-            UnsafeTransfer(try Listener(address: address, loop: l, tls: context))
-        }.value
+        let (listener, port) = try l.submitAndWait { () throws -> (LoopBound<Listener>, Int) in
+            let listener = try Listener(address: address, loop: l, tls: context)
+            return (LoopBound(listener, loop: l), listener.port)
+        }
         self.listener = listener
-        self.port = listener.port
+        self.port = port
     }
 
     /// Whether the server speaks https.
@@ -164,38 +166,38 @@ public final class TestServer: @unchecked Sendable {
 
     /// 200s and 304s the `/cacheable` route has answered.
     public var cacheableCounts: (produced: Int, notModified: Int) {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return (try? self.loop.submitAndWait { (l.value.produced, l.value.notModified) }) ?? (0, 0)
     }
 
     /// TLS handshakes that failed so far (https only).
     public var handshakeFailures: Int {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return (try? self.loop.submitAndWait { l.value.handshakeFailures }) ?? 0
     }
 
     /// Connections accepted so far.
     public var acceptedConnections: Int {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return (try? self.loop.submitAndWait { l.value.accepted }) ?? 0
     }
 
     /// Requests received for `target` (path and query, exactly as sent) so far.
     public func requestCount(target: String) -> Int {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return (try? self.loop.submitAndWait { l.value.requestCounts[target] ?? 0 }) ?? 0
     }
 
     /// Bytes the `/stream` routes have handed to their sockets so far (a client that stops reading
     /// holds this back once the socket buffers are full).
     public var streamedBytes: Int {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         return (try? self.loop.submitAndWait { l.value.streamed }) ?? 0
     }
 
     /// Closes the listener and every connection; stops the loop if the server created it.
     public func shutdown() {
-        let l = UnsafeTransfer(self.listener)
+        let l = self.listener
         _ = try? self.loop.submitAndWait { l.value.close() }
         if self.ownsLoop { self.loop.shutdown() }
     }

@@ -2,7 +2,9 @@
 // sockets, runs TLS to an https proxy and hands the proxy's chain to the proxy's trust hook,
 // speaks to the proxy (over that TLS, if any), runs the origin's TLS handshake (inside the
 // proxy's TLS, if any) and hands the origin's chain to the trust hook — and asks the machine
-// what to do after each of those. Loop-confined.
+// what to do after each of those. Loop-confined. The proxy exchange is in Connector+Proxy.swift,
+// the TLS handshakes and trust evaluation (one path for the proxy's and the origin's) in
+// Connector+TLS.swift.
 import CHawser
 import HawserBase
 import HawserPosix
@@ -67,50 +69,50 @@ final class Connector: EventLoopIOHandler {
     }
 
     /// The exchange with a proxy before the origin's bytes flow (CONNECT or SOCKS5).
-    private enum ProxyExchange {
+    enum ProxyExchange {
         case connect(HTTPConnectTunnel.ResponseReader)
         case socks(SOCKS5Handshake)
     }
 
     let key: ConnectionKey
-    private let loop: EventLoop
-    private let timeoutSeconds: Double
+    let loop: EventLoop
+    let timeoutSeconds: Double
     /// The configuration's DNS override (host → IP addresses).
-    private let dnsOverride: [String: [String]]
-    private var completion: Completion?
-    private let tlsContext: TLSContext?
-    private let trustHook: TrustHook?
+    let dnsOverride: [String: [String]]
+    var completion: Completion?
+    let tlsContext: TLSContext?
+    let trustHook: TrustHook?
     /// Ask the origin to staple an OCSP response (the session's evaluator checks one).
-    private let requestsStapledOCSP: Bool
+    let requestsStapledOCSP: Bool
     /// For an https proxy: the context its TLS is made from, and who decides about its chain.
-    private let proxyTLSContext: TLSContext?
-    private let proxyTrustHook: TrustHook?
-    private var machine: ConnectStateMachine
+    let proxyTLSContext: TLSContext?
+    let proxyTrustHook: TrustHook?
+    var machine: ConnectStateMachine
 
     /// Racing sockets by attempt id.
     private var sockets: [Int: AttemptSocket] = [:]
     /// The winning socket once it left the race (proxy exchange, TLS, trust), and its attempt.
-    private var fd: Int32 = -1
-    private var winner: (id: Int, address: SocketAddress)?
-    private var registered = false
-    private var timer: Scheduled?
-    private var attemptTimer: Scheduled?
-    private var timings = ConnectTimings()
-    private var tls: TLSStream?
+    var fd: Int32 = -1
+    var winner: (id: Int, address: SocketAddress)?
+    var registered = false
+    var timer: Scheduled?
+    var attemptTimer: Scheduled?
+    var timings = ConnectTimings()
+    var tls: TLSStream?
     /// The TLS stream to an https proxy, under the proxy exchange and the origin's TLS.
-    private var proxyTLS: TLSStream?
-    private var handshakeInterest: (read: Bool, write: Bool) = (false, false)
-    private var proxyExchange: ProxyExchange?
+    var proxyTLS: TLSStream?
+    var handshakeInterest: (read: Bool, write: Bool) = (false, false)
+    var proxyExchange: ProxyExchange?
     /// Bytes for the proxy not yet written.
-    private var proxyOutbox: [UInt8] = []
+    var proxyOutbox: [UInt8] = []
     /// Actions not yet run, and whether they are being run (events fed while running queue
     /// their actions behind, so no action runs inside another).
-    private var pending: [ConnectStateMachine.Action] = []
-    private var running = false
+    var pending: [ConnectStateMachine.Action] = []
+    var running = false
 
     /// Where the connection goes: the proxy when there is one, else the origin.
-    private var dialHost: String { self.key.proxy?.server.host ?? self.key.host }
-    private var dialPort: Int { self.key.proxy?.server.port ?? self.key.port }
+    var dialHost: String { self.key.proxy?.server.host ?? self.key.host }
+    var dialPort: Int { self.key.proxy?.server.port ?? self.key.port }
 
     init(
         key: ConnectionKey,
@@ -197,7 +199,7 @@ final class Connector: EventLoopIOHandler {
     /// The DNS override's addresses for `host` and `port` (an entry `HOST:PORT` first, then one
     /// for `HOST` alone), nil when it has none. Redirects go through here as every connection
     /// does, so an override applies to every hop that goes to its name.
-    private func overridden(_ host: String, port: Int) throws(HawserError) -> [SocketAddress]? {
+    func overridden(_ host: String, port: Int) throws(HawserError) -> [SocketAddress]? {
         guard !self.dnsOverride.isEmpty else { return nil }
         let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         guard
@@ -221,7 +223,7 @@ final class Connector: EventLoopIOHandler {
 
     // MARK: - Running actions
 
-    private func feed(_ actions: [ConnectStateMachine.Action]) {
+    func feed(_ actions: [ConnectStateMachine.Action]) {
         self.pending.append(contentsOf: actions)
         guard !self.running else { return }
         self.running = true
@@ -235,7 +237,7 @@ final class Connector: EventLoopIOHandler {
         switch action {
         case .resolve:
             let loop = self.loop
-            let box = UnsafeTransfer(self)
+            let box = LoopBound(self, loop: self.loop)
             Resolver.shared.resolve(host: self.dialHost, port: self.dialPort) { result in
                 loop.execute {
                     let me = box.value
@@ -264,17 +266,17 @@ final class Connector: EventLoopIOHandler {
             }
         case .startProxyTLS(let id):
             self.takeWinner(id)
-            self.startProxyTLS()
+            self.startTLS(.proxy)
         case .evaluateProxyTrust:
-            self.evaluateProxyTrust()
+            self.evaluateTrust(.proxy)
         case .startProxyExchange(let id):
             self.takeWinner(id)
             self.startProxyExchange()
         case .startTLS(let id):
             self.takeWinner(id)
-            self.startTLS()
+            self.startTLS(.origin)
         case .evaluateTrust:
-            self.evaluateTrust()
+            self.evaluateTrust(.origin)
         case .succeed(let id):
             self.takeWinner(id)
             self.succeed()
@@ -352,7 +354,7 @@ final class Connector: EventLoopIOHandler {
         self.fd = -1
     }
 
-    private func setInterest(read: Bool, write: Bool) throws(IOError) {
+    func setInterest(read: Bool, write: Bool) throws(IOError) {
         if self.registered {
             self.loop.setInterest(fd: self.fd, readable: read, writable: write)
         } else {
@@ -383,424 +385,6 @@ final class Connector: EventLoopIOHandler {
             self.readFromProxy()
         default: break
         }
-    }
-
-    // MARK: - Proxies
-
-    private func proxyFinished(_ result: Result<Void, HawserError>) {
-        self.feed(self.machine.proxyExchangeFinished(result))
-    }
-
-    private func startProxyExchange() {
-        guard let proxy = self.key.proxy else { return }
-        do {
-            try self.setInterest(read: true, write: false)
-        } catch {
-            self.proxyFinished(
-                .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
-            )
-            return
-        }
-        switch proxy.mode {
-        case .forward:
-            self.proxyFinished(.success(()))
-            return
-        case .connectTunnel:
-            do {
-                self.proxyOutbox = try HTTPConnectTunnel.requestHead(
-                    host: self.key.host,
-                    port: self.key.port,
-                    credentials: proxy.server.credentials
-                )
-            } catch {
-                self.proxyFinished(.failure(error.hawserError))
-                return
-            }
-            self.proxyExchange = .connect(HTTPConnectTunnel.ResponseReader(host: self.key.host, port: self.key.port))
-        case .socks5(let remoteDNS):
-            if let literal = SocketAddress(ipAddress: self.key.host, port: self.key.port) {
-                self.beginSOCKS(.address(literal), proxy)
-            } else if let override = try? self.overridden(self.key.host, port: self.key.port),
-                let first = override.first
-            {
-                // The override says where the origin is, wherever the proxy is.
-                self.beginSOCKS(.address(first), proxy)
-            } else if remoteDNS {
-                self.beginSOCKS(.hostname(self.key.host), proxy)
-            } else {
-                // socks5:// resolves here, off the loop, then hands the proxy an address.
-                let loop = self.loop
-                let box = UnsafeTransfer(self)
-                Resolver.shared.resolve(host: self.key.host, port: self.key.port) { result in
-                    loop.execute {
-                        let me = box.value
-                        guard me.completion != nil, me.machine.phase == .proxyHandshake else { return }
-                        switch result {
-                        case .success(let addresses) where !addresses.isEmpty:
-                            me.beginSOCKS(.address(addresses[0]), proxy)
-                        case .success:
-                            me.proxyFinished(.failure(HawserError(.cannotResolveHost, "\(me.key.host) has no address")))
-                        case .failure(let e):
-                            me.proxyFinished(.failure(HawserError(.cannotResolveHost, e.description, underlying: e)))
-                        }
-                    }
-                }
-            }
-            return
-        }
-        self.flushProxyOutbox()
-    }
-
-    private func beginSOCKS(_ destination: SOCKS5Handshake.Destination, _ proxy: ProxyTarget) {
-        do {
-            var handshake = try SOCKS5Handshake(
-                destination: destination,
-                port: self.key.port,
-                credentials: proxy.server.credentials
-            )
-            self.proxyOutbox = handshake.start()
-            self.proxyExchange = .socks(handshake)
-        } catch {
-            self.proxyFinished(.failure(error.hawserError))
-            return
-        }
-        self.flushProxyOutbox()
-    }
-
-    /// What one read or write of the proxy exchange did, on the socket or over the proxy's TLS.
-    private enum ProxyIO {
-        case bytes(Int)
-        /// Nothing moved: wait for the socket to become readable (or writable).
-        case wait(writable: Bool)
-        case eof
-        case failed(HawserError)
-    }
-
-    private var proxyName: String { self.key.proxy.map { "\($0.server)" } ?? "the proxy" }
-
-    private func proxySend(_ raw: UnsafeRawBufferPointer) -> ProxyIO {
-        if let tls = self.proxyTLS {
-            switch tls.write(raw) {
-            case .bytes(let n): return .bytes(n)
-            case .wantWrite: return .wait(writable: true)
-            case .wantRead: return .wait(writable: false)
-            case .closed:
-                return .failed(HawserError(.proxyError, "the proxy \(self.proxyName) closed the TLS connection"))
-            case .failed(let message, _):
-                return .failed(
-                    HawserError(.proxyError, "writing to the proxy \(self.proxyName) over TLS failed: \(message)")
-                )
-            }
-        }
-        do {
-            switch try Posix.send(self.fd, raw) {
-            case .processed(let n): return .bytes(n)
-            case .wouldBlock: return .wait(writable: true)
-            }
-        } catch {
-            return .failed(
-                HawserError(.proxyError, "writing to the proxy \(self.proxyName) failed: \(error)", underlying: error)
-            )
-        }
-    }
-
-    private func proxyReceive(_ raw: UnsafeMutableRawBufferPointer) -> ProxyIO {
-        if let tls = self.proxyTLS {
-            switch tls.read(into: raw) {
-            case .bytes(let n): return .bytes(n)
-            case .wantRead: return .wait(writable: false)
-            case .wantWrite: return .wait(writable: true)
-            case .closed: return .eof
-            case .failed(let message, _):
-                return .failed(
-                    HawserError(.proxyError, "reading from the proxy \(self.proxyName) over TLS failed: \(message)")
-                )
-            }
-        }
-        do {
-            switch try Posix.read(self.fd, raw) {
-            case .processed(0): return .eof
-            case .processed(let n): return .bytes(n)
-            case .wouldBlock: return .wait(writable: false)
-            }
-        } catch {
-            return .failed(
-                HawserError(.proxyError, "reading from the proxy \(self.proxyName) failed: \(error)", underlying: error)
-            )
-        }
-    }
-
-    private func flushProxyOutbox() {
-        while !self.proxyOutbox.isEmpty, self.machine.phase == .proxyHandshake {
-            switch self.proxyOutbox.withUnsafeBytes({ self.proxySend($0) }) {
-            case .bytes(let n):
-                self.proxyOutbox.removeFirst(n)
-            case .wait(let writable):
-                self.loop.setInterest(fd: self.fd, readable: true, writable: writable)
-                return
-            case .eof:
-                self.proxyFinished(
-                    .failure(HawserError(.proxyError, "the proxy \(self.proxyName) closed the connection"))
-                )
-                return
-            case .failed(let error):
-                self.proxyFinished(.failure(error))
-                return
-            }
-        }
-        if self.machine.phase == .proxyHandshake { self.loop.setInterest(fd: self.fd, readable: true, writable: false) }
-    }
-
-    private func readFromProxy() {
-        // Over TLS, records OpenSSL read ahead are not seen by epoll: read while it holds some.
-        repeat {
-            self.readFromProxyOnce()
-        } while self.machine.phase == .proxyHandshake && self.proxyTLS?.hasBufferedPlaintext == true
-    }
-
-    private func readFromProxyOnce() {
-        guard self.machine.phase == .proxyHandshake, let exchange = self.proxyExchange else { return }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let bytes: [UInt8]
-        switch buffer.withUnsafeMutableBytes({ self.proxyReceive($0) }) {
-        case .wait(let writable):
-            if writable || !self.proxyOutbox.isEmpty {
-                self.loop.setInterest(fd: self.fd, readable: true, writable: true)
-            }
-            return
-        case .eof:
-            switch exchange {
-            case .connect(var reader): self.proxyFinished(.failure(reader.finish().hawserError))
-            case .socks:
-                self.proxyFinished(
-                    .failure(HawserError(.proxyError, "the SOCKS5 proxy closed the connection during its handshake"))
-                )
-            }
-            return
-        case .bytes(let n): bytes = Array(buffer[0..<n])
-        case .failed(let error):
-            self.proxyFinished(.failure(error))
-            return
-        }
-        var leftover: [UInt8] = []
-        switch exchange {
-        case .connect(var reader):
-            do {
-                let outcome = try reader.receive(bytes)
-                self.proxyExchange = .connect(reader)
-                guard case .established(let rest) = outcome else { return }
-                leftover = rest
-            } catch {
-                self.proxyFinished(.failure(error.hawserError))
-                return
-            }
-        case .socks(var handshake):
-            do {
-                let step = try handshake.receive(bytes)
-                self.proxyExchange = .socks(handshake)
-                switch step {
-                case .needMore: return
-                case .send(let out):
-                    self.proxyOutbox += out
-                    self.flushProxyOutbox()
-                    return
-                case .connected(_, let rest): leftover = rest
-                }
-            } catch {
-                self.proxyFinished(.failure(error.hawserError))
-                return
-            }
-        }
-        guard leftover.isEmpty else {
-            self.proxyFinished(
-                .failure(
-                    HawserError(
-                        .proxyError,
-                        "the proxy sent \(leftover.count) bytes before the origin could have spoken"
-                    )
-                )
-            )
-            return
-        }
-        self.loop.setInterest(fd: self.fd, readable: false, writable: false)
-        self.proxyFinished(.success(()))
-    }
-
-    // MARK: - TLS
-
-    /// TLS to the https proxy, with SNI naming the proxy and its own session cache key.
-    private func startProxyTLS() {
-        guard let context = self.proxyTLSContext, let proxy = self.key.proxy else { return }
-        do {
-            let host = proxy.server.host
-            let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host.lowercased() : nil
-            self.proxyTLS = try TLSStream(
-                client: context,
-                fd: self.fd,
-                serverName: sni,
-                origin: Self.proxyTLSOrigin(proxy.server)
-            )
-            try self.setInterest(read: false, write: true)
-            self.handshakeInterest = (false, true)
-        } catch let e as TLSError {
-            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(e))))
-            return
-        } catch {
-            self.feed(
-                self.machine.proxyTLSFinished(
-                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
-                )
-            )
-            return
-        }
-        self.continueHandshake()
-    }
-
-    /// The key the proxy's TLS sessions are cached under: apart from any origin's, so a session
-    /// trusted for one can never resume the other past its own evaluator.
-    static func proxyTLSOrigin(_ server: ProxyServer) -> String { "proxy \(server.host):\(server.port)" }
-
-    private func startTLS() {
-        guard let context = self.tlsContext else { return }
-        // The handshake runs under the same connect timeout.
-        self.timings.secureConnectionStart = self.loop.now
-        do {
-            let host = self.key.host
-            let sni = SocketAddress(ipAddress: host, port: 0) == nil ? host : nil
-            if let outer = self.proxyTLS {
-                // Through an https proxy: the origin's TLS runs inside the proxy's.
-                self.tls = try TLSStream(client: context, over: outer, serverName: sni, origin: self.tlsOrigin)
-            } else {
-                self.tls = try TLSStream(client: context, fd: self.fd, serverName: sni, origin: self.tlsOrigin)
-            }
-            if self.requestsStapledOCSP { self.tls?.requestStapledOCSP() }
-            try self.setInterest(read: false, write: true)
-            self.handshakeInterest = (false, true)
-        } catch let e as TLSError {
-            self.feed(self.machine.handshakeFinished(.failure(HawserError(e))))
-            return
-        } catch {
-            self.feed(
-                self.machine.handshakeFinished(
-                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
-                )
-            )
-            return
-        }
-        self.continueHandshake()
-    }
-
-    /// The key TLS sessions are cached under: one origin, whatever address it was reached at.
-    private var tlsOrigin: String {
-        if let path = self.key.unixSocketPath { return "unix:\(path)" }
-        return "\(self.key.host):\(self.key.port)"
-    }
-
-    private func continueHandshake() {
-        if self.machine.phase == .proxyTLSHandshake {
-            self.continueProxyHandshake()
-            return
-        }
-        guard let tls = self.tls, self.machine.phase == .tlsHandshake else { return }
-        switch tls.handshake() {
-        case .wantRead:
-            self.setHandshakeInterest(read: true, write: false)
-        case .wantWrite:
-            self.setHandshakeInterest(read: false, write: true)
-        case .failed(let message, let reasons):
-            self.tlsContext?.removeSession(for: tls.origin)
-            let code: HawserError.Code =
-                reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED))
-                    || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
-                ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(
-                self.machine.handshakeFinished(
-                    .failure(
-                        HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")
-                    )
-                )
-            )
-        case .done:
-            self.timings.secureConnectionEnd = self.loop.now
-            self.timings.tlsResumed = tls.isResumed
-            self.timings.tlsProtocol = tls.protocolVersion
-            self.timings.tlsCipherSuite = tls.cipherSuite
-            self.timings.tlsALPN = tls.negotiatedALPN
-            self.setHandshakeInterest(read: false, write: false)
-            // Without a hook (no policy at all) the handshake is the whole check.
-            self.feed(self.machine.handshakeFinished(.success(tls.isResumed || self.trustHook == nil)))
-        }
-    }
-
-    private func continueProxyHandshake() {
-        guard let tls = self.proxyTLS, let proxy = self.key.proxy else { return }
-        switch tls.handshake() {
-        case .wantRead:
-            self.setHandshakeInterest(read: true, write: false)
-        case .wantWrite:
-            self.setHandshakeInterest(read: false, write: true)
-        case .failed(let message, let reasons):
-            self.proxyTLSContext?.removeSession(for: tls.origin)
-            let code: HawserError.Code =
-                TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(
-                self.machine.proxyTLSFinished(
-                    .failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)"))
-                )
-            )
-        case .done:
-            self.setHandshakeInterest(read: false, write: false)
-            let resumed = tls.isResumed
-            // A resumed session was trusted before (only those are kept); without a hook the
-            // handshake is the whole check.
-            if resumed || self.proxyTrustHook == nil { tls.markTrusted() }
-            self.feed(self.machine.proxyTLSFinished(.success(resumed || self.proxyTrustHook == nil)))
-        }
-    }
-
-    private func evaluateProxyTrust() {
-        guard let tls = self.proxyTLS, let hook = self.proxyTrustHook else { return }
-        let chain = tls.peerCertificates()
-        var decided = false
-        hook(self, chain) { [unowned(unsafe) self] error in
-            guard !decided else { return }
-            decided = true
-            guard self.machine.phase == .evaluatingProxyTrust else { return }
-            if error != nil {
-                self.proxyTLSContext?.removeSession(for: tls.origin)
-            } else {
-                // Its sessions may be kept from now on.
-                tls.markTrusted()
-            }
-            self.feed(self.machine.proxyTrustDecided(error))
-        }
-    }
-
-    /// The OCSP response the origin stapled to the handshake, if it stapled one.
-    var stapledOCSPResponse: [UInt8]? { self.tls?.stapledOCSPResponse() }
-
-    private func evaluateTrust() {
-        guard let tls = self.tls, let hook = self.trustHook else { return }
-        let chain = tls.peerCertificates()
-        var decided = false
-        hook(self, chain) { [unowned(unsafe) self] error in
-            guard !decided else { return }
-            decided = true
-            guard self.machine.phase == .evaluatingTrust else { return }
-            if error != nil {
-                self.tlsContext?.removeSession(for: tls.origin)
-            } else {
-                // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
-                self.timings.secureConnectionEnd = self.loop.now
-            }
-            self.feed(self.machine.trustDecided(error))
-        }
-    }
-
-    private func setHandshakeInterest(read: Bool, write: Bool) {
-        guard self.handshakeInterest != (read, write) else { return }
-        self.handshakeInterest = (read, write)
-        self.loop.setInterest(fd: self.fd, readable: read, writable: write)
     }
 
     // MARK: - Ending

@@ -183,8 +183,8 @@ public final class Session: Sendable {
         self.pool = pools[0]
         for (context, pool) in zip(contexts, pools) {
             context.session = self
-            let transfer = UnsafeTransfer(pool)
             let loop = pool.loop
+            let transfer = LoopBound(handingOver: pool, to: loop)
             loop.execute { loop.onShutdown(for: ObjectIdentifier(transfer.value)) { transfer.value.shutdown() } }
         }
     }
@@ -193,8 +193,8 @@ public final class Session: Sendable {
     /// close, and the pools are freed (nothing of them stays behind on the loops).
     deinit {
         for (pool, context) in zip(self.pools, self.contexts) {
-            let transfer = UnsafeTransfer((pool, context))
             let loop = pool.loop
+            let transfer = LoopBound(handingOver: (pool, context), to: loop)
             let body: @Sendable () -> Void = {
                 transfer.value.0.shutdown()
                 loop.removeShutdownHook(for: ObjectIdentifier(transfer.value.0))
@@ -391,7 +391,7 @@ public final class Session: Sendable {
         if self.isShared { return }
         let onOwnLoop = self.currentLoopIndex != nil
         for p in self.pools {
-            let pool = UnsafeTransfer(p)
+            let pool = LoopBound(handingOver: p, to: p.loop)
             if p.loop.inEventLoop {
                 pool.value.shutdown()
             } else if onOwnLoop {
@@ -410,7 +410,7 @@ public final class Session: Sendable {
         var total = PoolStatistics()
         let onOwnLoop = self.currentLoopIndex != nil
         for p in self.pools {
-            let pool = UnsafeTransfer(p)
+            let pool = LoopBound(handingOver: p, to: p.loop)
             let s: ConnectionPool.Snapshot?
             if p.loop.inEventLoop {
                 s = p.snapshot()
@@ -432,191 +432,6 @@ public final class Session: Sendable {
     private static func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable () -> Void) {
         if loop.inEventLoop { body() } else { loop.execute(body) }
     }
-
-    /// `body` gzip-compressed (byte bodies; a stream is refused with a clear error).
-    static func gzipped(_ body: RequestBody) throws(HawserError) -> RequestBody {
-        switch body {
-        case .bytes(let b):
-            return .bytes(try GzipEncoder.compress(b))
-        case .stream:
-            throw HawserError(
-                .invalidRequest,
-                "compressesBody works on byte bodies; compress a streamed body in its producer (GzipEncoder)"
-            )
-        }
-    }
-
-    /// A request as it goes on the wire: where (the connection key), the encoded head, the body
-    /// to send (gzip-coded when the request asks for `compressesBody`), and whether the body waits
-    /// for 100 Continue — decided once, here, for the head and for the exchange.
-    struct Prepared {
-        var key: ConnectionKey
-        var head: [UInt8]
-        var body: RequestBody?
-        var expectsContinue: Bool
-        /// Cookies the jar's caps kept out of the head's `Cookie` field (nil: none).
-        var cookiesLeftOut: CookiesLeftOut?
-
-        var plan: RequestStateMachine.BodyPlan {
-            switch self.body {
-            case nil: return .none
-            case .bytes?: return .bytes
-            case .stream?: return .stream
-            }
-        }
-    }
-
-    /// Whether `request` waits for 100 Continue before its body (RFC 9110 §10.1.1).
-    static func expectsContinue(_ request: HTTPClientRequest, configuration: SessionConfiguration) -> Bool {
-        guard let body = request.body else { return false }
-        if let explicit = request.expectsContinue { return explicit }
-        if request.headers["Expect"]?.lowercased() == "100-continue" { return true }
-        guard let threshold = configuration.expectContinueThreshold else { return false }
-        guard let length = body.knownLength else { return true }
-        return length >= threshold
-    }
-
-    /// What `request` becomes on the wire.
-    /// `addedFields`: an observer's fields (`traceparent`), added unless the request sets them.
-    static func prepare(
-        _ request: HTTPClientRequest,
-        configuration: SessionConfiguration,
-        addedFields: [(name: String, value: String)]? = nil
-    ) throws(HawserError) -> Prepared {
-        var info = try request.wireInfo()
-        var body = request.body
-        var extra: [(name: String, value: String)] = []
-        if let addedFields {
-            for field in addedFields where !request.headers.contains(name: field.name) { extra.append(field) }
-        }
-        if request.compressesBody, let b = body, !request.headers.contains(name: "Content-Encoding") {
-            body = try Self.gzipped(b)
-            extra.append(("Content-Encoding", "gzip"))
-        }
-        let target: ProxyTarget?
-        do {
-            target = try configuration.proxy.proxy(for: request.url)
-        } catch {
-            let origin = error.variable == nil ? "the proxy setting" : "the proxy from the environment"
-            throw HawserError(
-                .proxyError,
-                "cannot use \(origin): \(error.message)",
-                url: request.url,
-                underlying: error
-            )
-        }
-        if let proxy = target {
-            info.key.proxy = proxy
-            if proxy.mode == .forward {
-                // RFC 9112 §3.2.2: absolute-form to a forward proxy, without user info or fragment.
-                let portPart = request.url.port.map { ":\($0)" } ?? ""
-                let host = info.key.host.utf8.contains(UInt8(ascii: ":")) ? "[\(info.key.host)]" : info.key.host
-                info.target = "http://\(host)\(portPart)\(info.target)"
-                if let credentials = proxy.server.credentials, !request.headers.contains(name: "Proxy-Authorization") {
-                    extra.append(("Proxy-Authorization", credentials.basicAuthorization))
-                }
-            }
-        }
-        let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
-        var cookiesLeftOut: CookiesLeftOut? = nil
-        let head = try Self.encodeHead(
-            request,
-            body: body,
-            expectsContinue: expects,
-            extra: extra,
-            target: info.target,
-            hostHeader: info.hostHeader,
-            configuration: configuration,
-            cookiesLeftOut: &cookiesLeftOut
-        )
-        return Prepared(
-            key: info.key,
-            head: head,
-            body: body,
-            expectsContinue: expects,
-            cookiesLeftOut: cookiesLeftOut
-        )
-    }
-
-    /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
-    /// caller's fields, then what the session adds when the caller did not set it. No
-    /// `HTTPHeaders` is built on the way; every field is checked as ``HTTP1Encoder`` checks them.
-    private static func encodeHead(
-        _ request: HTTPClientRequest,
-        body: RequestBody?,
-        expectsContinue: Bool,
-        extra: [(name: String, value: String)],
-        target: String,
-        hostHeader: String,
-        configuration: SessionConfiguration,
-        cookiesLeftOut: inout CookiesLeftOut?
-    ) throws(HawserError) -> [UInt8] {
-        let headers = request.headers
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        do throws(HTTP1EncodeError) {
-            try HTTP1Encoder.writeRequestLine(method: request.method, target: target, into: &out)
-            if !headers.contains(name: "Host") {
-                try HTTP1Encoder.writeField(name: "Host", value: hostHeader, into: &out)
-            }
-            // The body's framing is the session's to write; the caller's framing fields are dropped.
-            let framesBody = body != nil
-            try HTTP1Encoder.writeFields(headers, omittingFraming: framesBody, into: &out)
-            for field in extra {
-                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
-            }
-            for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
-                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
-            }
-            if request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
-                let jar = configuration.httpCookieStorage,
-                !headers.contains(name: "Cookie"), let cookies = jar.cookieHeader(for: request.url)
-            {
-                // Byte for byte as the jar holds them: cookie octets need not be UTF-8.
-                if cookies.cookieCount > 0 {
-                    try HTTP1Encoder.writeField(name: "Cookie", valueBytes: cookies.value, into: &out)
-                }
-                if cookies.omittedCount > 0 {
-                    cookiesLeftOut = CookiesLeftOut(
-                        sent: cookies.cookieCount,
-                        omitted: cookies.omittedCount,
-                        maxBytes: cookies.maxBytes,
-                        maxCount: cookies.maxCount
-                    )
-                }
-            }
-            if configuration.automaticallyDecodesContent, !headers.contains(name: "Accept-Encoding") {
-                // A byte range of a coded representation cannot be decoded on its own (and its
-                // offsets count coded bytes): a Range request asks for the identity coding.
-                let accept = headers.contains(name: "Range") ? "identity" : ContentDecoder.acceptEncoding
-                try HTTP1Encoder.writeField(name: "Accept-Encoding", value: accept, into: &out)
-            }
-            if let body {
-                if expectsContinue, !headers.contains(name: "Expect") {
-                    try HTTP1Encoder.writeField(name: "Expect", value: "100-continue", into: &out)
-                }
-                if let length = body.knownLength {
-                    try HTTP1Encoder.writeField(name: "Content-Length", value: String(length), into: &out)
-                } else {
-                    try HTTP1Encoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &out)
-                }
-            } else if request.method == .post || request.method == .put || request.method == .patch {
-                // RFC 9110 §8.6: a user agent SHOULD send Content-Length 0 when a method defines a body.
-                if !headers.contains(name: "Content-Length") {
-                    try HTTP1Encoder.writeField(name: "Content-Length", value: "0", into: &out)
-                }
-            }
-            HTTP1Encoder.writeEndOfHead(into: &out)
-        } catch {
-            throw HawserError(
-                .invalidRequest,
-                "cannot encode the request: \(error)",
-                url: request.url,
-                underlying: error
-            )
-        }
-        return out
-    }
 }
 
 /// Counts of a session's pool.
@@ -631,72 +446,4 @@ public struct PoolStatistics: Sendable, Hashable {
     public var runningTasks = 0
     /// Connections being set up: resolving, connecting, or in a proxy or TLS handshake.
     public var connecting = 0
-}
-
-/// Collects a response in memory for the buffered APIs. Loop-confined.
-///
-/// It never holds more than `limit` bytes, nor reserves more: a body that declares more (its
-/// Content-Length, when the delegate gets the body as framed) is refused at the head, before a
-/// byte of it is read, and the connection is closed; a body of unknown length (chunked,
-/// close-delimited, decoded) is refused as soon as one more byte would go past the limit, and
-/// the buffer grows by doubling but never past the limit.
-final class BufferedResponseCollector: ResponseDelegate, @unchecked Sendable {
-    private var head: HTTPResponseHead?
-    private var body: [UInt8] = []
-    private let limit: Int
-    private let completion: @Sendable (Result<HTTPClientResponse, HawserError>) -> Void
-
-    init(limit: Int, completion: @escaping @Sendable (Result<HTTPClientResponse, HawserError>) -> Void) {
-        self.limit = limit
-        self.completion = completion
-    }
-
-    func task(_ task: RequestTask, didReceiveHead head: HTTPResponseHead) {
-        self.head = head
-        guard let length = task.deliveredBodyLength(of: head), length > 0 else { return }
-        if length > Int64(self.limit) {
-            task.fail(
-                HawserError(
-                    .limitExceeded,
-                    "the response declares a \(length)-byte body (Content-Length), larger than maximumBufferedBodySize (\(self.limit) bytes); refused before reading it"
-                )
-            )
-            return
-        }
-        self.body.reserveCapacity(Int(length))
-    }
-
-    func task(_ task: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
-        let needed = self.body.count + bytes.count
-        if needed > self.limit {
-            task.fail(
-                HawserError(
-                    .limitExceeded,
-                    "the response body is larger than maximumBufferedBodySize (\(self.limit) bytes): more than that arrived"
-                )
-            )
-            return
-        }
-        if needed > self.body.capacity {
-            // Grow as append would (doubling), but never reserve past the limit.
-            self.body.reserveCapacity(min(self.limit, max(needed, 2 * self.body.capacity)))
-        }
-        self.body.append(contentsOf: bytes)
-    }
-
-    func task(_ task: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
-        switch result {
-        case .success:
-            guard let head = self.head else {
-                self.completion(
-                    .failure(HawserError(.protocolError, "the response ended without a head", url: task.request.url))
-                )
-                return
-            }
-            self.completion(.success(HTTPClientResponse(head: head, body: self.body, metrics: metrics)))
-        case .failure(let e):
-            self.completion(.failure(e))
-        }
-        self.body = []
-    }
 }

@@ -10,6 +10,9 @@ import HawserPosix
 import HawserProxy
 import HawserTLS
 
+/// `@unchecked Sendable`: its fields are immutable or thread-safe (the Digest authenticator),
+/// except `readBufferOwner`, `tlsContext` and `tlsContextWaiters`, which are used only on `loop`
+/// (left out of a `LoopBound`: the buffer owner is read per received chunk).
 final class SessionContext: @unchecked Sendable {
     let loop: EventLoop
     let configuration: SessionConfiguration
@@ -137,7 +140,7 @@ final class SessionContext: @unchecked Sendable {
         _ answer: @escaping @Sendable (ChallengeDisposition) -> Void
     ) -> @Sendable () -> Void {
         let loop = self.loop
-        let context = UnsafeTransfer(self)
+        let context = LoopBound(handingOver: self, to: loop)
         return {
             let ask: @Sendable () -> Void = {
                 guard let delegate = context.value.sessionDelegate, let session = context.value.session else {
@@ -246,7 +249,7 @@ final class SessionContext: @unchecked Sendable {
             return e
         }
         let loop = self.loop
-        let decideOnLoop = UnsafeTransfer(decide)
+        let decideOnLoop = LoopBound(decide, loop: loop)
         let answer: @Sendable (ChallengeDisposition) -> Void = { disposition in
             let result: HawserError?
             switch disposition {

@@ -83,6 +83,9 @@ struct ConnectionBudget {
 }
 
 /// What the pools of one session share across its loops (see the note at the top of this file).
+///
+/// `@unchecked Sendable`: what the loops share is in a `Mutex` and an `Atomic`; `pools` is set
+/// once by `attach(_:)`, before any request, and only read after.
 final class PoolGroup: @unchecked Sendable {
     private struct Shared {
         var budget: ConnectionBudget
@@ -127,7 +130,7 @@ final class PoolGroup: @unchecked Sendable {
         if !granted {
             for (i, p) in self.pools.enumerated() where i != loop {
                 guard let pool = p.pool else { continue }
-                let transfer = UnsafeTransfer(pool)
+                let transfer = LoopBound(handingOver: pool, to: pool.loop)
                 pool.loop.execute { transfer.value.yieldIdle(key) }
             }
         }
@@ -143,7 +146,7 @@ final class PoolGroup: @unchecked Sendable {
         }
         for i in wake {
             guard let pool = self.pools[i].pool else { continue }
-            let transfer = UnsafeTransfer(pool)
+            let transfer = LoopBound(handingOver: pool, to: pool.loop)
             pool.loop.execute { transfer.value.permitAvailable(key) }
         }
     }
