@@ -96,8 +96,10 @@ let package = Package(
         // The engine, bottom up; each module imports only what it declares (CI builds with
         // --explicit-target-dependency-import-check=error).
         .target(name: "HawserPosix", dependencies: ["CHawser"], swiftSettings: strict),
-        .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
-        .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix", "HawserTLS"], swiftSettings: strict),
+        .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix"], swiftSettings: strict),
+        // OpenSSL: above HawserBase, so that only what speaks TLS links it; it adds the certificate
+        // details to HawserError (peerTrust, peerCertificates).
+        .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix", "HawserBase"], swiftSettings: strict),
         .target(
             name: "HawserCoding",
             dependencies: [
@@ -112,7 +114,7 @@ let package = Package(
             dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
             swiftSettings: strict
         ),
-        .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
         .target(
             name: "HawserCache",
             dependencies: ["CHawser", "HawserPosix", "HawserHTTP1", "HawserBase"],
@@ -123,12 +125,11 @@ let package = Package(
             dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
             swiftSettings: strict
         ),
-        .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
         .target(
             name: "HawserCore",
             dependencies: [
                 "CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
-                "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability",
+                "HawserAuth", "HawserCache", "HawserProxy",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
             ],
             swiftSettings: strict
@@ -143,7 +144,10 @@ let package = Package(
             dependencies: ["HawserCore", .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: strict
         ),
-        .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
+        // Route monitoring over netlink: what NetworkReachabilityManager reports. No request consults
+        // it, so it is part of the AFNetworking layer, not of the engine.
+        .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
+        .target(name: "Hawser", dependencies: ["HawserCore", "HawserReachability"], swiftSettings: strict),
         .target(name: "HawserXML", dependencies: ["Hawser"], swiftSettings: strict),
         .target(name: "HawserFoundation", dependencies: ["Hawser", "HawserCore"], swiftSettings: strict),
         .target(
@@ -182,7 +186,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "HawserTool",
-            dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
+            dependencies: ["Hawser", "HawserCore", "HawserTestServer", "CHawser"],
             swiftSettings: strict
         ),
         // Installs the event loops as the global executor in a process of its own and reports
