@@ -1,13 +1,13 @@
 // Authentication.swift: HTTP authentication as pure engine components.
 //
-//   HTTPAuthChallenge      WWW-Authenticate / Proxy-Authenticate parsing (RFC 9110 §11)  this file
-//   AuthenticationAttempts the loop breaker for repeated 401/407 answers                this file
-//   ProtectionSpace        where a credential applies (host, port, URL scheme, realm,   Credentials.swift
-//                          method, proxy)
-//   Credential / CredentialStore   user + password, per protection space (thread-safe) Credentials.swift
-//   BasicAuthentication    RFC 7617                                                     Credentials.swift
-//   DigestChallenge / DigestAuthenticator   RFC 7616 (MD5, SHA-256, SHA-512-256, their  DigestAuthentication.swift
-//                          -sess forms)
+//   HTTPAuthChallenge      WWW-Authenticate / Proxy-Authenticate parsing (RFC 9110 §11)
+//   AuthenticationAttempts the loop breaker for repeated 401/407 answers
+// and, in Credentials.swift:
+//   ProtectionSpace        where a credential applies (host, port, URL scheme, realm, method, proxy)
+//   Credential / CredentialStore   user + password, kept per protection space (thread-safe)
+//   BasicAuthentication    RFC 7617
+// and, in DigestAuthentication.swift:
+//   DigestChallenge / DigestAuthenticator   RFC 7616 (MD5, SHA-256, SHA-512-256, their -sess forms)
 //
 
 import HawserHTTP1
