@@ -45,7 +45,7 @@ extension HawserError {
     /// The error for a server trust that was refused (AFNetworking's
     /// `AFServerTrustErrorForServerTrust`): `serverCertificateUntrusted` (-1202), carrying `trust`
     /// as ``peerTrust`` (so its chain as ``peerCertificates``), `url` as the failing URL, and
-    /// `failure`, when given, as the underlying error and the reason in ``HawserError/message``. A
+    /// `failure`, when given, as the underlying error and the reason in the message. A
     /// challenge handler that refuses a chain itself can fail its task with the same error the
     /// engine gives.
     ///
