@@ -2,25 +2,28 @@
 //
 // Hawser: AFNetworking's architecture in Swift, for Linux, on its own engine.
 //
-// Layers (each imports only the one below it):
-//   Hawser          the AFNetworking layer (session manager, serializers, policies);
-//                   FoundationEssentials only. HawserFoundation and HawserXML add what needs
-//                   full Foundation (property lists, InputStream, NotificationCenter; XMLParser).
+// Layers (each imports only what it declares below; docs/ARCHITECTURE.md draws the graph, and
+// scripts/module-graph.py prints it from this file):
+//   Hawser          the AFNetworking layer (session manager, serializers, policies, reachability);
+//                   FoundationEssentials only; re-exports HawserCore and HawserReachability.
+//                   HawserFoundation and HawserXML add what needs full Foundation (property
+//                   lists, InputStream, NotificationCenter; XMLParser).
+//     HawserReachability  route monitoring over netlink (no request consults it: not the engine's)
 //   HawserHTTPTypes swift-http-types conversions and a Session entry point taking HTTPRequest
 //   HawserOpenAPI   an OpenAPI ClientTransport (swift-openapi-runtime) on a Session
 //   HawserTracing   a client span per request (swift-distributed-tracing) over HawserCore's
 //                   RequestInstrumentation hook; `traceparent` through the tracer's injector
 //   HawserMetrics   request, error and duration metrics and pool gauges (swift-metrics), same hook
 //   HawserCore      the engine's client (Session, tasks, connections, pool; buffered and streaming
-//                   bodies); re-exports the modules below, so it is the one import an application
-//                   needs. Its one package dependency, swift-log, sits behind the trait "Logging",
-//                   and the br and zstd content codings (libbrotlidec, libzstd) behind "Brotli"
-//                   and "Zstd" (all three on by default; `traits: []` gives an engine with no
-//                   package dependency that links only OpenSSL and zlib):
+//                   bodies); re-exports the modules below, so it is the one import an engine-only
+//                   application needs. Its one package dependency, swift-log, sits behind the
+//                   trait "Logging", and the br and zstd content codings (libbrotlidec, libzstd)
+//                   behind "Brotli" and "Zstd" (all three on by default; `traits: []` gives an
+//                   engine with no package dependency that links only OpenSSL and zlib):
 //     HawserAuth, HawserCache, HawserCoding, HawserCookies, HawserProxy   HTTP features
-//     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics
-//     HawserReachability  route monitoring over netlink
-//     HawserTLS       OpenSSL: contexts, streams, certificates, trust, pinning policies
+//     HawserTLS       OpenSSL: contexts, streams, certificates, trust, pinning policies; adds the
+//                     certificate details to HawserError
+//     HawserBase      shared vocabulary: HawserError, HTTPClientRequest, TaskMetrics (no TLS type)
 //     HawserPosix     event loop, timers, clock, resolver, sockets, files and the blocking-IO pool
 //   HawserHTTP1     pure, sans-IO HTTP/1.1 parser and encoder (no IO, no Foundation)
 //   CHawser         lean C interop: syscall shims, OpenSSL and zlib macro shims
@@ -96,8 +99,10 @@ let package = Package(
         // The engine, bottom up; each module imports only what it declares (CI builds with
         // --explicit-target-dependency-import-check=error).
         .target(name: "HawserPosix", dependencies: ["CHawser"], swiftSettings: strict),
-        .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
-        .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix", "HawserTLS"], swiftSettings: strict),
+        .target(name: "HawserBase", dependencies: ["HawserHTTP1", "HawserPosix"], swiftSettings: strict),
+        // OpenSSL: above HawserBase, so that only what speaks TLS links it; it adds the certificate
+        // details to HawserError (peerTrust, peerCertificates).
+        .target(name: "HawserTLS", dependencies: ["CHawser", "HawserPosix", "HawserBase"], swiftSettings: strict),
         .target(
             name: "HawserCoding",
             dependencies: [
@@ -112,7 +117,7 @@ let package = Package(
             dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
             swiftSettings: strict
         ),
-        .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1", "HawserBase"], swiftSettings: strict),
+        .target(name: "HawserAuth", dependencies: ["CHawser", "HawserHTTP1"], swiftSettings: strict),
         .target(
             name: "HawserCache",
             dependencies: ["CHawser", "HawserPosix", "HawserHTTP1", "HawserBase"],
@@ -123,12 +128,11 @@ let package = Package(
             dependencies: ["HawserPosix", "HawserHTTP1", "HawserBase"],
             swiftSettings: strict
         ),
-        .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
         .target(
             name: "HawserCore",
             dependencies: [
                 "CHawser", "HawserHTTP1", "HawserPosix", "HawserTLS", "HawserBase", "HawserCoding", "HawserCookies",
-                "HawserAuth", "HawserCache", "HawserProxy", "HawserReachability",
+                "HawserAuth", "HawserCache", "HawserProxy",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
             ],
             swiftSettings: strict
@@ -143,7 +147,10 @@ let package = Package(
             dependencies: ["HawserCore", .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: strict
         ),
-        .target(name: "Hawser", dependencies: ["HawserCore"], swiftSettings: strict),
+        // Route monitoring over netlink: what NetworkReachabilityManager reports. No request consults
+        // it, so it is part of the AFNetworking layer, not of the engine.
+        .target(name: "HawserReachability", dependencies: ["CHawser", "HawserPosix"], swiftSettings: strict),
+        .target(name: "Hawser", dependencies: ["HawserCore", "HawserReachability"], swiftSettings: strict),
         .target(name: "HawserXML", dependencies: ["Hawser"], swiftSettings: strict),
         .target(name: "HawserFoundation", dependencies: ["Hawser", "HawserCore"], swiftSettings: strict),
         .target(
@@ -182,7 +189,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "HawserTool",
-            dependencies: ["Hawser", "HawserCore", "HawserTestServer"],
+            dependencies: ["Hawser", "HawserCore", "HawserTestServer", "CHawser"],
             swiftSettings: strict
         ),
         // Installs the event loops as the global executor in a process of its own and reports

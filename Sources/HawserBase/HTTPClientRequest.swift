@@ -1,5 +1,4 @@
 import HawserHTTP1
-import HawserTLS
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

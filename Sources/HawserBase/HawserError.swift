@@ -1,7 +1,3 @@
-import HawserHTTP1
-import HawserPosix
-import HawserTLS
-
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -80,24 +76,10 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
     public var url: URL?
     /// The error underneath, when there is one.
     public var underlying: (any Error & Sendable)?
-    /// For TLS failures after a handshake (`serverCertificateUntrusted`): the server's trust as it
-    /// was evaluated, the host checked and the chain presented, leaf first (the role of
-    /// NSURLSession's `NSURLErrorFailingURLPeerTrustErrorKey`, a `SecTrust`).
-    public var peerTrust: ServerTrust?
-
-    /// The chain the server presented, leaf first (``peerTrust``'s certificates). Setting it
-    /// keeps ``peerTrust``'s host, or takes the URL's when there is no trust yet.
-    public var peerCertificates: [Certificate]? {
-        get { self.peerTrust?.certificates }
-        set {
-            guard let newValue else {
-                self.peerTrust = nil
-                return
-            }
-            let host = self.peerTrust?.host ?? self.url?.host(percentEncoded: false) ?? ""
-            self.peerTrust = ServerTrust(host: host, certificates: newValue)
-        }
-    }
+    /// What the TLS layer knows about the peer of a failed handshake, type-erased so that this
+    /// module needs no TLS types: HawserTLS stores a `ServerTrust` here and reads it back as
+    /// `peerTrust` and `peerCertificates`.
+    package var peerDetail: (any Sendable)?
 
     /// Creates an error.
     ///
@@ -113,14 +95,6 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    /// The engine's error for a TLS set-up failure: `clientCertificateRequired` when the
-    /// client's identity could not be loaded, `secureConnectionFailed` otherwise.
-    public init(_ error: TLSError, url: URL? = nil) {
-        let code: Code = error.kind == .clientIdentity ? .clientCertificateRequired : .secureConnectionFailed
-        self.init(code, error.message, url: url, underlying: error)
-    }
-
-    /// True for failures that are caused by timeouts of any kind.
     /// The `NSURLErrorDomain` code Foundation would report for this error, for code that
     /// matches on those numbers (Hawser does not link FoundationNetworking, so it has no `URLError`).
     public var urlErrorCode: Int {
@@ -163,30 +137,5 @@ public struct HawserError: Error, Sendable, CustomStringConvertible {
         var e = self
         if e.url == nil { e.url = url }
         return e
-    }
-}
-
-extension HawserError {
-    /// The error for a server trust that was refused (AFNetworking's
-    /// `AFServerTrustErrorForServerTrust`): `serverCertificateUntrusted` (-1202), carrying `trust`
-    /// as ``peerTrust`` (so its chain as ``peerCertificates``), `url` as the failing URL, and
-    /// `failure`, when given, as the underlying error and the reason in ``message``. A challenge
-    /// handler that refuses a chain itself can fail its task with the same error the engine gives.
-    ///
-    /// - Parameters:
-    ///   - trust: the server's trust that was refused: the host checked and the chain presented.
-    ///   - url: the URL of the request, when there is one.
-    ///   - failure: why the chain was refused, when known.
-    public static func serverTrustError(for trust: ServerTrust, url: URL?, failure: TrustFailure? = nil) -> HawserError
-    {
-        let reason = failure.map { ": \($0.message)" } ?? ""
-        var error = HawserError(
-            .serverCertificateUntrusted,
-            "the certificate of \(trust.host) is not trusted\(reason)",
-            url: url,
-            underlying: failure
-        )
-        error.peerTrust = trust
-        return error
     }
 }

@@ -1,6 +1,5 @@
 import HawserHTTP1
 import HawserPosix
-import HawserTLS
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

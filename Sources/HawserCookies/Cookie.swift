@@ -1,5 +1,4 @@
 import HawserBase
-import HawserHTTP1
 import HawserPosix
 
 // HTTP cookies: RFC 6265 §5 parsing of Set-Cookie, its date format and matching rules,

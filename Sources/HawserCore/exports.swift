@@ -8,5 +8,4 @@
 @_exported import HawserHTTP1
 @_exported import HawserPosix
 @_exported import HawserProxy
-@_exported import HawserReachability
 @_exported import HawserTLS

@@ -1,5 +1,4 @@
 import CHawser
-import HawserPosix
 
 // X.509 certificates as values: parsed once with OpenSSL, kept as DER plus an owned X509*,
 // compared by their DER bytes. PEM bundles are split here (strict base64, clear errors), not
@@ -489,7 +488,27 @@ func hex2(_ byte: UInt8) -> String {
     return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
 }
 
-func sha256(_ bytes: [UInt8]) -> [UInt8] { Digest.sha256(bytes) }
+/// The 32-byte SHA-256 digest of `bytes` through OpenSSL (certificate fingerprints, key pins).
+func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 0
+    _ = bytes.withUnsafeBytes { input in
+        digest.withUnsafeMutableBufferPointer { output in
+            // EVP_Digest wants a non-null pointer even for zero bytes.
+            withUnsafeBytes(of: UInt8(0)) { empty in
+                EVP_Digest(
+                    input.count > 0 ? input.baseAddress : empty.baseAddress,
+                    input.count,
+                    output.baseAddress,
+                    &length,
+                    EVP_sha256(),
+                    nil
+                )
+            }
+        }
+    }
+    return digest
+}
 
 /// A name as RFC 2253 text, UTF-8 kept as is (not escaped to \XX).
 private func distinguishedName(_ name: OpaquePointer?) -> String {

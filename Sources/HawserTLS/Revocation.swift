@@ -2,7 +2,6 @@
 // against a verified path, and CRL files read into per-evaluation stacks. docs/SECURITY.md,
 // "Revocation", says what is checked and why the default is off.
 import CHawser
-import HawserPosix
 import Synchronization
 
 #if canImport(FoundationEssentials)

@@ -1,7 +1,6 @@
 // An OpenSSL SSL_CTX built from a TLSConfiguration, plus the per-origin session cache.
 // One per Session (client) or per test server; loop-confined apart from creation.
 import CHawser
-import HawserPosix
 
 /// OpenSSL's error queue as one line ("error:0A00010B:SSL routines::wrong version number"),
 /// emptying it. Always drain after a failed call: the queue is per thread and would leak into

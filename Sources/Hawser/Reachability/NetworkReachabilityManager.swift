@@ -1,7 +1,8 @@
 import HawserCore
+import HawserReachability
 import Synchronization
 
-// AFNetworkReachabilityManager's API on Linux: the engine's RouteMonitor asks the kernel over
+// AFNetworkReachabilityManager's API on Linux: HawserReachability's RouteMonitor asks the kernel over
 // netlink whether a usable route exists (and re-asks on every link, address or route change);
 // this type maps that answer to AFNetworking's statuses and delivers it AFNetworking's ways:
 // a status block, process-wide observers (where AF posts its notification; HawserFoundation

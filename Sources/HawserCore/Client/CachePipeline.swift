@@ -1,9 +1,7 @@
-import HawserAuth
 import HawserBase
 import HawserCache
 import HawserHTTP1
 import HawserPosix
-import HawserReachability
 
 // The session's HTTP cache in the request path: a fresh stored response is served without a
 // request, a stale one is revalidated (a 304 serves it), and storable responses are recorded

@@ -3,9 +3,7 @@
 // "perform default handling", the session's delegate is asked; if that one does too, the
 // engine's default applies (the configuration's trust evaluator, or stored credentials).
 import HawserAuth
-import HawserCache
 import HawserHTTP1
-import HawserPosix
 import HawserTLS
 
 /// A challenge a delegate may answer.

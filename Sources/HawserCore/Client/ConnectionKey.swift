@@ -1,5 +1,4 @@
 import HawserBase
-import HawserHTTP1
 import HawserProxy
 
 #if canImport(FoundationEssentials)

@@ -4,7 +4,6 @@
 // and having the delegate copy every chunk out of it. Only reads the parser says are pure body
 // data (`HTTP1ResponseParser.bodyDataAhead`) go this way; heads, chunk-size lines, decoded
 // bodies and bodies recorded for the cache take the shared buffer as before. Loop-confined.
-import HawserHTTP1
 
 /// A `ResponseDelegate` that takes body chunks as arrays it then owns. The engine calls
 /// ``task(_:didReceiveBodyChunk:)`` instead of `task(_:didReceiveBody:)` for bytes it read into

@@ -3,8 +3,6 @@
 /// room, and the storage grows only while a head is incomplete (the parser's head limit
 /// bounds that growth). Loop-confined.
 import HawserHTTP1
-import HawserReachability
-import HawserTLS
 
 final class ReadBuffer {
     private(set) var storage: UnsafeMutableRawPointer

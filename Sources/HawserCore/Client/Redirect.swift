@@ -1,9 +1,6 @@
-import HawserAuth
 import HawserBase
-import HawserCache
 import HawserCookies
 import HawserHTTP1
-import HawserPosix
 
 // Following redirects (RFC 9110 §15.4), as a pure function of the request and the response,
 // so every rule is testable without a socket.

@@ -1,6 +1,5 @@
 import HawserAuth
 import HawserBase
-import HawserCache
 import HawserCoding
 import HawserCookies
 import HawserHTTP1

@@ -14,7 +14,6 @@
 // some loop starves for is closed rather than parked. Every permit given back wakes the loops
 // starving for its key, which try again. A one-loop session has no group: its machine's own
 // limit is the session's, and none of this runs.
-import HawserBase
 import HawserPosix
 import Synchronization
 

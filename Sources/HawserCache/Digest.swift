@@ -1,9 +1,9 @@
 import CHawser
 
-/// SHA-256 through OpenSSL (file names of the disk cache, certificate and key pins).
-package enum Digest {
+/// SHA-256 through OpenSSL and random names, for the disk store's file names.
+enum Digest {
     /// The 32-byte SHA-256 digest of `bytes`.
-    package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         _ = bytes.withUnsafeBytes { input in
@@ -25,16 +25,16 @@ package enum Digest {
     }
 
     /// `byteCount` random bytes from the system generator, as lower-case hex (file names, nonces).
-    package static func randomHex(byteCount: Int) -> String {
+    static func randomHex(byteCount: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return Self.hex((0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
     /// The SHA-256 digest of `bytes` as lower-case hex.
-    package static func sha256Hex(_ bytes: [UInt8]) -> String { Self.hex(Self.sha256(bytes)) }
+    static func sha256Hex(_ bytes: [UInt8]) -> String { Self.hex(Self.sha256(bytes)) }
 
     /// `bytes` as lower-case hex.
-    package static func hex(_ bytes: [UInt8]) -> String {
+    static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
