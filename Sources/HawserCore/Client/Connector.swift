@@ -168,17 +168,17 @@ final class Connector: EventLoopIOHandler {
                 .connectTimeout,
                 "connecting to \(self.key.host):\(self.key.port)\(via) took longer than \(self.timeoutSeconds) s\(attempts)"
             )
-            self.feed(self.machine.abort(error, now: self.loop.now))
+            self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
         }
         let known: [SocketAddress]?
         do {
             known = try self.knownAddresses()
         } catch {
-            self.feed(self.machine.abort(error, now: self.loop.now))
+            self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
             return
         }
         if known == nil { self.timings.domainLookupStart = self.loop.now }
-        self.feed(self.machine.start(addresses: known, now: self.loop.now))
+        self.feed { $0.start(addresses: known, now: self.loop.now, into: &$1) }
     }
 
     /// Addresses known without the resolver: a Unix-domain path, an IP literal, or the
@@ -216,18 +216,23 @@ final class Connector: EventLoopIOHandler {
 
     /// Ends the attempt with `error` (the pool shutting down); closes every socket. Idempotent.
     func abort(_ error: HawserError) {
-        self.feed(self.machine.abort(error, now: self.loop.now))
+        self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
     }
 
     // MARK: - Running actions
 
-    private func feed(_ actions: [ConnectStateMachine.Action]) {
-        self.pending.append(contentsOf: actions)
+    /// Reports one event to the machine; its actions queue behind any being run.
+    private func feed(_ event: (inout ConnectStateMachine, inout [ConnectStateMachine.Action]) -> Void) {
+        event(&self.machine, &self.pending)
         guard !self.running else { return }
         self.running = true
-        while !self.pending.isEmpty {
-            self.perform(self.pending.removeFirst())
+        var i = 0
+        while i < self.pending.count {
+            let action = self.pending[i]
+            i += 1
+            self.perform(action)
         }
+        self.pending.removeAll(keepingCapacity: true)
         self.running = false
     }
 
@@ -241,7 +246,7 @@ final class Connector: EventLoopIOHandler {
                     let me = box.value
                     guard me.completion != nil else { return }
                     me.timings.domainLookupEnd = me.loop.now
-                    me.feed(me.machine.resolved(result, now: me.loop.now))
+                    me.feed { $0.resolved(result, now: me.loop.now, into: &$1) }
                 }
             }
         case .startAttempt(let id, let address):
@@ -250,7 +255,7 @@ final class Connector: EventLoopIOHandler {
             self.attemptTimer?.cancel()
             self.attemptTimer = self.loop.scheduleInLoop(in: nanoseconds) { [unowned(unsafe) self] in
                 self.attemptTimer = nil
-                self.feed(self.machine.attemptTimerFired(now: self.loop.now))
+                self.feed { $0.attemptTimerFired(now: self.loop.now, into: &$1) }
             }
         case .cancelAttemptTimer:
             self.attemptTimer?.cancel()
@@ -291,7 +296,7 @@ final class Connector: EventLoopIOHandler {
         do {
             fd = try Posix.socket(family: address.family)
         } catch {
-            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(id, reason: "\(error)", now: self.loop.now, into: &$1) }
             return
         }
         let socket = AttemptSocket(id: id, fd: fd, connector: self)
@@ -305,7 +310,7 @@ final class Connector: EventLoopIOHandler {
             _ = try Posix.connect(fd, address)
             try self.loop.register(fd: fd, handler: socket, readable: false, writable: true)
         } catch {
-            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(id, reason: "\(error)", now: self.loop.now, into: &$1) }
         }
     }
 
@@ -316,21 +321,22 @@ final class Connector: EventLoopIOHandler {
         do {
             error = try Posix.socketError(socket.fd)
         } catch {
-            self.feed(self.machine.attemptFailed(socket.id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(socket.id, reason: "\(error)", now: self.loop.now, into: &$1) }
             return
         }
         if error != 0 {
-            self.feed(
-                self.machine.attemptFailed(
+            self.feed {
+                $0.attemptFailed(
                     socket.id,
                     reason: "\(IOError(errnoCode: error, function: "connect"))",
-                    now: self.loop.now
+                    now: self.loop.now,
+                    into: &$1
                 )
-            )
+            }
             return
         }
         self.timings.connectEnd = self.loop.now
-        self.feed(self.machine.attemptConnected(socket.id, now: self.loop.now))
+        self.feed { $0.attemptConnected(socket.id, now: self.loop.now, into: &$1) }
     }
 
     /// Moves the winning attempt's socket out of the race: from now on this connector handles it.
@@ -388,7 +394,7 @@ final class Connector: EventLoopIOHandler {
     // MARK: - Proxies
 
     private func proxyFinished(_ result: Result<Void, HawserError>) {
-        self.feed(self.machine.proxyExchangeFinished(result))
+        self.feed { $0.proxyExchangeFinished(result, into: &$1) }
     }
 
     private func startProxyExchange() {
@@ -643,14 +649,15 @@ final class Connector: EventLoopIOHandler {
             try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
-            self.feed(self.machine.proxyTLSFinished(.failure(HawserError(e))))
+            self.feed { $0.proxyTLSFinished(.failure(HawserError(e)), into: &$1) }
             return
         } catch {
-            self.feed(
-                self.machine.proxyTLSFinished(
-                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
+            self.feed {
+                $0.proxyTLSFinished(
+                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)),
+                    into: &$1
                 )
-            )
+            }
             return
         }
         self.continueHandshake()
@@ -677,14 +684,15 @@ final class Connector: EventLoopIOHandler {
             try self.setInterest(read: false, write: true)
             self.handshakeInterest = (false, true)
         } catch let e as TLSError {
-            self.feed(self.machine.handshakeFinished(.failure(HawserError(e))))
+            self.feed { $0.handshakeFinished(.failure(HawserError(e)), into: &$1) }
             return
         } catch {
-            self.feed(
-                self.machine.handshakeFinished(
-                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error))
+            self.feed {
+                $0.handshakeFinished(
+                    .failure(HawserError(.ioError, "cannot register the socket: \(error)", underlying: error)),
+                    into: &$1
                 )
-            )
+            }
             return
         }
         self.continueHandshake()
@@ -713,13 +721,14 @@ final class Connector: EventLoopIOHandler {
                 reasons.contains(Int32(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED))
                     || reasons.contains(Int32(SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE))
                 ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(
-                self.machine.handshakeFinished(
+            self.feed {
+                $0.handshakeFinished(
                     .failure(
                         HawserError(code, "TLS handshake with \(self.key.host):\(self.key.port) failed: \(message)")
-                    )
+                    ),
+                    into: &$1
                 )
-            )
+            }
         case .done:
             self.timings.secureConnectionEnd = self.loop.now
             self.timings.tlsResumed = tls.isResumed
@@ -728,7 +737,7 @@ final class Connector: EventLoopIOHandler {
             self.timings.tlsALPN = tls.negotiatedALPN
             self.setHandshakeInterest(read: false, write: false)
             // Without a hook (no policy at all) the handshake is the whole check.
-            self.feed(self.machine.handshakeFinished(.success(tls.isResumed || self.trustHook == nil)))
+            self.feed { $0.handshakeFinished(.success(tls.isResumed || self.trustHook == nil), into: &$1) }
         }
     }
 
@@ -743,18 +752,19 @@ final class Connector: EventLoopIOHandler {
             self.proxyTLSContext?.removeSession(for: tls.origin)
             let code: HawserError.Code =
                 TLSStream.isClientCertificateRefusal(reasons) ? .clientCertificateRequired : .secureConnectionFailed
-            self.feed(
-                self.machine.proxyTLSFinished(
-                    .failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)"))
+            self.feed {
+                $0.proxyTLSFinished(
+                    .failure(HawserError(code, "TLS handshake with the proxy \(proxy.server) failed: \(message)")),
+                    into: &$1
                 )
-            )
+            }
         case .done:
             self.setHandshakeInterest(read: false, write: false)
             let resumed = tls.isResumed
             // A resumed session was trusted before (only those are kept); without a hook the
             // handshake is the whole check.
             if resumed || self.proxyTrustHook == nil { tls.markTrusted() }
-            self.feed(self.machine.proxyTLSFinished(.success(resumed || self.proxyTrustHook == nil)))
+            self.feed { $0.proxyTLSFinished(.success(resumed || self.proxyTrustHook == nil), into: &$1) }
         }
     }
 
@@ -772,7 +782,7 @@ final class Connector: EventLoopIOHandler {
                 // Its sessions may be kept from now on.
                 tls.markTrusted()
             }
-            self.feed(self.machine.proxyTrustDecided(error))
+            self.feed { $0.proxyTrustDecided(error, into: &$1) }
         }
     }
 
@@ -793,7 +803,7 @@ final class Connector: EventLoopIOHandler {
                 // The handshake is complete once the chain is accepted (as NSURLSession's metrics).
                 self.timings.secureConnectionEnd = self.loop.now
             }
-            self.feed(self.machine.trustDecided(error))
+            self.feed { $0.trustDecided(error, into: &$1) }
         }
     }
 
