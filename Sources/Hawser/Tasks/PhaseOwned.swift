@@ -46,12 +46,18 @@ struct PhaseOwned<Value> {
         }
     }
 
-    /// The calling thread holds the phase now (a launch, a retry decision, the completion).
+    /// The calling thread holds the phase now (a launch, a retry decision, the completion): it
+    /// moved the phase under the task's lock, which orders it after the previous holder. An
+    /// attempt that has not ended still owns the fields: claiming them then traps (debug builds).
     @inline(__always)
     mutating func claim(file: StaticString = #fileID, line: UInt = #line) {
-        self.check(file: file, line: line)
         #if DEBUG
-        self.owner = .thread(pthread_self())
+        switch self.owner {
+        case .attempt, .loop:
+            preconditionFailure("a task's phase fields claimed while its attempt runs", file: file, line: line)
+        case .released, .thread:
+            self.owner = .thread(pthread_self())
+        }
         #endif
     }
 

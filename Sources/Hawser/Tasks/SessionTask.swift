@@ -486,15 +486,22 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             if let delay { core.channel.emit { $0.task(self, willRetryAfter: delay, error: hawserError) } }
             let networkDown = core.mustWaitForConnectivity
             let needsPreparation = core.needsPreparation
-            let (_, buffer, start) = self.record { lifecycle, actions in
-                lifecycle.retryDecided(
+            let buffer = LifecycleActionBuffer.current
+            let start = buffer.actions.count
+            self.locked.withLock { s in
+                s.lifecycle.retryDecided(
                     attempt: attempt,
                     delay: delay,
                     networkDown: networkDown,
                     needsPreparation: needsPreparation,
-                    into: &actions
+                    into: &buffer.actions
                 )
-                return true
+                switch buffer.actions[start...].first {
+                case nil, .complete?: break
+                // Another attempt follows: its delegate drops what this one gathered, under the
+                // lock, so that a cancel completing the task from another thread comes after.
+                default: s.delegate?.resetForRetry()
+                }
             }
             switch buffer.actions[start...].first {
             case nil, .complete?: break
@@ -561,7 +568,6 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.locked.withLock { $0.response = nil }
         self.existingUploadProgress?.reset(total: self.countOfBytesExpectedToSend)
         self.existingDownloadProgress?.reset(total: -1)
-        self.delegate?.resetForRetry()
     }
 
     /// Subclass hook before the delegate finishes (a download closes its file, produces resume data).

@@ -130,8 +130,9 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         self.phase.handToAttempt()
     }
 
-    /// Another attempt follows (the thread that decided so holds the phase): drops what the
-    /// last one gathered.
+    /// Another attempt follows: drops what the last one gathered. Called under the task's lock
+    /// by the thread that decided so (it holds the phase), so that a completion from another
+    /// thread comes after it.
     func resetForRetry() {
         self.phase.claim()
         self.phase.value.body = []
