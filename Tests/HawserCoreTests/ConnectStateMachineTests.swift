@@ -332,3 +332,56 @@ struct ConnectStateMachineTests {
         #expect(done.abort(timeout, now: 30).isEmpty)
     }
 }
+
+// Each event's actions as an array: what the event appends to an empty buffer.
+extension ConnectStateMachine {
+    private mutating func appended(_ event: (inout Self, inout [Action]) -> Void) -> [Action] {
+        var actions: [Action] = []
+        event(&self, &actions)
+        return actions
+    }
+
+    mutating func start(addresses: [SocketAddress]?, now: UInt64) -> [Action] {
+        self.appended { $0.start(addresses: addresses, now: now, into: &$1) }
+    }
+
+    mutating func resolved(_ result: Result<[SocketAddress], ResolutionError>, now: UInt64) -> [Action] {
+        self.appended { $0.resolved(result, now: now, into: &$1) }
+    }
+
+    mutating func attemptTimerFired(now: UInt64) -> [Action] {
+        self.appended { $0.attemptTimerFired(now: now, into: &$1) }
+    }
+
+    mutating func attemptConnected(_ id: Int, now: UInt64) -> [Action] {
+        self.appended { $0.attemptConnected(id, now: now, into: &$1) }
+    }
+
+    mutating func attemptFailed(_ id: Int, reason: String, now: UInt64) -> [Action] {
+        self.appended { $0.attemptFailed(id, reason: reason, now: now, into: &$1) }
+    }
+
+    mutating func proxyTLSFinished(_ result: Result<Bool, HawserError>) -> [Action] {
+        self.appended { $0.proxyTLSFinished(result, into: &$1) }
+    }
+
+    mutating func proxyTrustDecided(_ refusal: HawserError?) -> [Action] {
+        self.appended { $0.proxyTrustDecided(refusal, into: &$1) }
+    }
+
+    mutating func proxyExchangeFinished(_ result: Result<Void, HawserError>) -> [Action] {
+        self.appended { $0.proxyExchangeFinished(result, into: &$1) }
+    }
+
+    mutating func handshakeFinished(_ result: Result<Bool, HawserError>) -> [Action] {
+        self.appended { $0.handshakeFinished(result, into: &$1) }
+    }
+
+    mutating func trustDecided(_ refusal: HawserError?) -> [Action] {
+        self.appended { $0.trustDecided(refusal, into: &$1) }
+    }
+
+    mutating func abort(_ error: HawserError, now: UInt64) -> [Action] {
+        self.appended { $0.abort(error, now: now, into: &$1) }
+    }
+}

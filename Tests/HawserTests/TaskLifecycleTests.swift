@@ -18,13 +18,27 @@ private struct Failure: Error, CustomStringConvertible {
 }
 
 private typealias Machine = TaskLifecycle<Engine>
+private typealias Engine_ = Engine
 
-/// Actions as text, so a scenario reads as a transcript (the actions carry errors, which are not
-/// Equatable).
-private func show(_ action: Machine.Action?) -> String {
-    guard let action else { return "ignored" }
+/// What one input did: `ignored` (resume, suspend and cancel report that nothing changed), else
+/// the actions it appended to an empty buffer.
+private enum Answer {
+    case ignored
+    case actions([Machine.Action])
+}
+
+/// An answer as text, so a scenario reads as a transcript (the actions carry errors, which are not
+/// Equatable): "ignored", "none" (nothing appended), or the actions.
+private func show(_ answer: Answer) -> String {
+    switch answer {
+    case .ignored: return "ignored"
+    case .actions(let actions) where actions.isEmpty: return "none"
+    case .actions(let actions): return actions.map(show).joined(separator: ", ")
+    }
+}
+
+private func show(_ action: Machine.Action) -> String {
     switch action {
-    case .none: return "none"
     case .waitForConnectivity(let a): return "waitForConnectivity(\(a))"
     case .prepare(let a): return "prepare(\(a))"
     case .launch(let a): return "launch(\(a))"
@@ -35,6 +49,91 @@ private func show(_ action: Machine.Action?) -> String {
     case .askRetrier(let a, let error): return "askRetrier(\(a), \(error.map { "\($0)" } ?? "nil"))"
     case .scheduleRetry(let a, let d): return "scheduleRetry(\(a), \(d))"
     case .complete(let error): return "complete(\(error.map { "\($0)" } ?? "nil"))"
+    }
+}
+
+// Each input with its actions as an ``Answer`` (the machine appends them to the caller's buffer).
+extension TaskLifecycle where Engine == Engine_ {
+    fileprivate mutating func answerIfChanged(_ input: (inout Self, inout [Action]) -> Bool) -> Answer {
+        var actions: [Action] = []
+        guard input(&self, &actions) else { return .ignored }
+        return .actions(actions)
+    }
+
+    fileprivate mutating func answer(_ input: (inout Self, inout [Action]) -> Void) -> Answer {
+        var actions: [Action] = []
+        input(&self, &actions)
+        return .actions(actions)
+    }
+
+    fileprivate mutating func resume(networkDown: Bool, needsPreparation: Bool) -> Answer {
+        self.answerIfChanged { $0.resume(networkDown: networkDown, needsPreparation: needsPreparation, into: &$1) }
+    }
+
+    fileprivate mutating func suspend() -> Answer {
+        self.answerIfChanged { $0.suspend(into: &$1) }
+    }
+
+    fileprivate mutating func cancel(_ error: any Error) -> Answer {
+        self.answerIfChanged { $0.cancel(error, into: &$1) }
+    }
+
+    fileprivate mutating func connectivityReturned(attempt: Int, needsPreparation: Bool) -> Answer {
+        self.answer { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation, into: &$1) }
+    }
+
+    fileprivate mutating func connectivityTimedOut(attempt: Int, error: any Error) -> Answer {
+        self.answer { $0.connectivityTimedOut(attempt: attempt, error: error, into: &$1) }
+    }
+
+    fileprivate mutating func prepared(attempt: Int) -> Answer {
+        self.answer { $0.prepared(attempt: attempt, into: &$1) }
+    }
+
+    fileprivate mutating func preparationFailed(attempt: Int, error: any Error) -> Answer {
+        self.answer { $0.preparationFailed(attempt: attempt, error: error, into: &$1) }
+    }
+
+    fileprivate mutating func engineStarted(attempt: Int, engine: Engine) -> Answer {
+        self.answer { $0.engineStarted(attempt: attempt, engine: engine, into: &$1) }
+    }
+
+    fileprivate mutating func engineCompleted(attempt: Int, error: (any Error)?, restart: Bool, retry: Bool) -> Answer {
+        self.answer { $0.engineCompleted(attempt: attempt, error: error, restart: restart, retry: retry, into: &$1) }
+    }
+
+    fileprivate mutating func restartDue(attempt: Int, networkDown: Bool, needsPreparation: Bool) -> Answer {
+        self.answer {
+            $0.restartDue(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation, into: &$1)
+        }
+    }
+
+    fileprivate mutating func retryDecided(
+        attempt: Int,
+        delay: Double?,
+        networkDown: Bool,
+        needsPreparation: Bool
+    ) -> Answer {
+        self.answer {
+            $0.retryDecided(
+                attempt: attempt,
+                delay: delay,
+                networkDown: networkDown,
+                needsPreparation: needsPreparation,
+                into: &$1
+            )
+        }
+    }
+
+    fileprivate mutating func retryDelayElapsed(attempt: Int, networkDown: Bool, needsPreparation: Bool) -> Answer {
+        self.answer {
+            $0.retryDelayElapsed(
+                attempt: attempt,
+                networkDown: networkDown,
+                needsPreparation: needsPreparation,
+                into: &$1
+            )
+        }
     }
 }
 

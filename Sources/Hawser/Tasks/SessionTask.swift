@@ -7,6 +7,8 @@ import Synchronization
 // suspend and cancel may come from any thread and race with each other and with the engine's
 // completion, and the task still completes exactly once. The task feeds the machine and performs
 // what it answers: starting attempts, waiting for the network, asking the retrier, completing.
+// The machine appends its actions to the thread's LifecycleActionBuffer under the lock; the task
+// performs them after the lock is released.
 // The engine's events go to the task's `TaskDelegate` (the ResponseDelegate of every attempt).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -208,7 +210,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let networkDown = core.mustWaitForConnectivity
         let needsPreparation = core.needsPreparation
         let manager = self.manager
-        let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action? in
+        let buffer = LifecycleActionBuffer.current
+        let start = buffer.actions.count
+        let changed = self.locked.withLock { s -> Bool in
             guard let manager else {
                 // The manager is being released: its deinit cancels this task.
                 return s.lifecycle.cancel(
@@ -216,25 +220,35 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
                         .cancelled,
                         "the SessionManager of this task was released",
                         url: self.originalRequest?.url
-                    )
+                    ),
+                    into: &buffer.actions
                 )
             }
             if case .idle = s.lifecycle.phase {
                 // In flight from now on: the task keeps its manager until it completes.
                 s.delegate?.manager = manager
             }
-            return s.lifecycle.resume(networkDown: networkDown, needsPreparation: needsPreparation)
+            return s.lifecycle.resume(
+                networkDown: networkDown,
+                needsPreparation: needsPreparation,
+                into: &buffer.actions
+            )
         }
-        guard let action else { return }
-        if case .complete = action {} else { core.channel.emit { $0.taskDidResume(self) } }
-        self.perform(action)
+        guard changed else { return }
+        let completes = buffer.actions[start...].contains {
+            if case .complete = $0 { return true }
+            return false
+        }
+        if !completes { core.channel.emit { $0.taskDidResume(self) } }
+        self.performActions(buffer, from: start)
     }
 
     /// Suspends a running task: it stops reading the response, and TCP's flow control holds the
     /// server back until ``resume()``. The idle timeout does not run while suspended.
     public func suspend() {
-        guard let action = self.locked.withLock({ $0.lifecycle.suspend() }) else { return }
-        self.perform(action)
+        let (changed, buffer, start) = self.record { $0.suspend(into: &$1) }
+        guard changed else { return }
+        self.performActions(buffer, from: start)
         self.core.channel.emit { $0.taskDidSuspend(self) }
     }
 
@@ -245,23 +259,49 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     func cancel(with error: HawserError) {
-        guard let action = self.locked.withLock({ $0.lifecycle.cancel(error) }) else { return }
+        let (changed, buffer, start) = self.record { $0.cancel(error, into: &$1) }
+        guard changed else { return }
         self.core.channel.emit { $0.taskDidCancel(self) }
-        self.perform(action)
+        self.performActions(buffer, from: start)
     }
 
-    /// Feeds one input to the lifecycle under the lock and performs the answer.
-    func feed(_ input: (inout TaskLifecycle<RequestTask>) -> TaskLifecycle<RequestTask>.Action) {
-        let action = self.locked.withLock { input(&$0.lifecycle) }
-        self.perform(action)
+    /// Feeds one input to the lifecycle under the lock and performs its actions.
+    func feed(_ input: (inout TaskLifecycle<RequestTask>, inout [TaskLifecycle<RequestTask>.Action]) -> Void) {
+        let (_, buffer, start) = self.record {
+            input(&$0, &$1)
+            return true
+        }
+        self.performActions(buffer, from: start)
+    }
+
+    /// Runs `input` under the lock, the lifecycle's actions going to the thread's buffer from
+    /// `start` on; the caller performs them (``performActions(_:from:)``) after looking at them.
+    func record(
+        _ input: (inout TaskLifecycle<RequestTask>, inout [TaskLifecycle<RequestTask>.Action]) -> Bool
+    ) -> (result: Bool, buffer: LifecycleActionBuffer, start: Int) {
+        let buffer = LifecycleActionBuffer.current
+        let start = buffer.actions.count
+        let result = self.locked.withLock { input(&$0.lifecycle, &buffer.actions) }
+        return (result, buffer, start)
     }
 
     // MARK: - Performing the lifecycle's actions
 
-    func perform(_ action: TaskLifecycle<RequestTask>.Action) {
+    /// Performs the actions recorded from `start` on, in order, then removes them. An action that
+    /// feeds another input (on this thread) has that input's actions run and removed before the
+    /// next one here.
+    func performActions(_ buffer: LifecycleActionBuffer, from start: Int) {
+        var i = start
+        while i < buffer.actions.count {
+            let action = buffer.actions[i]
+            i += 1
+            self.perform(action)
+        }
+        buffer.removeActions(from: start)
+    }
+
+    private func perform(_ action: TaskLifecycle<RequestTask>.Action) {
         switch action {
-        case .none:
-            return
         case .waitForConnectivity(let attempt):
             self.waitForConnectivity(attempt: attempt)
         case .prepare(let attempt):
@@ -297,7 +337,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     private func feedRestart(attempt: Int) {
         let networkDown = self.core.mustWaitForConnectivity
         let needsPreparation = self.core.needsPreparation
-        self.feed { $0.restartDue(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation) }
+        self.feed {
+            $0.restartDue(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation, into: &$1)
+        }
     }
 
     /// The request an attempt starts from: the original one (a retry replays it, so the adapter
@@ -309,7 +351,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     private func prepare(attempt: Int) {
         let core = self.core
         guard let adapter = core.interceptor, let request = self.requestForAttempt() else {
-            self.feed { $0.prepared(attempt: attempt) }
+            self.feed { $0.prepared(attempt: attempt, into: &$1) }
             return
         }
         let loop = core.registry.withLock { $0.session.eventLoop }
@@ -317,14 +359,20 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             do {
                 let adapted = try await adapter.adapt(request, for: self)
                 core.channel.emit { $0.task(self, didAdapt: request, to: adapted) }
-                let action = self.locked.withLock { s -> TaskLifecycle<RequestTask>.Action in
+                let buffer = LifecycleActionBuffer.current
+                let start = buffer.actions.count
+                self.locked.withLock { s in
                     s.prepared = adapted
-                    return s.lifecycle.prepared(attempt: attempt)
+                    s.lifecycle.prepared(attempt: attempt, into: &buffer.actions)
                 }
-                self.perform(action)
+                self.performActions(buffer, from: start)
             } catch {
                 self.feed {
-                    $0.preparationFailed(attempt: attempt, error: SessionManagerError.adapterFailed(underlying: error))
+                    $0.preparationFailed(
+                        attempt: attempt,
+                        error: SessionManagerError.adapterFailed(underlying: error),
+                        into: &$1
+                    )
                 }
             }
         }
@@ -332,7 +380,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Hands attempt `attempt` to the engine.
     private func launch(attempt: Int) {
-        let fail: (any Error) -> Void = { e in self.feed { $0.preparationFailed(attempt: attempt, error: e) } }
+        let fail: (any Error) -> Void = { e in self.feed { $0.preparationFailed(attempt: attempt, error: e, into: &$1) }
+        }
         if let e = self.preflightError { return fail(e) }
         let (delegate, prepared) = self.locked.withLock { s -> (TaskDelegate?, HTTPClientRequest?) in
             defer { s.prepared = nil }
@@ -358,10 +407,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
                 s.expectedToSend = expected
             }
         }
-        delegate.attempt = attempt
-        delegate.eventLoop = session.eventLoop
+        delegate.startAttempt(attempt, on: session.eventLoop)
         let engine = session.execute(request, delegate: delegate)
-        self.feed { $0.engineStarted(attempt: attempt, engine: engine) }
+        self.feed { $0.engineStarted(attempt: attempt, engine: engine, into: &$1) }
     }
 
     /// Waits for the network before `attempt`: observes the reachability manager first, then
@@ -371,13 +419,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         let core = self.core
         guard let reachability = core.existingReachabilityManager else {
             let needsPreparation = core.needsPreparation
-            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
+            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation, into: &$1) }
             return
         }
         let returned: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
             let needsPreparation = self.core.needsPreparation
-            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation) }
+            self.feed { $0.connectivityReturned(attempt: attempt, needsPreparation: needsPreparation, into: &$1) }
         }
         let observation = reachability.addObserver { change in
             if change.status != .notReachable { returned() }
@@ -391,7 +439,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
                 "the network stayed unreachable for \(seconds) s (waitsForConnectivity)",
                 url: self.originalRequest?.url
             )
-            self.feed { $0.connectivityTimedOut(attempt: attempt, error: error) }
+            self.feed { $0.connectivityTimedOut(attempt: attempt, error: error, into: &$1) }
         }
         let stillWaiting = self.locked.withLock { s -> Bool in
             guard case .waitingForConnectivity(let a) = s.lifecycle.phase, a == attempt else { return false }
@@ -413,7 +461,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     private func askRetrier(attempt: Int, error: (any Error)?) {
         let core = self.core
         guard let retrier = core.interceptor, let request = self.currentRequest else {
-            self.feed { $0.retryDecided(attempt: attempt, delay: nil, networkDown: false, needsPreparation: false) }
+            self.feed {
+                $0.retryDecided(attempt: attempt, delay: nil, networkDown: false, needsPreparation: false, into: &$1)
+            }
             return
         }
         let response = self.response
@@ -436,19 +486,28 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             if let delay { core.channel.emit { $0.task(self, willRetryAfter: delay, error: hawserError) } }
             let networkDown = core.mustWaitForConnectivity
             let needsPreparation = core.needsPreparation
-            let action = self.locked.withLock {
-                $0.lifecycle.retryDecided(
+            let buffer = LifecycleActionBuffer.current
+            let start = buffer.actions.count
+            self.locked.withLock { s in
+                s.lifecycle.retryDecided(
                     attempt: attempt,
                     delay: delay,
                     networkDown: networkDown,
-                    needsPreparation: needsPreparation
+                    needsPreparation: needsPreparation,
+                    into: &buffer.actions
                 )
+                switch buffer.actions[start...].first {
+                case nil, .complete?: break
+                // Another attempt follows: its delegate drops what this one gathered, under the
+                // lock, so that a cancel completing the task from another thread comes after.
+                default: s.delegate?.resetForRetry()
+                }
             }
-            switch action {
-            case .none, .complete: break
+            switch buffer.actions[start...].first {
+            case nil, .complete?: break
             default: self.resetForRetry()  // another attempt follows: drop what this one gathered
             }
-            self.perform(action)
+            self.performActions(buffer, from: start)
         }
     }
 
@@ -460,7 +519,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             let networkDown = self.core.mustWaitForConnectivity
             let needsPreparation = self.core.needsPreparation
             self.feed {
-                $0.retryDelayElapsed(attempt: attempt, networkDown: networkDown, needsPreparation: needsPreparation)
+                $0.retryDelayElapsed(
+                    attempt: attempt,
+                    networkDown: networkDown,
+                    needsPreparation: needsPreparation,
+                    into: &$1
+                )
             }
         }
         let keep = self.locked.withLock { s -> Bool in
@@ -504,7 +568,6 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         self.locked.withLock { $0.response = nil }
         self.existingUploadProgress?.reset(total: self.countOfBytesExpectedToSend)
         self.existingDownloadProgress?.reset(total: -1)
-        self.delegate?.resetForRetry()
     }
 
     /// Subclass hook before the delegate finishes (a download closes its file, produces resume data).

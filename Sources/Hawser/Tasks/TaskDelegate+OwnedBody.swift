@@ -7,6 +7,7 @@ extension TaskDelegate: OwnedBodyDelegate {
     var takesBodyChunks: Bool { self.download != nil }
 
     func task(_ engine: RequestTask, didReceiveBodyChunk chunk: [UInt8]) {
+        self.bindPhase(to: engine.eventLoop)
         if let download = self.download {
             download.write(chunk: chunk, engine: engine, channel: self.core.channel)
         } else {

@@ -25,11 +25,12 @@ typealias TaskCompletion = @Sendable (SessionTask, HawserResponse?, (any Sendabl
 /// response serializer, the completion queue and group, the body limit), as AFNetworking's
 /// manager hands them to each task's delegate.
 ///
-/// Threads: the engine's callbacks run on the event loop, one at a time. The mutable fields below
-/// belong to whoever holds the task's phase: the running attempt's callbacks (on the loop), or
-/// between attempts the thread that moved the phase under the task's lock (a resume, a retry
-/// decision, the completion). The lock's hand-offs order every access, so they need no lock of
-/// their own.
+/// Threads: the engine's callbacks run on the event loop, one at a time. The mutable fields
+/// (``PhaseFields``) belong to whoever holds the task's phase, and live in a ``PhaseOwned`` that
+/// names the owner: the running attempt's loop (from ``startAttempt(_:on:)`` to the attempt's end),
+/// or between attempts the thread that moved the phase under the task's lock and claimed them (a
+/// retry decision, the completion). The lock's hand-offs order the owners; debug builds check
+/// every access against the current one.
 final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     enum Completion {
         /// No handler: the serializer runs only if someone observes the completion.
@@ -61,20 +62,37 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     let bodyLimit: Int
     private let awaitSlot = Mutex(AwaitSlot.empty)
 
-    // Owned by the phase holder (see above).
-    /// The task the engine's events are for: `owner`, or the download a data task became.
-    private(set) var task: SessionTask
-    private(set) var download: DownloadTask?
-    /// The manager, held strongly while the task is in flight (set at resume, cleared at the end):
-    /// in-flight tasks keep their manager and its session alive, as NSURLSession keeps its delegate.
-    var manager: SessionManager?
-    /// The attempt the engine runs and the loop it runs on.
-    var attempt = 0
-    var eventLoop: EventLoop?
-    private var body: [UInt8] = []
-    private var expectedToReceive: Int64 = -1
-    /// The final response head of the current attempt (also in the task's state, for readers).
-    private var response: HawserResponse?
+    /// What the holder of the task's phase owns.
+    struct PhaseFields {
+        /// The task the engine's events are for: `owner`, or the download a data task became.
+        var task: SessionTask
+        var download: DownloadTask?
+        /// The manager, held strongly while the task is in flight (set at resume, cleared at the
+        /// end): in-flight tasks keep their manager and its session alive, as NSURLSession keeps
+        /// its delegate.
+        var manager: SessionManager?
+        /// The attempt the engine runs and the loop it runs on.
+        var attempt = 0
+        var eventLoop: EventLoop?
+        var body: [UInt8] = []
+        var expectedToReceive: Int64 = -1
+        /// The final response head of the current attempt (also in the task's state, for readers).
+        var response: HawserResponse?
+    }
+
+    private var phase: PhaseOwned<PhaseFields>
+
+    /// The task the engine's events are for.
+    var task: SessionTask { self.phase.value.task }
+    var download: DownloadTask? { self.phase.value.download }
+    /// The manager, while the task is in flight. Set at resume (the task is idle: nobody holds
+    /// its fields yet).
+    var manager: SessionManager? {
+        get { self.phase.value.manager }
+        set { self.phase.value.manager = newValue }
+    }
+    /// The loop of the attempt that ran last.
+    var eventLoop: EventLoop? { self.phase.value.eventLoop }
 
     init(
         owner: SessionTask,
@@ -85,8 +103,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     ) {
         self.owner = owner
         self.core = core
-        self.task = owner
-        self.download = owner as? DownloadTask
+        self.phase = PhaseOwned(PhaseFields(task: owner, download: owner as? DownloadTask))
         self.completion = completion
         self.destination = destination
         var settings = core.currentSettings
@@ -98,15 +115,35 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         self.bodyLimit = core.configuration.maximumBufferedBodySize
     }
 
+    /// An engine callback (of the extension in TaskDelegate+OwnedBody.swift): see ``PhaseOwned/bind(to:file:line:)``.
+    func bindPhase(to loop: EventLoop, file: StaticString = #fileID, line: UInt = #line) {
+        self.phase.bind(to: loop, file: file, line: line)
+    }
+
+    /// Attempt `attempt` starts on the session whose loop is `loop`: the calling thread (which
+    /// launched it under the task's lock) sets it up, then the attempt's callbacks own the fields
+    /// until it ends.
+    func startAttempt(_ attempt: Int, on loop: EventLoop) {
+        self.phase.claim()
+        self.phase.value.attempt = attempt
+        self.phase.value.eventLoop = loop
+        self.phase.handToAttempt()
+    }
+
+    /// Another attempt follows: drops what the last one gathered. Called under the task's lock
+    /// by the thread that decided so (it holds the phase), so that a completion from another
+    /// thread comes after it.
     func resetForRetry() {
-        self.body = []
-        self.expectedToReceive = -1
-        self.response = nil
+        self.phase.claim()
+        self.phase.value.body = []
+        self.phase.value.expectedToReceive = -1
+        self.phase.value.response = nil
     }
 
     // MARK: - The engine's events (on the event loop)
 
     func task(_ engine: RequestTask, didReceiveHead head: HTTPResponseHead) {
+        self.phase.bind(to: engine.eventLoop)
         let task = self.task
         let response = HawserResponse(
             url: engine.request.url,
@@ -115,8 +152,8 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             version: head.version
         )
         let expected = head.headers.contentLength.map(Int64.init) ?? -1
-        self.expectedToReceive = expected
-        self.response = response
+        self.phase.value.expectedToReceive = expected
+        self.phase.value.response = response
         task.locked.withLock { s in
             s.response = response
             s.expectedToReceive = expected
@@ -142,11 +179,11 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
                     data,
                     delegate: self,
                     engine: engine,
-                    attempt: self.attempt,
+                    attempt: self.phase.value.attempt,
                     response: response
                 )
-                self.task = download
-                self.download = download
+                self.phase.value.task = download
+                self.phase.value.download = download
                 download.didReceiveResponse(response, engine: engine, channel: channel)
                 channel.emit { $0.dataTask(data, didBecome: download) }
                 return
@@ -159,33 +196,43 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             engine.fail(with: self.tooLarge(engine, "its Content-Length is \(declared) bytes"))
             return
         }
-        self.body = []
-        if declared > 0 { self.body.reserveCapacity(Int(declared)) }
+        self.phase.value.body = []
+        if declared > 0 { self.phase.value.body.reserveCapacity(Int(declared)) }
         task.existingDownloadProgress?.set(completed: 0, total: expected)
     }
 
     func task(_ engine: RequestTask, didReceiveBody bytes: UnsafeRawBufferPointer) {
+        self.phase.bind(to: engine.eventLoop)
         let task = self.task
         if let download = self.download {
             download.write(bytes, engine: engine, channel: self.core.channel)
             return
         }
-        let needed = self.body.count + bytes.count
-        if needed > self.bodyLimit {
-            engine.fail(with: self.tooLarge(engine, "more than \(self.bodyLimit) bytes arrived"))
+        let bodyLimit = self.bodyLimit
+        let expectedToReceive = self.appendBody(bytes, limit: bodyLimit)
+        guard let expectedToReceive else {
+            engine.fail(with: self.tooLarge(engine, "more than \(bodyLimit) bytes arrived"))
             return
         }
-        if needed > self.body.capacity {
-            // Grow as append would (doubling), but never reserve past the limit.
-            self.body.reserveCapacity(min(self.bodyLimit, max(needed, 2 * self.body.capacity)))
-        }
-        self.body.append(contentsOf: bytes)
         let received = task.receivedBytes.wrappingAdd(Int64(bytes.count), ordering: .relaxed).newValue
-        task.existingDownloadProgress?.set(completed: received, total: self.expectedToReceive)
+        task.existingDownloadProgress?.set(completed: received, total: expectedToReceive)
         let channel = self.core.channel
         if channel.isActive, let data = task as? DataTask {
             for m in channel.all { m.dataTask(data, didReceive: bytes) }
         }
+    }
+
+    /// Appends to the body unless it would pass `limit` (nil then); returns the expected length.
+    private func appendBody(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Int64? {
+        let needed = self.phase.value.body.count + bytes.count
+        if needed > limit { return nil }
+        let capacity = self.phase.value.body.capacity
+        if needed > capacity {
+            // Grow as append would (doubling), but never reserve past the limit.
+            self.phase.value.body.reserveCapacity(min(limit, max(needed, 2 * capacity)))
+        }
+        self.phase.value.body.append(contentsOf: bytes)
+        return self.phase.value.expectedToReceive
     }
 
     private func tooLarge(_ engine: RequestTask, _ why: String) -> HawserError {
@@ -197,6 +244,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     func task(_ engine: RequestTask, didSendBodyBytes totalSent: Int64, expected: Int64?) {
+        self.phase.bind(to: engine.eventLoop)
         let task = self.task
         let previous = task.sentBytes.exchange(totalSent, ordering: .relaxed)
         let total: Int64
@@ -218,6 +266,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     }
 
     func task(_ engine: RequestTask, didCompleteWith result: Result<HTTPHeaders?, HawserError>, metrics: TaskMetrics) {
+        self.phase.bind(to: engine.eventLoop)
         guard let download = self.download else {
             self.attemptEnded(result, metrics: metrics)
             return
@@ -238,12 +287,23 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         if self.core.needsPreparation, task.canRetry {
             retry = error != nil || (task.response.map { $0.statusCode >= 400 } ?? false)
         }
-        let attempt = self.attempt
-        let action = task.locked.withLock { s in
+        let attempt = self.phase.value.attempt
+        // The attempt is over: its loop gives the fields up; the thread that moves the phase next
+        // (the completion, a retry decision) claims them.
+        self.phase.release()
+        let buffer = LifecycleActionBuffer.current
+        let start = buffer.actions.count
+        task.locked.withLock { s in
             s.metrics = metrics
-            return s.lifecycle.engineCompleted(attempt: attempt, error: error, restart: restart, retry: retry)
+            s.lifecycle.engineCompleted(
+                attempt: attempt,
+                error: error,
+                restart: restart,
+                retry: retry,
+                into: &buffer.actions
+            )
         }
-        task.perform(action)
+        task.performActions(buffer, from: start)
     }
 
     /// Server trust and 401/407: the manager's task block, session block, then security policy
@@ -253,6 +313,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         didReceive challenge: AuthenticationChallenge,
         completion: @escaping @Sendable (ChallengeDisposition) -> Void
     ) {
+        self.phase.bind(to: engine.eventLoop)
         guard let manager = self.manager else {
             completion(.performDefaultHandling)
             return
@@ -268,6 +329,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         newRequest: HTTPClientRequest,
         completion: @escaping @Sendable (HTTPClientRequest?) -> Void
     ) {
+        self.phase.bind(to: engine.eventLoop)
         let task = self.task
         var chosen: HTTPClientRequest? = newRequest
         if let block = self.core.hooks.withLock({ $0.taskWillPerformHTTPRedirection }) {
@@ -291,6 +353,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
         willCacheResponse proposed: CachedResponse,
         completion: @escaping @Sendable (CachedResponse?) -> Void
     ) {
+        self.phase.bind(to: engine.eventLoop)
         guard let data = self.task as? DataTask, let block = self.core.hooks.withLock({ $0.dataTaskWillCacheResponse })
         else {
             completion(proposed)
@@ -308,6 +371,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// The manager's `taskNeedNewBodyStream` block, else the task's own replayable body (a
     /// multipart form), else nil (the engine fails the task).
     func task(_ engine: RequestTask, needNewBodyStream completion: @escaping @Sendable (RequestBody?) -> Void) {
+        self.phase.bind(to: engine.eventLoop)
         let task = self.task
         if let block = self.core.hooks.withLock({ $0.taskNeedNewBodyStream }) {
             completion(block(task))
@@ -321,16 +385,18 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
     /// Ends the task (called once, by the task, after its lifecycle completed): hands the outcome
     /// to the awaiting caller, or runs the serializer and the handler on the completion queue.
     func finish(_ task: SessionTask, error: (any Error)?, metrics: TaskMetrics?) {
-        let data = self.body
-        self.body = []
+        self.phase.claim()
+        let data = self.phase.value.body
+        self.phase.value.body = []
         // The outcome takes over the manager until the completion path has run.
-        let pin = self.manager
-        self.manager = nil
+        let pin = self.phase.value.manager
+        self.phase.value.manager = nil
+        let download = self.phase.value.download
         let outcome = TaskOutcome(
             task: task,
-            response: self.response,
+            response: self.phase.value.response,
             data: data,
-            download: self.download,
+            download: download,
             settings: self.settings,
             error: error,
             metrics: metrics,
@@ -350,7 +416,7 @@ final class TaskDelegate: ResponseDelegate, @unchecked Sendable {
             }
         case .none:
             // Nothing to call: a download still has its file to move, and observers their event.
-            guard self.download != nil || self.core.channel.isActive else { return }
+            guard download != nil || self.core.channel.isActive else { return }
             self.completionQueue.async(group: self.completionGroup) {
                 let (object, failure) = outcome.complete()
                 outcome.announce(object: object, error: failure)

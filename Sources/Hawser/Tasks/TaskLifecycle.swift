@@ -1,7 +1,9 @@
 // The lifecycle of a SessionTask as a value: suspended / running / cancelling / completed, the
 // attempts behind it (restarts, retries), and the wait for connectivity. Inputs come in as
-// mutating methods; each returns what the task must do next. No sockets, clocks, locks or
-// callbacks: the task (`SessionTask`) feeds it under its lock and performs the actions outside.
+// mutating methods; each appends what the task must do next to the caller's buffer (`into
+// actions: inout [Action]`, the shape of every machine; an input that needs nothing appends
+// nothing). No sockets, clocks, locks or callbacks: the task (`SessionTask`) feeds it under its
+// lock and performs the actions outside, from a buffer reused from input to input.
 //
 // Phases and their transitions (docs/AFNETWORKING.md, "Tasks"):
 //
@@ -42,10 +44,8 @@ struct TaskLifecycle<Engine> {
         case completed
     }
 
-    /// What the task does after an input.
+    /// What the task does after an input (at most one per input).
     enum Action {
-        /// Nothing beyond the state change.
-        case none
         /// Wait for the network to become reachable before attempt `attempt` (observe the
         /// reachability manager, arm the resource timeout).
         case waitForConnectivity(attempt: Int)
@@ -100,100 +100,107 @@ struct TaskLifecycle<Engine> {
 
     // MARK: - User inputs
 
-    /// `resume()`. Returns nil when nothing changed (already running, cancelling or completed);
+    /// `resume()`. Returns false when nothing changed (already running, cancelling or completed);
     /// otherwise the task was suspended and is now running, and the action says what to start.
     /// - Parameters:
     ///   - networkDown: the task must wait for connectivity before an attempt (`waitsForConnectivity`
     ///     and the reachability manager reports the network not reachable).
     ///   - needsPreparation: an adapter must run before each attempt.
-    mutating func resume(networkDown: Bool, needsPreparation: Bool) -> Action? {
-        guard self.isSuspended, self.cancelError == nil, !self.isCompleted else { return nil }
+    @discardableResult
+    mutating func resume(networkDown: Bool, needsPreparation: Bool, into actions: inout [Action]) -> Bool {
+        guard self.isSuspended, self.cancelError == nil, !self.isCompleted else { return false }
         self.isSuspended = false
         switch self.phase {
         case .idle:
-            return self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation)
+            self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation, into: &actions)
         case .running(_, let engine?):
-            return .resumeReading(engine)
+            actions.append(.resumeReading(engine))
         case .running(_, nil), .waitingForConnectivity, .preparing, .restarting, .retryPending, .retryDelay:
             // Nothing runs that reads: the next attempt starts unpaused.
-            return Action.none
+            break
         case .completed:
-            return nil
+            return false
         }
+        return true
     }
 
-    /// `suspend()`. Returns nil when nothing changed (already suspended, cancelling or completed).
-    mutating func suspend() -> Action? {
-        guard !self.isSuspended, self.cancelError == nil, !self.isCompleted else { return nil }
+    /// `suspend()`. Returns false when nothing changed (already suspended, cancelling or completed).
+    @discardableResult
+    mutating func suspend(into actions: inout [Action]) -> Bool {
+        guard !self.isSuspended, self.cancelError == nil, !self.isCompleted else { return false }
         self.isSuspended = true
-        if case .running(_, let engine?) = self.phase { return .pauseReading(engine) }
         // An attempt that starts later starts paused (see `engineStarted`).
-        return Action.none
+        if case .running(_, let engine?) = self.phase { actions.append(.pauseReading(engine)) }
+        return true
     }
 
-    /// `cancel()`. Returns nil when the task was already cancelling or completed. Between
+    /// `cancel()`. Returns false when the task was already cancelling or completed. Between
     /// attempts the task completes at once; a running attempt is cancelled and its completion
     /// completes the task with `error`.
-    mutating func cancel(_ error: any Error) -> Action? {
-        guard self.cancelError == nil, !self.isCompleted else { return nil }
+    @discardableResult
+    mutating func cancel(_ error: any Error, into actions: inout [Action]) -> Bool {
+        guard self.cancelError == nil, !self.isCompleted else { return false }
         self.cancelError = error
         switch self.phase {
         case .running(_, let engine?):
-            return .cancelEngine(engine, error)
+            actions.append(.cancelEngine(engine, error))
         case .running(_, nil):
             // `execute` has not returned the handle yet: `engineStarted` cancels it.
-            return Action.none
+            break
         case .idle, .waitingForConnectivity, .preparing, .restarting, .retryPending, .retryDelay:
             self.phase = .completed
-            return .complete(error: error)
+            actions.append(.complete(error: error))
         case .completed:
-            return nil
+            return false
         }
+        return true
     }
 
     // MARK: - Connectivity
 
     /// The network became reachable while attempt `attempt` waited.
-    mutating func connectivityReturned(attempt: Int, needsPreparation: Bool) -> Action {
-        guard case .waitingForConnectivity(let a) = self.phase, a == attempt else { return .none }
-        return self.start(attempt, needsPreparation: needsPreparation)
+    mutating func connectivityReturned(attempt: Int, needsPreparation: Bool, into actions: inout [Action]) {
+        guard case .waitingForConnectivity(let a) = self.phase, a == attempt else { return }
+        self.start(attempt, needsPreparation: needsPreparation, into: &actions)
     }
 
     /// The resource timeout passed while attempt `attempt` waited for the network.
-    mutating func connectivityTimedOut(attempt: Int, error: any Error) -> Action {
-        guard case .waitingForConnectivity(let a) = self.phase, a == attempt else { return .none }
+    mutating func connectivityTimedOut(attempt: Int, error: any Error, into actions: inout [Action]) {
+        guard case .waitingForConnectivity(let a) = self.phase, a == attempt else { return }
         self.phase = .completed
-        return .complete(error: error)
+        actions.append(.complete(error: error))
     }
 
     // MARK: - Attempts
 
     /// The adapter produced attempt `attempt`'s request.
-    mutating func prepared(attempt: Int) -> Action {
-        guard case .preparing(let a) = self.phase, a == attempt else { return .none }
+    mutating func prepared(attempt: Int, into actions: inout [Action]) {
+        guard case .preparing(let a) = self.phase, a == attempt else { return }
         self.phase = .running(attempt: attempt, engine: nil)
-        return .launch(attempt: attempt)
+        actions.append(.launch(attempt: attempt))
     }
 
     /// Preparing attempt `attempt` failed (the adapter threw, the manager's session is gone, the
     /// request is unusable): the task completes with `error`.
-    mutating func preparationFailed(attempt: Int, error: any Error) -> Action {
+    mutating func preparationFailed(attempt: Int, error: any Error, into actions: inout [Action]) {
         switch self.phase {
         case .preparing(let a) where a == attempt, .running(let a, nil) where a == attempt:
             self.phase = .completed
-            return .complete(error: error)
+            actions.append(.complete(error: error))
         default:
-            return .none
+            return
         }
     }
 
     /// The engine accepted attempt `attempt` and gave its handle.
-    mutating func engineStarted(attempt: Int, engine: Engine) -> Action {
-        guard case .running(let a, nil) = self.phase, a == attempt else { return .none }
+    mutating func engineStarted(attempt: Int, engine: Engine, into actions: inout [Action]) {
+        guard case .running(let a, nil) = self.phase, a == attempt else { return }
         self.phase = .running(attempt: attempt, engine: engine)
-        if let error = self.cancelError { return .cancelEngine(engine, error) }
-        if self.isSuspended { return .pauseReading(engine) }
-        return .none
+        if let error = self.cancelError {
+            actions.append(.cancelEngine(engine, error))
+        } else if self.isSuspended {
+            actions.append(.pauseReading(engine))
+        }
     }
 
     /// The engine completed attempt `attempt`.
@@ -202,53 +209,75 @@ struct TaskLifecycle<Engine> {
     ///   - restart: the attempt must be sent again from the start (a download's Range refused).
     ///   - retry: the retrier should be asked (there is one, the attempt failed or got a status
     ///     ≥ 400, and the request can be sent again).
-    mutating func engineCompleted(attempt: Int, error: (any Error)?, restart: Bool, retry: Bool) -> Action {
-        guard case .running(let a, _) = self.phase, a == attempt else { return .none }
+    mutating func engineCompleted(
+        attempt: Int,
+        error: (any Error)?,
+        restart: Bool,
+        retry: Bool,
+        into actions: inout [Action]
+    ) {
+        guard case .running(let a, _) = self.phase, a == attempt else { return }
         if let cancelled = self.cancelError {
             // Cancelled before the engine heard of it: the task ends cancelled even if the
             // response was complete.
             self.phase = .completed
-            return .complete(error: cancelled)
+            actions.append(.complete(error: cancelled))
+            return
         }
         if error == nil && restart {
             self.phase = .restarting(attempt: attempt)
-            return .restart(attempt: attempt)
+            actions.append(.restart(attempt: attempt))
+            return
         }
         if retry {
             self.phase = .retryPending(attempt: attempt, error: error)
-            return .askRetrier(attempt: attempt, error: error)
+            actions.append(.askRetrier(attempt: attempt, error: error))
+            return
         }
         self.phase = .completed
-        return .complete(error: error)
+        actions.append(.complete(error: error))
     }
 
     /// The restart of attempt `attempt` is due (on the event loop).
-    mutating func restartDue(attempt: Int, networkDown: Bool, needsPreparation: Bool) -> Action {
-        guard case .restarting(let a) = self.phase, a == attempt else { return .none }
-        return self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation)
+    mutating func restartDue(attempt: Int, networkDown: Bool, needsPreparation: Bool, into actions: inout [Action]) {
+        guard case .restarting(let a) = self.phase, a == attempt else { return }
+        self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation, into: &actions)
     }
 
     /// The retrier decided about attempt `attempt`: nil = do not retry (the attempt's error ends
     /// the task), 0 = now, > 0 = after that many seconds.
-    mutating func retryDecided(attempt: Int, delay: Double?, networkDown: Bool, needsPreparation: Bool) -> Action {
-        guard case .retryPending(let a, let error) = self.phase, a == attempt else { return .none }
+    mutating func retryDecided(
+        attempt: Int,
+        delay: Double?,
+        networkDown: Bool,
+        needsPreparation: Bool,
+        into actions: inout [Action]
+    ) {
+        guard case .retryPending(let a, let error) = self.phase, a == attempt else { return }
         guard let delay else {
             self.phase = .completed
-            return .complete(error: error)
+            actions.append(.complete(error: error))
+            return
         }
         if delay > 0 {
             self.phase = .retryDelay(attempt: attempt, error: error)
-            return .scheduleRetry(attempt: attempt, delay: delay)
+            actions.append(.scheduleRetry(attempt: attempt, delay: delay))
+            return
         }
         self.retryCount += 1
-        return self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation)
+        self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation, into: &actions)
     }
 
     /// The retry delay after attempt `attempt` has passed.
-    mutating func retryDelayElapsed(attempt: Int, networkDown: Bool, needsPreparation: Bool) -> Action {
-        guard case .retryDelay(let a, _) = self.phase, a == attempt else { return .none }
+    mutating func retryDelayElapsed(
+        attempt: Int,
+        networkDown: Bool,
+        needsPreparation: Bool,
+        into actions: inout [Action]
+    ) {
+        guard case .retryDelay(let a, _) = self.phase, a == attempt else { return }
         self.retryCount += 1
-        return self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation)
+        self.nextAttempt(networkDown: networkDown, needsPreparation: needsPreparation, into: &actions)
     }
 
     // MARK: - A data task becoming a download
@@ -271,21 +300,27 @@ struct TaskLifecycle<Engine> {
 
     // MARK: - Helpers
 
-    private mutating func nextAttempt(networkDown: Bool, needsPreparation: Bool) -> Action {
+    private mutating func nextAttempt(networkDown: Bool, needsPreparation: Bool, into actions: inout [Action]) {
         self.attempt += 1
         if networkDown {
             self.phase = .waitingForConnectivity(attempt: self.attempt)
-            return .waitForConnectivity(attempt: self.attempt)
+            actions.append(.waitForConnectivity(attempt: self.attempt))
+            return
         }
-        return self.start(self.attempt, needsPreparation: needsPreparation)
+        self.start(self.attempt, needsPreparation: needsPreparation, into: &actions)
     }
 
-    private mutating func start(_ attempt: Int, needsPreparation: Bool) -> Action {
+    private mutating func start(_ attempt: Int, needsPreparation: Bool, into actions: inout [Action]) {
         if needsPreparation {
             self.phase = .preparing(attempt: attempt)
-            return .prepare(attempt: attempt)
+            actions.append(.prepare(attempt: attempt))
+            return
         }
         self.phase = .running(attempt: attempt, engine: nil)
-        return .launch(attempt: attempt)
+        actions.append(.launch(attempt: attempt))
     }
 }
+
+extension TaskLifecycle: Sendable where Engine: Sendable {}
+extension TaskLifecycle.Phase: Sendable where Engine: Sendable {}
+extension TaskLifecycle.Action: Sendable where Engine: Sendable {}

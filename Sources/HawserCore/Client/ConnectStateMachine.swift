@@ -1,7 +1,8 @@
 // Theory of operation
 // -------------------
 // One value per connection being opened. It knows nothing of sockets or clocks: the IO shell
-// (Connector) reports what happened, with the loop's time, and runs the actions it gets back.
+// (Connector) reports what happened, with the loop's time, and runs the actions the machine
+// appends to the shell's buffer (`into actions: inout [Action]`, every machine's shape).
 //
 //   idle ─start─▶ resolving ─resolved─▶ racing ─an attempt connects─▶ proxyTLSHandshake ─▶ evaluatingProxyTrust ─▶ proxyHandshake
 //     │              │                    │                                   │                      │                       │
@@ -145,27 +146,35 @@ struct ConnectStateMachine {
     var pendingAttempts: [Int] { self.attempts.filter { $0.outcome == nil }.map(\.id) }
 
     // MARK: - Events
+    //
+    // Each event appends its actions to the shell's buffer (`into actions`), in the order they
+    // are to run; an event that changes nothing appends nothing.
 
     /// Starts: with the addresses when they are known without asking the resolver (an IP
     /// literal, a DNS override, a Unix-domain path), else by resolving.
-    mutating func start(addresses: [SocketAddress]?, now: UInt64) -> [Action] {
-        guard self.phase == .idle else { return [] }
+    mutating func start(addresses: [SocketAddress]?, now: UInt64, into actions: inout [Action]) {
+        guard self.phase == .idle else { return }
         guard let addresses else {
             self.phase = .resolving
-            return [.resolve]
+            actions.append(.resolve)
+            return
         }
-        return self.race(addresses, now: now)
+        self.race(addresses, now: now, into: &actions)
     }
 
-    mutating func resolved(_ result: Result<[SocketAddress], ResolutionError>, now: UInt64) -> [Action] {
-        guard self.phase == .resolving else { return [] }
+    mutating func resolved(
+        _ result: Result<[SocketAddress], ResolutionError>,
+        now: UInt64,
+        into actions: inout [Action]
+    ) {
+        guard self.phase == .resolving else { return }
         switch result {
         case .success(let addresses):
-            return self.race(addresses, now: now)
+            self.race(addresses, now: now, into: &actions)
         case .failure(let error):
             self.phase = .failed
             let prefix = self.viaProxy ? "the proxy: " : ""
-            return [
+            actions.append(
                 .fail(
                     HawserError(
                         self.viaProxy ? .proxyError : .cannotResolveHost,
@@ -173,27 +182,28 @@ struct ConnectStateMachine {
                         underlying: error
                     )
                 )
-            ]
+            )
         }
     }
 
-    private mutating func race(_ addresses: [SocketAddress], now: UInt64) -> [Action] {
+    private mutating func race(_ addresses: [SocketAddress], now: UInt64, into actions: inout [Action]) {
         self.phase = .racing
         self.queue = Self.happyEyeballsOrder(addresses)
         if self.queue.isEmpty {
             self.phase = .failed
-            return [.fail(self.cannotConnect(detail: "no address to try"))]
+            actions.append(.fail(self.cannotConnect(detail: "no address to try")))
+            return
         }
-        return self.startNext(now: now)
+        self.startNext(now: now, into: &actions)
     }
 
     /// Starts the next queued address and arms the timer for the one after it.
-    private mutating func startNext(now: UInt64) -> [Action] {
-        guard !self.queue.isEmpty else { return [] }
+    private mutating func startNext(now: UInt64, into actions: inout [Action]) {
+        guard !self.queue.isEmpty else { return }
         let address = self.queue.removeFirst()
         let id = self.attempts.count
         self.attempts.append(Attempt(id: id, address: address, startedAt: now))
-        var actions: [Action] = [.startAttempt(id: id, address: address)]
+        actions.append(.startAttempt(id: id, address: address))
         if !self.queue.isEmpty {
             self.timerArmed = true
             actions.append(.armAttemptTimer(nanoseconds: self.attemptDelay))
@@ -201,25 +211,23 @@ struct ConnectStateMachine {
             self.timerArmed = false
             actions.append(.cancelAttemptTimer)
         }
-        return actions
     }
 
     /// The attempt delay passed with no winner: the next address starts alongside.
-    mutating func attemptTimerFired(now: UInt64) -> [Action] {
+    mutating func attemptTimerFired(now: UInt64, into actions: inout [Action]) {
         self.timerArmed = false
-        guard self.phase == .racing else { return [] }
-        return self.startNext(now: now)
+        guard self.phase == .racing else { return }
+        self.startNext(now: now, into: &actions)
     }
 
     /// An attempt's connect succeeded. The first to do so wins; the others are closed.
-    mutating func attemptConnected(_ id: Int, now: UInt64) -> [Action] {
+    mutating func attemptConnected(_ id: Int, now: UInt64, into actions: inout [Action]) {
         // After a win every other attempt is closed and marked, so a late connect is ignored.
-        guard self.phase == .racing, id < self.attempts.count, self.attempts[id].outcome == nil else { return [] }
+        guard self.phase == .racing, id < self.attempts.count, self.attempts[id].outcome == nil else { return }
         self.attempts[id].outcome = .won
         self.attempts[id].endedAt = now
         self.winner = id
         self.queue.removeAll()
-        var actions: [Action] = []
         if self.timerArmed {
             self.timerArmed = false
             actions.append(.cancelAttemptTimer)
@@ -229,44 +237,46 @@ struct ConnectStateMachine {
             self.attempts[other].endedAt = now
             actions.append(.closeAttempt(id: other))
         }
-        actions.append(contentsOf: self.afterConnect(id))
-        return actions
+        self.afterConnect(id, into: &actions)
     }
 
-    private mutating func afterConnect(_ id: Int) -> [Action] {
+    private mutating func afterConnect(_ id: Int, into actions: inout [Action]) {
         if self.steps.proxyTLS {
             self.phase = .proxyTLSHandshake
-            return [.startProxyTLS(id: id)]
+            actions.append(.startProxyTLS(id: id))
+            return
         }
-        return self.afterProxyTLS(id)
+        self.afterProxyTLS(id, into: &actions)
     }
 
-    private mutating func afterProxyTLS(_ id: Int) -> [Action] {
+    private mutating func afterProxyTLS(_ id: Int, into actions: inout [Action]) {
         if self.steps.proxyExchange {
             self.phase = .proxyHandshake
-            return [.startProxyExchange(id: id)]
+            actions.append(.startProxyExchange(id: id))
+            return
         }
-        return self.afterProxy(id)
+        self.afterProxy(id, into: &actions)
     }
 
-    private mutating func afterProxy(_ id: Int) -> [Action] {
+    private mutating func afterProxy(_ id: Int, into actions: inout [Action]) {
         if self.steps.tls {
             self.phase = .tlsHandshake
-            return [.startTLS(id: id)]
+            actions.append(.startTLS(id: id))
+            return
         }
         self.phase = .established
-        return [.succeed(id: id)]
+        actions.append(.succeed(id: id))
     }
 
     /// An attempt's connect failed: the next address starts now rather than at the timer.
-    mutating func attemptFailed(_ id: Int, reason: String, now: UInt64) -> [Action] {
-        guard id < self.attempts.count, self.attempts[id].outcome == nil else { return [] }
+    mutating func attemptFailed(_ id: Int, reason: String, now: UInt64, into actions: inout [Action]) {
+        guard id < self.attempts.count, self.attempts[id].outcome == nil else { return }
         self.attempts[id].outcome = .failed(reason)
         self.attempts[id].endedAt = now
-        var actions: [Action] = [.closeAttempt(id: id)]
-        guard self.phase == .racing else { return actions }
+        actions.append(.closeAttempt(id: id))
+        guard self.phase == .racing else { return }
         if !self.queue.isEmpty {
-            actions.append(contentsOf: self.startNext(now: now))
+            self.startNext(now: now, into: &actions)
         } else if self.pendingAttempts.isEmpty {
             self.phase = .failed
             if self.timerArmed {
@@ -279,71 +289,79 @@ struct ConnectStateMachine {
             }.joined(separator: "; ")
             actions.append(.fail(self.cannotConnect(detail: detail)))
         }
-        return actions
     }
 
     /// The handshake with the https proxy finished; as for origins, a resumed session continues
     /// one whose chain was accepted, so it is not evaluated again.
-    mutating func proxyTLSFinished(_ result: Result<Bool, HawserError>) -> [Action] {
-        guard self.phase == .proxyTLSHandshake, let id = self.winner else { return [] }
+    mutating func proxyTLSFinished(_ result: Result<Bool, HawserError>, into actions: inout [Action]) {
+        guard self.phase == .proxyTLSHandshake, let id = self.winner else { return }
         switch result {
         case .success(let resumed):
-            if resumed { return self.afterProxyTLS(id) }
+            if resumed {
+                self.afterProxyTLS(id, into: &actions)
+                return
+            }
             self.phase = .evaluatingProxyTrust
-            return [.evaluateProxyTrust(id: id)]
+            actions.append(.evaluateProxyTrust(id: id))
         case .failure(let error):
-            return self.failWinner(error)
+            self.failWinner(error, into: &actions)
         }
     }
 
-    mutating func proxyTrustDecided(_ refusal: HawserError?) -> [Action] {
-        guard self.phase == .evaluatingProxyTrust, let id = self.winner else { return [] }
-        if let refusal { return self.failWinner(refusal) }
-        return self.afterProxyTLS(id)
+    mutating func proxyTrustDecided(_ refusal: HawserError?, into actions: inout [Action]) {
+        guard self.phase == .evaluatingProxyTrust, let id = self.winner else { return }
+        if let refusal {
+            self.failWinner(refusal, into: &actions)
+            return
+        }
+        self.afterProxyTLS(id, into: &actions)
     }
 
-    mutating func proxyExchangeFinished(_ result: Result<Void, HawserError>) -> [Action] {
-        guard self.phase == .proxyHandshake, let id = self.winner else { return [] }
+    mutating func proxyExchangeFinished(_ result: Result<Void, HawserError>, into actions: inout [Action]) {
+        guard self.phase == .proxyHandshake, let id = self.winner else { return }
         switch result {
-        case .success: return self.afterProxy(id)
-        case .failure(let error): return self.failWinner(error)
+        case .success: self.afterProxy(id, into: &actions)
+        case .failure(let error): self.failWinner(error, into: &actions)
         }
     }
 
     /// The handshake finished. A resumed session continues one whose chain was already
     /// accepted (only trusted sessions are kept), so it is not evaluated again, as curl does.
-    mutating func handshakeFinished(_ result: Result<Bool, HawserError>) -> [Action] {
-        guard self.phase == .tlsHandshake, let id = self.winner else { return [] }
+    mutating func handshakeFinished(_ result: Result<Bool, HawserError>, into actions: inout [Action]) {
+        guard self.phase == .tlsHandshake, let id = self.winner else { return }
         switch result {
         case .success(let resumed):
             if resumed {
                 self.phase = .established
-                return [.succeed(id: id)]
+                actions.append(.succeed(id: id))
+                return
             }
             self.phase = .evaluatingTrust
-            return [.evaluateTrust(id: id)]
+            actions.append(.evaluateTrust(id: id))
         case .failure(let error):
-            return self.failWinner(error)
+            self.failWinner(error, into: &actions)
         }
     }
 
-    mutating func trustDecided(_ refusal: HawserError?) -> [Action] {
-        guard self.phase == .evaluatingTrust, let id = self.winner else { return [] }
-        if let refusal { return self.failWinner(refusal) }
+    mutating func trustDecided(_ refusal: HawserError?, into actions: inout [Action]) {
+        guard self.phase == .evaluatingTrust, let id = self.winner else { return }
+        if let refusal {
+            self.failWinner(refusal, into: &actions)
+            return
+        }
         self.phase = .established
-        return [.succeed(id: id)]
+        actions.append(.succeed(id: id))
     }
 
-    private mutating func failWinner(_ error: HawserError) -> [Action] {
+    private mutating func failWinner(_ error: HawserError, into actions: inout [Action]) {
         self.phase = .failed
-        guard let id = self.winner else { return [.fail(error)] }
-        return [.closeAttempt(id: id), .fail(error)]
+        if let id = self.winner { actions.append(.closeAttempt(id: id)) }
+        actions.append(.fail(error))
     }
 
     /// The connect timeout passed, or the pool gave up (shutdown): close everything.
-    mutating func abort(_ error: HawserError, now: UInt64) -> [Action] {
-        guard !self.isFinished else { return [] }
-        var actions: [Action] = []
+    mutating func abort(_ error: HawserError, now: UInt64, into actions: inout [Action]) {
+        guard !self.isFinished else { return }
         if self.timerArmed {
             self.timerArmed = false
             actions.append(.cancelAttemptTimer)
@@ -359,7 +377,6 @@ struct ConnectStateMachine {
         self.phase = .failed
         self.queue.removeAll()
         actions.append(.fail(error))
-        return actions
     }
 
     // MARK: - Helpers

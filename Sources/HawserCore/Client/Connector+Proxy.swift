@@ -12,7 +12,7 @@ import Glibc
 
 extension Connector {
     private func proxyFinished(_ result: Result<Void, HawserError>) {
-        self.feed(self.machine.proxyExchangeFinished(result))
+        self.feed { $0.proxyExchangeFinished(result, into: &$1) }
     }
 
     func startProxyExchange() {

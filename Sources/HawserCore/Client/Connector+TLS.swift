@@ -36,8 +36,8 @@ extension Connector {
     /// The machine's answer to the end of the leg's handshake (`trusted`: no evaluation needed).
     private func handshakeFinished(_ leg: TLSLeg, _ result: Result<Bool, HawserError>) {
         switch leg {
-        case .proxy: self.feed(self.machine.proxyTLSFinished(result))
-        case .origin: self.feed(self.machine.handshakeFinished(result))
+        case .proxy: self.feed { $0.proxyTLSFinished(result, into: &$1) }
+        case .origin: self.feed { $0.handshakeFinished(result, into: &$1) }
         }
     }
 
@@ -155,8 +155,8 @@ extension Connector {
                 if leg == .origin { self.timings.secureConnectionEnd = self.loop.now }
             }
             switch leg {
-            case .proxy: self.feed(self.machine.proxyTrustDecided(error))
-            case .origin: self.feed(self.machine.trustDecided(error))
+            case .proxy: self.feed { $0.proxyTrustDecided(error, into: &$1) }
+            case .origin: self.feed { $0.trustDecided(error, into: &$1) }
             }
         }
     }

@@ -170,17 +170,17 @@ final class Connector: EventLoopIOHandler {
                 .connectTimeout,
                 "connecting to \(self.key.host):\(self.key.port)\(via) took longer than \(self.timeoutSeconds) s\(attempts)"
             )
-            self.feed(self.machine.abort(error, now: self.loop.now))
+            self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
         }
         let known: [SocketAddress]?
         do {
             known = try self.knownAddresses()
         } catch {
-            self.feed(self.machine.abort(error, now: self.loop.now))
+            self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
             return
         }
         if known == nil { self.timings.domainLookupStart = self.loop.now }
-        self.feed(self.machine.start(addresses: known, now: self.loop.now))
+        self.feed { $0.start(addresses: known, now: self.loop.now, into: &$1) }
     }
 
     /// Addresses known without the resolver: a Unix-domain path, an IP literal, or the
@@ -218,18 +218,23 @@ final class Connector: EventLoopIOHandler {
 
     /// Ends the attempt with `error` (the pool shutting down); closes every socket. Idempotent.
     func abort(_ error: HawserError) {
-        self.feed(self.machine.abort(error, now: self.loop.now))
+        self.feed { $0.abort(error, now: self.loop.now, into: &$1) }
     }
 
     // MARK: - Running actions
 
-    func feed(_ actions: [ConnectStateMachine.Action]) {
-        self.pending.append(contentsOf: actions)
+    /// Reports one event to the machine; its actions queue behind any being run.
+    func feed(_ event: (inout ConnectStateMachine, inout [ConnectStateMachine.Action]) -> Void) {
+        event(&self.machine, &self.pending)
         guard !self.running else { return }
         self.running = true
-        while !self.pending.isEmpty {
-            self.perform(self.pending.removeFirst())
+        var i = 0
+        while i < self.pending.count {
+            let action = self.pending[i]
+            i += 1
+            self.perform(action)
         }
+        self.pending.removeAll(keepingCapacity: true)
         self.running = false
     }
 
@@ -243,7 +248,7 @@ final class Connector: EventLoopIOHandler {
                     let me = box.value
                     guard me.completion != nil else { return }
                     me.timings.domainLookupEnd = me.loop.now
-                    me.feed(me.machine.resolved(result, now: me.loop.now))
+                    me.feed { $0.resolved(result, now: me.loop.now, into: &$1) }
                 }
             }
         case .startAttempt(let id, let address):
@@ -252,7 +257,7 @@ final class Connector: EventLoopIOHandler {
             self.attemptTimer?.cancel()
             self.attemptTimer = self.loop.scheduleInLoop(in: nanoseconds) { [unowned(unsafe) self] in
                 self.attemptTimer = nil
-                self.feed(self.machine.attemptTimerFired(now: self.loop.now))
+                self.feed { $0.attemptTimerFired(now: self.loop.now, into: &$1) }
             }
         case .cancelAttemptTimer:
             self.attemptTimer?.cancel()
@@ -293,7 +298,7 @@ final class Connector: EventLoopIOHandler {
         do {
             fd = try Posix.socket(family: address.family)
         } catch {
-            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(id, reason: "\(error)", now: self.loop.now, into: &$1) }
             return
         }
         let socket = AttemptSocket(id: id, fd: fd, connector: self)
@@ -307,7 +312,7 @@ final class Connector: EventLoopIOHandler {
             _ = try Posix.connect(fd, address)
             try self.loop.register(fd: fd, handler: socket, readable: false, writable: true)
         } catch {
-            self.feed(self.machine.attemptFailed(id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(id, reason: "\(error)", now: self.loop.now, into: &$1) }
         }
     }
 
@@ -318,21 +323,22 @@ final class Connector: EventLoopIOHandler {
         do {
             error = try Posix.socketError(socket.fd)
         } catch {
-            self.feed(self.machine.attemptFailed(socket.id, reason: "\(error)", now: self.loop.now))
+            self.feed { $0.attemptFailed(socket.id, reason: "\(error)", now: self.loop.now, into: &$1) }
             return
         }
         if error != 0 {
-            self.feed(
-                self.machine.attemptFailed(
+            self.feed {
+                $0.attemptFailed(
                     socket.id,
                     reason: "\(IOError(errnoCode: error, function: "connect"))",
-                    now: self.loop.now
+                    now: self.loop.now,
+                    into: &$1
                 )
-            )
+            }
             return
         }
         self.timings.connectEnd = self.loop.now
-        self.feed(self.machine.attemptConnected(socket.id, now: self.loop.now))
+        self.feed { $0.attemptConnected(socket.id, now: self.loop.now, into: &$1) }
     }
 
     /// Moves the winning attempt's socket out of the race: from now on this connector handles it.

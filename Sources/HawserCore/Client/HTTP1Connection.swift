@@ -15,21 +15,7 @@ import Glibc
 final class HTTP1Connection: EventLoopIOHandler {
     typealias ConnectTimings = Connector.ConnectTimings
 
-    private struct PendingWrite {
-        var bytes: [UInt8]
-        var offset = 0
-        /// How many of `bytes` are request-body bytes; they are always the tail of `bytes`
-        /// (a head with a small body appended, or body only). For upload progress.
-        var bodyBytes = 0
-        /// Called when the last byte was handed to the socket (nil), or when the connection
-        /// closed first (the error).
-        var completion: ((HawserError?) -> Void)?
-
-        /// Body bytes among `bytes[from..<to]`.
-        func bodyBytes(from: Int, to: Int) -> Int {
-            max(0, to - max(from, self.bytes.count - self.bodyBytes))
-        }
-    }
+    typealias PendingWrite = HTTP1WriteQueue.PendingWrite
 
     let fd: Int32
     /// The TLS session over `fd`, for https; nil for plain http.
@@ -58,6 +44,13 @@ final class HTTP1Connection: EventLoopIOHandler {
     #else
     @exclusivity(unchecked) private var machine = HTTP1ConnectionStateMachine()
     #endif
+    /// The machine's actions, one buffer for the connection's life (no allocation per event).
+    /// Each event appends at most one; the shell takes it at once (`takeAction`).
+    #if DEBUG
+    private var actions: [HTTP1ConnectionStateMachine.Action] = []
+    #else
+    @exclusivity(unchecked) private var actions: [HTTP1ConnectionStateMachine.Action] = []
+    #endif
     #if DEBUG
     private var parser: HTTP1ResponseParser
     #else
@@ -77,10 +70,12 @@ final class HTTP1Connection: EventLoopIOHandler {
     #else
     @exclusivity(unchecked) private(set) var task: RequestTask?
     #endif
+    /// The bytes waiting for the socket (HTTP1WriteQueue.swift); the request body's side of the
+    /// connection is in HTTP1Connection+RequestBody.swift.
     #if DEBUG
-    private var writes: [PendingWrite] = []
+    var writeQueue = HTTP1WriteQueue()
     #else
-    @exclusivity(unchecked) private var writes: [PendingWrite] = []
+    @exclusivity(unchecked) var writeQueue = HTTP1WriteQueue()
     #endif
     #if DEBUG
     private var writingInterest = false
@@ -104,15 +99,16 @@ final class HTTP1Connection: EventLoopIOHandler {
     #endif
     /// The request body held back for 100 Continue.
     #if DEBUG
-    private var heldBody: RequestBody?
+    var heldBody: RequestBody?
     #else
-    @exclusivity(unchecked) private var heldBody: RequestBody?
+    @exclusivity(unchecked) var heldBody: RequestBody?
     #endif
     /// For streamed bodies: the declared length (nil: chunked) and what was written so far.
-    private var streamLength: Int64?
-    private var streamChunked = false
-    private var streamWritten: Int64 = 0
-    private var bodyProgress: Int64 = 0
+    var streamLength: Int64?
+    var streamChunked = false
+    var streamWritten: Int64 = 0
+    /// Request-body bytes handed to the socket in this exchange (upload progress).
+    var bodyProgress: Int64 = 0
 
     init(
         fd: Int32,
@@ -136,6 +132,16 @@ final class HTTP1Connection: EventLoopIOHandler {
             limits: context.configuration.parserLimits,
             obsoleteLineFolding: context.configuration.obsoleteLineFolding
         )
+        self.actions.reserveCapacity(1)
+    }
+
+    /// The action the machine's last event appended, if any (each event appends at most one);
+    /// the buffer is emptied, keeping its capacity.
+    private func takeAction() -> HTTP1ConnectionStateMachine.Action? {
+        guard let action = self.actions.first else { return nil }
+        assert(self.actions.count == 1, "a connection event appends at most one action: \(self.actions)")
+        self.actions.removeAll(keepingCapacity: true)
+        return action
     }
 
     /// True when a request has already completed on this connection.
@@ -147,9 +153,9 @@ final class HTTP1Connection: EventLoopIOHandler {
     func execute(_ task: RequestTask) {
         self.loop.assertInLoop()
         precondition(!self.isClosed, "the pool hands out open connections only")
-        switch self.machine.startRequest(idempotent: task.request.method.isIdempotent) {
-        case .sendRequest: break
-        default: preconditionFailure("the pool hands out idle connections only")
+        self.machine.startRequest(idempotent: task.request.method.isIdempotent, into: &self.actions)
+        guard case .sendRequest? = self.takeAction() else {
+            preconditionFailure("the pool hands out idle connections only")
         }
         self.task = task
         self.trailers = nil
@@ -160,121 +166,10 @@ final class HTTP1Connection: EventLoopIOHandler {
         // No stash to process: a connection is reused only when nothing followed its last response.
     }
 
-    /// Writes the request head and, unless `holdBody`, its body (`body`, as prepared).
-    func writeRequest(head: [UInt8], body: RequestBody?, holdBody: Bool) {
-        guard let task = self.task, !self.isClosed else { return }
-        if holdBody {
-            // Expect: 100-continue: the head now, the body on 100, on the timeout, or never.
-            self.enqueue(PendingWrite(bytes: head))
-            self.heldBody = body
-        } else {
-            self.queueBody(body, after: head, for: task)
-        }
-        self.flush()
-    }
-
-    /// Sends the body held for 100 Continue.
-    func sendHeldBody() {
-        guard let task = self.task, !self.isClosed, let body = self.heldBody else { return }
-        self.heldBody = nil
-        self.queueBody(body, after: [], for: task)
-        self.flush()
-    }
-
-    /// A final status came before the held body was sent: it never will be (the connection then
-    /// closes after the response, RFC 9110 §10.1.1: the state machine sees the request unsent).
-    func dropHeldBody() {
-        self.heldBody = nil
-    }
-
-    /// Queues `body` (after `head`, which may be empty).
-    private func queueBody(_ body: RequestBody?, after head: [UInt8], for task: RequestTask) {
-        var head = head
-        let sent = self.sentCompletion(for: task)
-        switch body {
-        case nil:
-            self.enqueue(PendingWrite(bytes: head, completion: sent))
-        case .bytes(let bytes)? where bytes.count <= 16 * 1024 && !head.isEmpty:
-            head.append(contentsOf: bytes)
-            self.enqueue(PendingWrite(bytes: head, bodyBytes: bytes.count, completion: sent))
-        case .bytes(let bytes)?:
-            if !head.isEmpty { self.enqueue(PendingWrite(bytes: head)) }
-            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count, completion: sent))
-        case .stream(let length, let producer)?:
-            self.streamLength = length
-            self.streamChunked = length == nil
-            self.streamWritten = 0
-            // An empty body of known length is complete with the head.
-            self.enqueue(PendingWrite(bytes: head, completion: length == 0 ? sent : nil))
-            task.startBodyStream(producer)
-        }
-    }
-
-    private func requestWritten(_ task: RequestTask) {
+    /// The request's last byte was handed to the socket: the machine and the task hear of it.
+    func requestWritten(_ task: RequestTask) {
         self.machine.requestSent()
         task.requestWritten()
-    }
-
-    /// The next chunk of a streamed body, from the task's producer.
-    func writeBodyChunk(_ bytes: [UInt8], for task: RequestTask, completion: @escaping (HawserError?) -> Void) {
-        guard self.task === task, !self.isClosed else {
-            completion(HawserError(.cancelled, "the task is no longer running"))
-            return
-        }
-        self.streamWritten += Int64(bytes.count)
-        if let length = self.streamLength, self.streamWritten > length {
-            let e = HawserError(
-                .invalidRequest,
-                "the body stream wrote \(self.streamWritten) bytes, more than its declared length \(length)"
-            )
-            completion(e)
-            task.bodyStreamFailed(e)
-            return
-        }
-        if self.streamChunked {
-            var header: [UInt8] = []
-            HTTP1Encoder.writeChunkHeader(size: bytes.count, into: &header)
-            self.enqueue(PendingWrite(bytes: header))
-            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count))
-            var end: [UInt8] = []
-            HTTP1Encoder.writeChunkEnd(into: &end)
-            self.enqueue(PendingWrite(bytes: end, completion: completion))
-        } else {
-            self.enqueue(PendingWrite(bytes: bytes, bodyBytes: bytes.count, completion: completion))
-            if self.streamWritten == self.streamLength {
-                // The declared length is reached: the request is complete when these bytes are
-                // written, whenever the producer returns (a server may answer at once).
-                self.enqueue(PendingWrite(bytes: [], completion: self.sentCompletion(for: task)))
-            }
-        }
-        self.flush()
-    }
-
-    private func sentCompletion(for task: RequestTask) -> (HawserError?) -> Void {
-        { [unowned(unsafe) self] error in
-            guard error == nil, self.task === task else { return }
-            self.requestWritten(task)
-        }
-    }
-
-    /// The producer returned: the body is complete.
-    func finishBodyStream(for task: RequestTask) {
-        guard self.task === task, !self.isClosed else { return }
-        if let length = self.streamLength {
-            // A body of known length was complete at its last byte (see writeBodyChunk).
-            if self.streamWritten == length { return }
-            task.bodyStreamFailed(
-                HawserError(
-                    .invalidRequest,
-                    "the body stream ended after \(self.streamWritten) of its declared \(length) bytes"
-                )
-            )
-            return
-        }
-        var last: [UInt8] = []
-        HTTP1Encoder.writeLastChunk(trailers: nil, into: &last)
-        self.enqueue(PendingWrite(bytes: last, completion: self.sentCompletion(for: task)))
-        self.flush()
     }
 
     /// The task gave up (cancelled, timed out, a limit, a refused response): the connection
@@ -284,13 +179,11 @@ final class HTTP1Connection: EventLoopIOHandler {
         guard self.task === task else { return }
         self.task = nil
         self.heldBody = nil
-        switch self.machine.abort() {
-        case .close:
+        self.machine.abort(into: &self.actions)
+        if case .close? = self.takeAction() {
             Posix.setLingerZero(self.fd)
             self.tls?.abandon()
             self.close()
-        default:
-            break
         }
     }
 
@@ -435,7 +328,8 @@ final class HTTP1Connection: EventLoopIOHandler {
                 // Bytes or EOF on an idle pooled connection: the server gave up on it (or is broken).
                 b.clear()
                 self.releaseBuffer(b)
-                if self.machine.connectionFailed() != .none { self.close() }
+                self.machine.connectionFailed(into: &self.actions)
+                if self.takeAction() != nil { self.close() }
                 return
             }
             self.machine.responseBytesReceived()
@@ -506,7 +400,7 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// Turns the bytes in `buffer` (owned by this connection until released here) into task
     /// events until they are drained, the response ends, reading is held, or the task goes away.
     private func processBuffer(_ buffer: ReadBuffer) {
-        var ended: (RequestTask, HTTP1ConnectionStateMachine.Action)? = nil
+        var ended: (RequestTask, HTTP1ConnectionStateMachine.Action?)? = nil
         while let task = self.task, !task.readingSuspended, !self.isClosed {
             let consumed: Int
             let event: HTTP1ResponseEvent?
@@ -537,7 +431,12 @@ final class HTTP1Connection: EventLoopIOHandler {
                 self.trailers = t
             case .end(let keepAlive):
                 buffer.consume(consumed)
-                let action = self.machine.responseEnded(keepAlive: keepAlive, leftoverBytes: buffer.readableCount > 0)
+                self.machine.responseEnded(
+                    keepAlive: keepAlive,
+                    leftoverBytes: buffer.readableCount > 0,
+                    into: &self.actions
+                )
+                let action = self.takeAction()
                 self.task = nil
                 ended = (task, action)
             }
@@ -550,20 +449,22 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     /// The response ended: the connection goes back to the pool (first, so a request made from
     /// the completion callback can reuse it) or closes; then the task hears of it.
-    private func endResponse(_ task: RequestTask, _ action: HTTP1ConnectionStateMachine.Action) {
+    private func endResponse(_ task: RequestTask, _ action: HTTP1ConnectionStateMachine.Action?) {
         let trailers = self.trailers
         self.trailers = nil
         self.heldBody = nil
         switch action {
-        case .completeAndReuse:
+        case .completeAndReuse?:
             // Reading held for the task that ended (its receive limit, a pause) is not the idle
             // connection's: in the pool it must see the server's close.
             self.updateReadInterest()
             self.pool.release(self)
-        case .completeAndClose:
+        case .completeAndClose?:
             self.close()
         default:
-            preconditionFailure("a response end is answered with completeAndReuse or completeAndClose, not \(action)")
+            preconditionFailure(
+                "a response end is answered with completeAndReuse or completeAndClose, not \(String(describing: action))"
+            )
         }
         task.responseEnded(trailers: trailers)
     }
@@ -583,7 +484,8 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// body cut off without it may be a truncation attack, so it fails instead of ending.
     private func peerClosed(cleanTLSClose: Bool) {
         guard self.task != nil else {
-            if self.machine.connectionFailed() != .none { self.close() }
+            self.machine.connectionFailed(into: &self.actions)
+            if self.takeAction() != nil { self.close() }
             return
         }
         if !cleanTLSClose, self.tls != nil, self.parser.isReadingCloseDelimitedBody {
@@ -598,7 +500,8 @@ final class HTTP1Connection: EventLoopIOHandler {
         do {
             if case .end = try self.parser.finish(), let task = self.task {
                 // A close-delimited body ends with the connection.
-                let action = self.machine.responseEnded(keepAlive: false, leftoverBytes: false)
+                self.machine.responseEnded(keepAlive: false, leftoverBytes: false, into: &self.actions)
+                let action = self.takeAction()
                 self.task = nil
                 self.endResponse(task, action)
                 return
@@ -616,12 +519,13 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// EOF, reset or write failure under a task: the machine says whether the request may be
     /// replayed; the connection closes and the task decides.
     private func connectionFailed(_ error: HawserError) {
-        let action = self.machine.connectionFailed()
+        self.machine.connectionFailed(into: &self.actions)
+        let action = self.takeAction()
         let task = self.task
         self.task = nil
         self.close()
         guard let task else { return }
-        if case .failAndClose(let retryable) = action {
+        if case .failAndClose(let retryable)? = action {
             task.connectionFailed(error, retryable: retryable)
         } else {
             task.connectionFailed(error, retryable: false)
@@ -630,14 +534,14 @@ final class HTTP1Connection: EventLoopIOHandler {
 
     // MARK: - Writing
 
-    private func enqueue(_ w: PendingWrite) {
-        self.writes.append(w)
+    func enqueue(_ w: PendingWrite) {
+        self.writeQueue.enqueue(w)
     }
 
     func ioWritable() {
         if self.tlsReadWantsWrite {
             self.tlsReadWantsWrite = false
-            if self.writes.isEmpty { self.setWriteInterest(false) }
+            if self.writeQueue.isEmpty { self.setWriteInterest(false) }
             self.ioReadable()
             if self.isClosed { return }
         }
@@ -649,14 +553,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.flush()
     }
 
-    private func flush() {
+    func flush() {
         guard !self.isClosed else { return }
-        while !self.writes.isEmpty {
+        while !self.writeQueue.isEmpty {
             // Under a send limit a write takes at most what the limit allows now; at 0 the
             // connection stops writing and the task's timer resumes it (an empty write, which
             // only completes, goes through).
             var allowance = Int.max
-            if let task = self.task, task.sendBucket != nil, self.writes[0].bytes.count > self.writes[0].offset {
+            if let task = self.task, task.sendBucket != nil, self.writeQueue.firstHasBytes {
                 allowance = task.sendAllowance()
                 if allowance == 0 {
                     self.setWriteInterest(false)
@@ -665,7 +569,12 @@ final class HTTP1Connection: EventLoopIOHandler {
             }
             let result: IOResult<Int>
             do {
-                result = try self.writeSome(max: allowance)
+                result = try self.writeQueue.writeSome(
+                    fd: self.fd,
+                    tls: self.tls,
+                    max: allowance,
+                    wantsRead: &self.tlsWriteWantsRead
+                )
             } catch {
                 if let tls = self.tls, let alert = tls.pendingAlert() {
                     // The peer said why before it went away (a refused client certificate…).
@@ -694,97 +603,14 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.setWriteInterest(false)
     }
 
-    /// One send/writev of up to 8 pending buffers (over TLS: one SSL_write of the first buffer,
-    /// at most 64 KiB, which OpenSSL cuts into records). Under a send limit (`limit` below
-    /// `Int.max`): at most `limit` bytes of the first buffer.
-    private func writeSome(max limit: Int) throws(IOError) -> IOResult<Int> {
-        if let tls = self.tls {
-            let w = self.writes[0]
-            if w.bytes.count == w.offset { return .processed(0) }
-            let end = w.offset + min(64 * 1024, limit)
-            let status = w.bytes.withUnsafeBytes { raw in
-                tls.write(UnsafeRawBufferPointer(rebasing: raw[w.offset..<min(raw.count, end)]))
-            }
-            switch status {
-            case .bytes(let n): return .processed(n)
-            case .wantWrite: return .wouldBlock
-            case .wantRead:
-                self.tlsWriteWantsRead = true
-                return .wouldBlock
-            case .closed:
-                throw IOError(errnoCode: EPIPE, function: "SSL_write")
-            case .failed(let message, _):
-                throw IOError(errnoCode: EPROTO, function: "SSL_write: \(message)")
-            }
-        }
-        if self.writes.count == 1 || self.writes[0].bytes.count - self.writes[0].offset >= 64 * 1024
-            || limit != .max
-        {
-            let w = self.writes[0]
-            if w.bytes.count == w.offset { return .processed(0) }
-            let end = limit == .max ? w.bytes.count : min(w.bytes.count, w.offset + limit)
-            let r = w.bytes.withUnsafeBytes { raw in
-                Result { () throws(IOError) in
-                    try Posix.send(self.fd, UnsafeRawBufferPointer(rebasing: raw[w.offset..<end]))
-                }
-            }
-            return try r.get()
-        }
-        let n = min(self.writes.count, 8)
-        var iov = [iovec](repeating: iovec(), count: n)
-        return try self.gather(0, n, &iov)
-    }
-
-    private func gather(_ i: Int, _ n: Int, _ iov: inout [iovec]) throws(IOError) -> IOResult<Int> {
-        if i == n {
-            let r = iov.withUnsafeBufferPointer { p in
-                Result { () throws(IOError) in try Posix.writev(self.fd, p.baseAddress!, Int32(n)) }
-            }
-            return try r.get()
-        }
-        let w = self.writes[i]
-        let r = w.bytes.withUnsafeBytes { raw in
-            Result { () throws(IOError) in
-                iov[i] = iovec(
-                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress.map { $0 + w.offset }),
-                    iov_len: raw.count - w.offset
-                )
-                return try self.gather(i + 1, n, &iov)
-            }
-        }
-        return try r.get()
-    }
-
+    /// The socket took `written` bytes: progress, then the completions of what was written.
     private func advance(_ written: Int) {
-        var n = written
-        // Usually one write completes (a request's last): no array for it.
-        var firstDone: ((HawserError?) -> Void)? = nil
-        var moreDone: [(HawserError?) -> Void] = []
-        var bodyDone = 0
-        // Progress counts body bytes as they reach the socket, also inside a partly written
-        // buffer, so a large upload reports progress from its first write.
-        while !self.writes.isEmpty {
-            let w = self.writes[0]
-            let remaining = w.bytes.count - w.offset
-            if n >= remaining {
-                n -= remaining
-                bodyDone += w.bodyBytes(from: w.offset, to: w.bytes.count)
-                self.writes.removeFirst()
-                if let c = w.completion {
-                    if firstDone == nil { firstDone = c } else { moreDone.append(c) }
-                }
-            } else {
-                bodyDone += w.bodyBytes(from: w.offset, to: w.offset + n)
-                self.writes[0].offset += n
-                break
-            }
-        }
+        let done = self.writeQueue.advance(written)
         if let task = self.task {
-            if bodyDone > 0 { self.bodyProgress += Int64(bodyDone) }
-            task.wroteBytes(written, bodyTotal: bodyDone > 0 ? self.bodyProgress : nil)
+            if done.bodyBytes > 0 { self.bodyProgress += Int64(done.bodyBytes) }
+            task.wroteBytes(written, bodyTotal: done.bodyBytes > 0 ? self.bodyProgress : nil)
         }
-        firstDone?(nil)
-        for c in moreDone { c(nil) }
+        done.complete()
     }
 
     private func setWriteInterest(_ on: Bool) {
@@ -804,8 +630,7 @@ final class HTTP1Connection: EventLoopIOHandler {
         self.loop.deregister(fd: self.fd)
         self.tls?.shutdown()
         Posix.close(self.fd)
-        let pending = self.writes
-        self.writes.removeAll()
+        let pending = self.writeQueue.removeAll()
         let error = HawserError(.connectionLost, "the connection was closed")
         for w in pending { w.completion?(error) }
         self.pool.connectionClosed(self)

@@ -1,8 +1,10 @@
 // Theory of operation
 // -------------------
 // One value per HTTP/1.1 client connection. It knows nothing of sockets, clocks or
-// callbacks: the IO shell (HTTP1Connection) reports what happened and runs the Action
-// it gets back. No pipelining: one request at a time.
+// callbacks: the IO shell (HTTP1Connection) reports what happened and runs the actions
+// the machine appends to the shell's buffer (`into actions: inout [Action]`, the shape of every
+// machine of the engine: one buffer per connection, reused, so no event allocates). No
+// pipelining: one request at a time.
 //
 //   idle ──startRequest──▶ inFlight(request, response) ──end + request sent──▶ idle (reuse)
 //     │                          │                      └─end before request sent / no keep-alive──▶ closed
@@ -11,9 +13,8 @@
 // A request is retryable after a failure only if the connection was reused, no byte of
 // the response arrived, and the method is idempotent: the classic "server closed the
 // kept-alive connection just as we sent" race (RFC 9112 §9.3.1).
-import HawserCache
-import HawserHTTP1
-import HawserPosix
+// It needs no module: the shell answers "is the method idempotent?" (HawserHTTP1) and passes
+// the answer in.
 
 /// The pure state machine of one client connection.
 struct HTTP1ConnectionStateMachine: Sendable {
@@ -40,9 +41,8 @@ struct HTTP1ConnectionStateMachine: Sendable {
         case closed
     }
 
+    /// What the shell does after an event; an event that needs nothing appends nothing.
     enum Action: Sendable, Hashable {
-        /// Nothing to do.
-        case none
         /// Write the request (head and body) on this connection.
         case sendRequest
         /// The response is complete: finish the task, then put the connection back in the pool.
@@ -62,11 +62,11 @@ struct HTTP1ConnectionStateMachine: Sendable {
     var isIdle: Bool { self.state == .idle }
     var isReused: Bool { self.completedRequests > 0 }
 
-    mutating func startRequest(idempotent: Bool) -> Action {
+    mutating func startRequest(idempotent: Bool, into actions: inout [Action]) {
         switch self.state {
         case .idle:
             self.state = .inFlight(request: .sending, response: .waiting, idempotent: idempotent)
-            return .sendRequest
+            actions.append(.sendRequest)
         case .inFlight, .closed:
             // The pool hands out idle connections only; reaching here is a pool bug.
             preconditionFailure("startRequest in state \(self.state)")
@@ -89,31 +89,32 @@ struct HTTP1ConnectionStateMachine: Sendable {
 
     /// The parser reported the end of the response. `keepAlive`: the message allows reuse;
     /// `leftoverBytes`: bytes beyond the response are buffered (no pipelining, so the peer is broken).
-    mutating func responseEnded(keepAlive: Bool, leftoverBytes: Bool) -> Action {
-        guard case .inFlight(let request, _, _) = self.state else { return .none }
+    mutating func responseEnded(keepAlive: Bool, leftoverBytes: Bool, into actions: inout [Action]) {
+        guard case .inFlight(let request, _, _) = self.state else { return }
         self.completedRequests += 1
         if keepAlive && request == .sent && !leftoverBytes {
             self.state = .idle
-            return .completeAndReuse
+            actions.append(.completeAndReuse)
+            return
         }
         // A final response before the body was fully sent ends the exchange (RFC 9112 §9.3):
         // the rest of the body cannot be sent, so the connection cannot be reused.
         self.state = .closed
-        return .completeAndClose
+        actions.append(.completeAndClose)
     }
 
     /// The peer closed the connection or an IO error occurred.
-    mutating func connectionFailed() -> Action {
+    mutating func connectionFailed(into actions: inout [Action]) {
         switch self.state {
         case .idle:
             self.state = .closed
-            return .close
+            actions.append(.close)
         case .inFlight(_, let response, let idempotent):
             let retryable = self.completedRequests > 0 && response == .waiting && idempotent
             self.state = .closed
-            return .failAndClose(retryable: retryable)
+            actions.append(.failAndClose(retryable: retryable))
         case .closed:
-            return .none
+            return
         }
     }
 
@@ -123,13 +124,13 @@ struct HTTP1ConnectionStateMachine: Sendable {
     }
 
     /// The task was cancelled, timed out or hit a protocol error: the connection is unusable.
-    mutating func abort() -> Action {
+    mutating func abort(into actions: inout [Action]) {
         switch self.state {
         case .idle, .inFlight:
             self.state = .closed
-            return .close
+            actions.append(.close)
         case .closed:
-            return .none
+            return
         }
     }
 }
