@@ -45,9 +45,9 @@ public final class RequestTask: @unchecked Sendable {
     #endif
     /// The connection the current exchange runs on.
     #if DEBUG
-    private var connection: HTTP1Connection?
+    private(set) var connection: HTTP1Connection?
     #else
-    @exclusivity(unchecked) private var connection: HTTP1Connection?
+    @exclusivity(unchecked) private(set) var connection: HTTP1Connection?
     #endif
     #if DEBUG
     var metrics = TaskMetrics()
