@@ -1,7 +1,9 @@
 // The request state machine without sockets: a task's lifecycle across exchanges and one
 // exchange's sending and receiving, event by event. Every transition of docs/STATE-MACHINES.md's
-// request tables has a test here.
+// request tables has a test here or in RequestStateMachineTimerTests.swift (the timers and the
+// cache-serving state).
 import Foundation
+import HawserHTTP1
 import Testing
 
 @testable import HawserCore
@@ -16,11 +18,10 @@ struct RequestStateMachineTests {
     /// The action as a word (the payloads are checked where they matter).
     static func word(_ a: Machine.Action) -> String {
         switch a {
-        case .none: return "none"
         case .requestConnection(let fresh): return fresh ? "requestFreshConnection" : "requestConnection"
         case .writeRequest(let hold): return hold ? "writeHeadHoldingBody" : "writeRequest"
         case .sendHeldBody: return "sendHeldBody"
-        case .forwardInterim: return "forwardInterim"
+        case .forwardInterim(let head): return "forwardInterim(\(head.status))"
         case .deliverHead(let drop): return drop ? "dropHeldBody+deliverHead" : "deliverHead"
         case .deliverDecidedHead: return "deliverDecidedHead"
         case .dropHeldBody: return "dropHeldBody"
@@ -31,335 +32,363 @@ struct RequestStateMachineTests {
         case .restart(_, let counts): return counts ? "restart(redirect)" : "restart"
         case .retry: return "retry"
         case .succeed: return "succeed"
+        case .serveRevalidatedBody: return "serveRevalidatedBody"
+        case .finishCachedResponse: return "finishCachedResponse"
         case .fail(let e, let close, let leave):
             return "fail(\(e.code)\(close ? ",close" : "")\(leave ? ",leaveQueue" : ""))"
         case .armTimer(let at): return "armTimer(\(at))"
         }
     }
 
-    /// A machine whose exchange runs on a connection.
-    static func running(plan: Machine.BodyPlan = .none, expects: Bool = false) -> Machine {
+    /// Runs one event on `m` and gives its actions as words, joined by a space ("" for none).
+    static func on(_ m: inout Machine, _ event: (inout Machine, inout [Machine.Action]) -> Void) -> String {
+        var actions: [Machine.Action] = []
+        event(&m, &actions)
+        return actions.map(Self.word).joined(separator: " ")
+    }
+
+    static func head(_ status: Int) -> HTTPResponseHead { HTTPResponseHead(status: status) }
+
+    /// A machine waiting for its connection.
+    static func queued(plan: Machine.BodyPlan = .none, expects: Bool = false) -> Machine {
         var m = Machine()
-        _ = m.submit(plan: plan, expectsContinue: expects, servedFromCache: false)
-        _ = m.connectionAssigned()
+        _ = Self.on(&m) { $0.submit(plan: plan, expectsContinue: expects, into: &$1) }
         return m
     }
 
-    @Test("submit: a connection is asked for; a cache answer finishes at once")
-    func submit() {
-        var m = Machine()
-        #expect(Self.word(m.submit(plan: .none, expectsContinue: false, servedFromCache: false)) == "requestConnection")
-        #expect(m.lifecycle == .waitingForConnection)
-        #expect(Self.word(m.submit(plan: .none, expectsContinue: false, servedFromCache: false)) == "none", "once")
+    /// A machine whose exchange runs on a connection.
+    static func running(plan: Machine.BodyPlan = .none, expects: Bool = false) -> Machine {
+        var m = Self.queued(plan: plan, expects: expects)
+        _ = Self.on(&m) { $0.connectionAssigned(now: 0, into: &$1) }
+        return m
+    }
 
+    @Test("start arms the task's timer at the earlier limit; submit asks for a connection")
+    func startAndSubmit() {
+        var m = Machine(start: 100, timeouts: Machine.Timeouts(start: 100, idle: 5, total: 12))
+        #expect(Self.on(&m) { $0.start(into: &$1) } == "armTimer(105)")
+        #expect(m.lifecycle == .initialized)
+        #expect(Self.on(&m) { $0.submit(plan: .none, expectsContinue: false, into: &$1) } == "requestConnection")
+        #expect(m.lifecycle == .waitingForConnection)
+        #expect(!m.isFinished)
+    }
+
+    @Test("the cache answers: serving from the cache; another answer (the responder) finishes at once")
+    func answeredWithoutNetwork() {
         var cached = Machine()
-        #expect(Self.word(cached.submit(plan: .none, expectsContinue: false, servedFromCache: true)) == "none")
-        #expect(cached.isFinished)
+        cached.servedFromCache()
+        #expect(cached.lifecycle == .servingFromCache)
+        #expect(cached.isFinished, "no network work is left")
+        #expect(!cached.deliversBody, "no network body")
+
+        var stubbed = Machine()
+        stubbed.answeredElsewhere()
+        #expect(stubbed.lifecycle == .finished)
+    }
+
+    @Test("a cancel while the cache was consulted: the late submit does nothing")
+    func submitAfterCancel() {
+        var m = Machine()
+        #expect(Self.on(&m) { $0.fail(HawserError(.cancelled, "c"), into: &$1) } == "fail(cancelled)")
+        #expect(Self.on(&m) { $0.submit(plan: .none, expectsContinue: false, into: &$1) } == "")
+        m.servedFromCache()
+        #expect(m.lifecycle == .finished)
     }
 
     @Test("a connection: the request is written; a body waits for 100 Continue only when expected")
     func connectionAssigned() {
-        var plain = Machine()
-        _ = plain.submit(plan: .bytes, expectsContinue: false, servedFromCache: false)
-        #expect(Self.word(plain.connectionAssigned()) == "writeRequest")
+        var plain = Self.queued(plan: .bytes)
+        #expect(Self.on(&plain) { $0.connectionAssigned(now: 7, into: &$1) } == "writeRequest")
         #expect(plain.lifecycle == .executing && plain.sending == .writing)
+        #expect(plain.lastActivity == 7, "the idle clock starts with the exchange")
         plain.requestWritten()
         #expect(plain.sending == .sent)
 
-        var expecting = Machine()
-        _ = expecting.submit(plan: .stream, expectsContinue: true, servedFromCache: false)
-        #expect(Self.word(expecting.connectionAssigned()) == "writeHeadHoldingBody")
+        var expecting = Self.queued(plan: .stream, expects: true)
+        #expect(Self.on(&expecting) { $0.connectionAssigned(now: 0, into: &$1) } == "writeHeadHoldingBody")
         #expect(expecting.sending == .waitingForContinue)
-        #expect(Self.word(expecting.connectionAssigned()) == "none", "not twice")
+        expecting.requestWritten()
+        #expect(expecting.sending == .waitingForContinue, "only writing moves to sent")
 
         // No body: nothing to hold even when expected.
-        var bodiless = Machine()
-        _ = bodiless.submit(plan: .none, expectsContinue: true, servedFromCache: false)
-        #expect(Self.word(bodiless.connectionAssigned()) == "writeRequest")
+        var bodiless = Self.queued(plan: .none, expects: true)
+        #expect(Self.on(&bodiless) { $0.connectionAssigned(now: 0, into: &$1) } == "writeRequest")
     }
 
-    @Test("100 Continue or the timer sends the held body, once; other interim heads are forwarded")
-    func continueAndInterim() {
+    @Test("100 Continue sends the held body and is forwarded; other interim heads are forwarded")
+    func interimHeads() {
         var m = Self.running(plan: .bytes, expects: true)
-        #expect(Self.word(m.interimHead(status: 103, switchingError: Self.switching)) == "forwardInterim")
-        #expect(Self.word(m.interimHead(status: 100, switchingError: Self.switching)) == "sendHeldBody")
+        #expect(
+            Self.on(&m) { $0.interimHead(Self.head(103), switchingError: Self.switching, into: &$1) }
+                == "forwardInterim(103)"
+        )
+        #expect(m.sending == .waitingForContinue, "103 does not release the body")
+        #expect(
+            Self.on(&m) { $0.interimHead(Self.head(100), switchingError: Self.switching, into: &$1) }
+                == "sendHeldBody forwardInterim(100)"
+        )
         #expect(m.sending == .writing)
-        #expect(Self.word(m.continueTimerFired()) == "none", "the body went already")
-        #expect(Self.word(m.interimHead(status: 100, switchingError: Self.switching)) == "forwardInterim")
-
-        var timed = Self.running(plan: .bytes, expects: true)
-        #expect(Self.word(timed.continueTimerFired()) == "sendHeldBody")
-        #expect(Self.word(timed.continueTimerFired()) == "none")
+        #expect(
+            Self.on(&m) { $0.interimHead(Self.head(100), switchingError: Self.switching, into: &$1) }
+                == "forwardInterim(100)",
+            "the body went already"
+        )
     }
 
-    @Test("a 101 fails the task and closes the connection")
+    @Test("the continue timer sends the held body, once; it does nothing when the body went")
+    func continueTimer() {
+        var timed = Self.running(plan: .bytes, expects: true)
+        #expect(Self.on(&timed) { $0.continueTimerFired(now: 1, into: &$1) } == "sendHeldBody")
+        #expect(timed.sending == .writing)
+        #expect(Self.on(&timed) { $0.continueTimerFired(now: 2, into: &$1) } == "")
+
+        var withheld = Self.running(plan: .bytes, expects: true)
+        _ = Self.on(&withheld) { $0.finalHead(.deliver, into: &$1) }
+        #expect(Self.on(&withheld) { $0.continueTimerFired(now: 1, into: &$1) } == "", "the body was dropped")
+    }
+
+    @Test("a 101 fails the task and closes the connection; later events are dropped")
     func switchingProtocols() {
         var m = Self.running()
-        #expect(Self.word(m.interimHead(status: 101, switchingError: Self.switching)) == "fail(protocolError,close)")
+        #expect(
+            Self.on(&m) { $0.interimHead(Self.head(101), switchingError: Self.switching, into: &$1) }
+                == "fail(protocolError,close)"
+        )
         #expect(m.isFinished)
-        #expect(Self.word(m.finalHead(.deliver)) == "none")
+        #expect(Self.on(&m) { $0.finalHead(.deliver, into: &$1) } == "")
     }
 
-    @Test("a final head: delivered; one that came before the held body drops it (the body is withheld)")
+    @Test("a final head is delivered, the end succeeds; one before the held body drops it (withheld)")
     func finalHead() {
         var m = Self.running()
-        #expect(Self.word(m.finalHead(.deliver)) == "deliverHead")
+        #expect(Self.on(&m) { $0.finalHead(.deliver, into: &$1) } == "deliverHead")
         #expect(m.receiving == .body && m.deliversBody)
-        #expect(Self.word(m.finalHead(.deliver)) == "none", "one final head per exchange")
-        #expect(Self.word(m.responseEnded()) == "succeed")
-        #expect(m.isFinished)
+        #expect(Self.on(&m) { $0.responseEnded(into: &$1) } == "succeed")
+        #expect(m.lifecycle == .finished)
 
         var early = Self.running(plan: .bytes, expects: true)
         #expect(early.bodyWasWithheld)
-        #expect(Self.word(early.finalHead(.deliver)) == "dropHeldBody+deliverHead")
+        #expect(Self.on(&early) { $0.finalHead(.deliver, into: &$1) } == "dropHeldBody+deliverHead")
         #expect(early.sending == .withheld)
-        #expect(Self.word(early.continueTimerFired()) == "none")
     }
 
-    @Test("417 to a withheld body: the body of the 417 is drained, then the request goes again without the expectation")
+    @Test("417 to a withheld body: its body is drained, then the request goes again without the expectation")
     func expectationFailed() {
         var m = Self.running(plan: .bytes, expects: true)
-        #expect(Self.word(m.finalHead(.retryWithoutExpectation(Self.next))) == "dropHeldBody")
+        #expect(Self.on(&m) { $0.finalHead(.retryWithoutExpectation(Self.next), into: &$1) } == "dropHeldBody")
         #expect(!m.deliversBody)
-        guard case .restart(let again, let counts) = m.responseEnded() else {
-            Issue.record("no restart")
+        var actions: [Machine.Action] = []
+        m.responseEnded(into: &actions)
+        guard case .restart(let again, let counts)? = actions.first else {
+            Issue.record("no restart: \(actions.map(Self.word))")
             return
         }
         #expect(again.url == Self.next.url)
         #expect(!counts)
         #expect(m.lifecycle == .initialized)
-        #expect(Self.word(m.followUpPrepared(plan: .bytes, expectsContinue: false)) == "requestConnection")
+        #expect(
+            Self.on(&m) { $0.followUpPrepared(plan: .bytes, expectsContinue: false, now: 9, into: &$1) }
+                == "requestConnection"
+        )
+        #expect(m.lastActivity == 9)
+        _ = Self.on(&m) { $0.connectionAssigned(now: 10, into: &$1) }
         #expect(m.deliversBody, "the follow-up's response is delivered")
+
+        var sent = Self.running(plan: .bytes)
+        #expect(
+            Self.on(&sent) { $0.finalHead(.retryWithoutExpectation(Self.next), into: &$1) } == "",
+            "no held body to drop"
+        )
     }
 
     @Test("a redirect: reading waits for the delegate; following drains the body and restarts as a redirect")
     func redirectFollowed() {
         var m = Self.running()
-        #expect(Self.word(m.finalHead(.redirect(proposed: Self.next))) == "askRedirect")
-        #expect(m.readingSuspended)
-        #expect(Self.word(m.finalHead(.deliver)) == "none", "the head is decided already")
-        #expect(Self.word(m.decided(.followUp(Self.next, countsAsRedirect: true))) == "updateReading")
+        #expect(Self.on(&m) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) } == "askRedirect")
+        #expect(m.readingSuspended && m.receiving == .awaitingDecision)
+        #expect(Self.on(&m) { $0.decided(.followUp(Self.next, countsAsRedirect: true), into: &$1) } == "updateReading")
         #expect(!m.readingSuspended && !m.deliversBody)
-        #expect(Self.word(m.decided(.deliver)) == "none", "one decision")
-        #expect(Self.word(m.responseEnded()) == "restart(redirect)")
+        #expect(Self.on(&m) { $0.responseEnded(into: &$1) } == "restart(redirect)")
+        #expect(m.lifecycle == .initialized)
     }
 
     @Test("a redirect the delegate refuses is delivered as the response; a refused target fails")
     func redirectRefused() {
         var m = Self.running()
-        _ = m.finalHead(.redirect(proposed: Self.next))
-        #expect(Self.word(m.decided(.deliver)) == "deliverDecidedHead")
+        _ = Self.on(&m) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        #expect(Self.on(&m) { $0.decided(.deliver, into: &$1) } == "deliverDecidedHead")
         #expect(m.deliversBody)
-        #expect(Self.word(m.responseEnded()) == "succeed")
+        #expect(Self.on(&m) { $0.responseEnded(into: &$1) } == "succeed")
 
         var bad = Self.running()
-        _ = bad.finalHead(.redirect(proposed: Self.next))
-        #expect(Self.word(bad.decided(.fail(HawserError(.redirectRefused, "no")))) == "fail(redirectRefused,close)")
+        _ = Self.on(&bad) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        #expect(
+            Self.on(&bad) { $0.decided(.fail(HawserError(.redirectRefused, "no")), into: &$1) }
+                == "fail(redirectRefused,close)"
+        )
 
         var rules = Self.running()
         #expect(
-            Self.word(rules.finalHead(.failure(HawserError(.tooManyRedirects, "17")))) == "fail(tooManyRedirects,close)"
+            Self.on(&rules) { $0.finalHead(.failure(HawserError(.tooManyRedirects, "17")), into: &$1) }
+                == "fail(tooManyRedirects,close)"
         )
+        #expect(rules.lifecycle == .finished)
+    }
+
+    @Test("a held body and a redirect or a challenge: the body is dropped with the question")
+    func heldBodyAndDecision() {
+        var redirect = Self.running(plan: .bytes, expects: true)
+        #expect(
+            Self.on(&redirect) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) } == "dropHeldBody+askRedirect"
+        )
+        var challenge = Self.running(plan: .bytes, expects: true)
+        #expect(Self.on(&challenge) { $0.finalHead(.challenge, into: &$1) } == "dropHeldBody+askChallenge")
+        #expect(challenge.sending == .withheld)
     }
 
     @Test("a 307 with a streamed body: a new stream before the end, or after it, or none")
     func newBodyStream() {
         // The stream comes while the redirect's body still drains.
         var before = Self.running(plan: .stream)
-        _ = before.finalHead(.redirect(proposed: Self.next))
-        #expect(Self.word(before.decided(.needBodyStream(Self.next))) == "askBodyStream")
+        _ = Self.on(&before) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        #expect(Self.on(&before) { $0.decided(.needBodyStream(Self.next), into: &$1) } == "askBodyStream updateReading")
+        #expect(before.awaitedBodyStreamRequest?.url == Self.next.url)
         #expect(!before.deliversBody)
-        #expect(Self.word(before.bodyStreamProvided(Self.next, missing: Self.switching)) == "none")
-        #expect(Self.word(before.responseEnded()) == "restart(redirect)")
+        #expect(Self.on(&before) { $0.bodyStreamProvided(Self.next, missing: Self.switching, into: &$1) } == "")
+        #expect(Self.on(&before) { $0.responseEnded(into: &$1) } == "restart(redirect)")
 
         // The redirect's response ends first: the task waits for the stream.
         var after = Self.running(plan: .stream)
-        _ = after.finalHead(.redirect(proposed: Self.next))
-        _ = after.decided(.needBodyStream(Self.next))
-        #expect(Self.word(after.responseEnded()) == "none")
+        _ = Self.on(&after) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        _ = Self.on(&after) { $0.decided(.needBodyStream(Self.next), into: &$1) }
+        #expect(Self.on(&after) { $0.responseEnded(into: &$1) } == "")
         #expect(after.lifecycle == .awaitingBodyStream)
-        #expect(Self.word(after.bodyStreamProvided(Self.next, missing: Self.switching)) == "restart(redirect)")
+        #expect(
+            Self.on(&after) { $0.bodyStreamProvided(Self.next, missing: Self.switching, into: &$1) }
+                == "restart(redirect)"
+        )
 
-        // None given: the task fails (nothing to close: the response ended).
-        var none = Self.running(plan: .stream)
-        _ = none.finalHead(.redirect(proposed: Self.next))
-        _ = none.decided(.needBodyStream(Self.next))
-        _ = none.responseEnded()
+        // None given, after the end: the task fails (nothing to close: the response ended).
         let missing = HawserError(.invalidRequest, "no stream")
-        #expect(Self.word(none.bodyStreamProvided(nil, missing: missing)) == "fail(invalidRequest)")
-        #expect(Self.word(none.bodyStreamProvided(Self.next, missing: missing)) == "none")
+        var none = Self.running(plan: .stream)
+        _ = Self.on(&none) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        _ = Self.on(&none) { $0.decided(.needBodyStream(Self.next), into: &$1) }
+        _ = Self.on(&none) { $0.responseEnded(into: &$1) }
+        #expect(Self.on(&none) { $0.bodyStreamProvided(nil, missing: missing, into: &$1) } == "fail(invalidRequest)")
+        #expect(Self.on(&none) { $0.bodyStreamProvided(Self.next, missing: missing, into: &$1) } == "", "finished")
+
+        // None given before the end: the task fails and the connection closes.
+        var early = Self.running(plan: .stream)
+        _ = Self.on(&early) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        _ = Self.on(&early) { $0.decided(.needBodyStream(Self.next), into: &$1) }
+        #expect(
+            Self.on(&early) { $0.bodyStreamProvided(nil, missing: missing, into: &$1) } == "fail(invalidRequest,close)"
+        )
     }
 
     @Test("a challenge: reading waits; an answer with credentials follows up without counting as a redirect")
     func challenge() {
         var m = Self.running()
-        #expect(Self.word(m.finalHead(.challenge)) == "askChallenge")
+        #expect(Self.on(&m) { $0.finalHead(.challenge, into: &$1) } == "askChallenge")
         #expect(m.readingSuspended)
-        #expect(Self.word(m.decided(.followUp(Self.next, countsAsRedirect: false))) == "updateReading")
-        #expect(Self.word(m.responseEnded()) == "restart")
-
-        var held = Self.running(plan: .bytes, expects: true)
-        #expect(Self.word(held.finalHead(.challenge)) == "dropHeldBody+askChallenge")
+        #expect(Self.on(&m) { $0.decided(.followUp(Self.next, countsAsRedirect: false), into: &$1) } == "updateReading")
+        #expect(Self.on(&m) { $0.responseEnded(into: &$1) } == "restart")
     }
 
     @Test("a stale connection: one replay per exchange, on a new connection, before any response byte")
     func staleReplay() {
         let lost = HawserError(.connectionLost, "closed")
         var m = Self.running()
-        #expect(Self.word(m.connectionFailed(lost, retryable: true, replayable: true)) == "retry")
-        #expect(m.lifecycle == .waitingForConnection && m.needsFreshConnection && m.retriedThisExchange)
-        #expect(Self.word(m.connectionAssigned()) == "writeRequest")
-        #expect(!m.needsFreshConnection)
+        #expect(Self.on(&m) { $0.connectionFailed(lost, retryable: true, replayable: true, into: &$1) } == "retry")
+        #expect(m.lifecycle == .waitingForConnection)
+        #expect(m.exchange?.fresh == true && m.exchange?.retried == true)
+        #expect(Self.on(&m) { $0.connectionAssigned(now: 0, into: &$1) } == "writeRequest")
+        #expect(m.exchange?.fresh == false)
         #expect(
-            Self.word(m.connectionFailed(lost, retryable: true, replayable: true)) == "fail(connectionLost)",
+            Self.on(&m) { $0.connectionFailed(lost, retryable: true, replayable: true, into: &$1) }
+                == "fail(connectionLost)",
             "once per exchange"
         )
 
         // The next exchange (a redirect) has a replay of its own.
         var chain = Self.running()
-        _ = chain.connectionFailed(lost, retryable: true, replayable: true)
-        _ = chain.connectionAssigned()
-        _ = chain.finalHead(.redirect(proposed: Self.next))
-        _ = chain.decided(.followUp(Self.next, countsAsRedirect: true))
-        _ = chain.responseEnded()
-        #expect(!chain.retriedThisExchange)
-        _ = chain.followUpPrepared(plan: .none, expectsContinue: false)
-        _ = chain.connectionAssigned()
-        #expect(Self.word(chain.connectionFailed(lost, retryable: true, replayable: true)) == "retry")
+        _ = Self.on(&chain) { $0.connectionFailed(lost, retryable: true, replayable: true, into: &$1) }
+        _ = Self.on(&chain) { $0.connectionAssigned(now: 0, into: &$1) }
+        _ = Self.on(&chain) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        _ = Self.on(&chain) { $0.decided(.followUp(Self.next, countsAsRedirect: true), into: &$1) }
+        _ = Self.on(&chain) { $0.responseEnded(into: &$1) }
+        _ = Self.on(&chain) { $0.followUpPrepared(plan: .none, expectsContinue: false, now: 0, into: &$1) }
+        #expect(chain.exchange?.retried == false)
+        _ = Self.on(&chain) { $0.connectionAssigned(now: 0, into: &$1) }
+        #expect(Self.on(&chain) { $0.connectionFailed(lost, retryable: true, replayable: true, into: &$1) } == "retry")
 
         // Not retryable (the connection machine says so), not replayable (a stream), or the
         // response had begun: the task fails.
         var notRetryable = Self.running()
         #expect(
-            Self.word(notRetryable.connectionFailed(lost, retryable: false, replayable: true)) == "fail(connectionLost)"
+            Self.on(&notRetryable) { $0.connectionFailed(lost, retryable: false, replayable: true, into: &$1) }
+                == "fail(connectionLost)"
         )
         var stream = Self.running(plan: .stream)
-        #expect(Self.word(stream.connectionFailed(lost, retryable: true, replayable: false)) == "fail(connectionLost)")
+        #expect(
+            Self.on(&stream) { $0.connectionFailed(lost, retryable: true, replayable: false, into: &$1) }
+                == "fail(connectionLost)"
+        )
         var begun = Self.running()
-        _ = begun.finalHead(.deliver)
-        #expect(Self.word(begun.connectionFailed(lost, retryable: true, replayable: true)) == "fail(connectionLost)")
+        _ = Self.on(&begun) { $0.finalHead(.deliver, into: &$1) }
+        #expect(
+            Self.on(&begun) { $0.connectionFailed(lost, retryable: true, replayable: true, into: &$1) }
+                == "fail(connectionLost)"
+        )
     }
 
     @Test("cancellation from anywhere completes once: what to undo depends on where the task is")
     func failEverywhere() {
         let cancelled = HawserError(.cancelled, "cancelled")
         var created = Machine()
-        #expect(Self.word(created.fail(cancelled)) == "fail(cancelled)")
-        var queued = Machine()
-        _ = queued.submit(plan: .none, expectsContinue: false, servedFromCache: false)
-        #expect(Self.word(queued.fail(cancelled)) == "fail(cancelled,leaveQueue)")
+        #expect(Self.on(&created) { $0.fail(cancelled, into: &$1) } == "fail(cancelled)")
+        var queued = Self.queued()
+        #expect(Self.on(&queued) { $0.fail(cancelled, into: &$1) } == "fail(cancelled,leaveQueue)")
         var executing = Self.running()
-        #expect(Self.word(executing.fail(cancelled)) == "fail(cancelled,close)")
+        #expect(Self.on(&executing) { $0.fail(cancelled, into: &$1) } == "fail(cancelled,close)")
         var deciding = Self.running()
-        _ = deciding.finalHead(.challenge)
-        #expect(Self.word(deciding.fail(cancelled)) == "fail(cancelled,close)")
-        #expect(Self.word(deciding.decided(.deliver)) == "none", "a late decision changes nothing")
+        _ = Self.on(&deciding) { $0.finalHead(.challenge, into: &$1) }
+        #expect(Self.on(&deciding) { $0.fail(cancelled, into: &$1) } == "fail(cancelled,close)")
+        #expect(Self.on(&deciding) { $0.decided(.deliver, into: &$1) } == "", "a late decision changes nothing")
         var awaiting = Self.running(plan: .stream)
-        _ = awaiting.finalHead(.redirect(proposed: Self.next))
-        _ = awaiting.decided(.needBodyStream(Self.next))
-        _ = awaiting.responseEnded()
-        #expect(Self.word(awaiting.fail(cancelled)) == "fail(cancelled)")
+        _ = Self.on(&awaiting) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        _ = Self.on(&awaiting) { $0.decided(.needBodyStream(Self.next), into: &$1) }
+        _ = Self.on(&awaiting) { $0.responseEnded(into: &$1) }
+        #expect(Self.on(&awaiting) { $0.fail(cancelled, into: &$1) } == "fail(cancelled)")
         var done = Self.running()
-        _ = done.finalHead(.deliver)
-        _ = done.responseEnded()
-        #expect(Self.word(done.fail(cancelled)) == "none")
-        #expect(Self.word(done.responseEnded()) == "none")
-        #expect(Self.word(done.fail(cancelled)) == "none", "twice is once")
+        _ = Self.on(&done) { $0.finalHead(.deliver, into: &$1) }
+        _ = Self.on(&done) { $0.responseEnded(into: &$1) }
+        #expect(Self.on(&done) { $0.fail(cancelled, into: &$1) } == "")
+        #expect(Self.on(&done) { $0.responseEnded(into: &$1) } == "", "late events after the end are dropped")
+        #expect(Self.on(&done) { $0.connectionAssigned(now: 0, into: &$1) } == "")
+        #expect(Self.on(&done) { $0.fail(cancelled, into: &$1) } == "", "twice is once")
     }
 
     @Test("reading: the consumer pauses and resumes; a pending decision holds reading too")
     func reading() {
         var m = Self.running()
-        #expect(Self.word(m.pauseReading()) == "updateReading")
-        #expect(Self.word(m.pauseReading()) == "none")
+        #expect(Self.on(&m) { $0.pauseReading(into: &$1) } == "updateReading")
+        #expect(Self.on(&m) { $0.pauseReading(into: &$1) } == "")
         #expect(m.readingSuspended)
-        _ = m.finalHead(.redirect(proposed: Self.next))
-        #expect(Self.word(m.resumeReading()) == "updateReading")
+        _ = Self.on(&m) { $0.finalHead(.redirect(proposed: Self.next), into: &$1) }
+        #expect(Self.on(&m) { $0.resumeReading(into: &$1) } == "updateReading")
         #expect(m.readingSuspended, "the decision still holds it")
-        _ = m.decided(.deliver)
+        _ = Self.on(&m) { $0.decided(.deliver, into: &$1) }
         #expect(!m.readingSuspended)
-        _ = m.responseEnded()
-        #expect(Self.word(m.pauseReading()) == "none", "finished")
-    }
+        _ = Self.on(&m) { $0.responseEnded(into: &$1) }
+        #expect(Self.on(&m) { $0.pauseReading(into: &$1) } == "", "finished")
 
-    // MARK: - The task's timer
-
-    static let deadlineError = HawserError(.resourceTimeout, "the total deadline passed")
-    static let idleError = HawserError(.idleTimeout, "no data moved")
-
-    /// Fires `m`'s timer at `now` with an idle timeout of 5 and a total of 12 from 100.
-    static func fire(_ m: inout Machine, now: UInt64, lastActivity: inout UInt64) -> String {
-        Self.word(
-            m.timerFired(
-                now: now,
-                lastActivity: &lastActivity,
-                timeouts: Machine.Timeouts(start: 100, idle: 5, total: 12),
-                deadlineError: Self.deadlineError,
-                idleError: Self.idleError
-            )
+        var early = Self.queued()
+        #expect(
+            Self.on(&early) { $0.pauseReading(into: &$1) } == "updateReading",
+            "a consumer may pause before the response"
         )
-    }
-
-    @Test(
-        "the timer: due at the earlier limit; bytes that keep moving re-arm it, but the total deadline fails the task"
-    )
-    func timerTotalDeadline() {
-        let t = Machine.Timeouts(start: 100, idle: 5, total: 12)
-        #expect(t.deadline == 112)
-        #expect(t.due(lastActivity: 100) == 105, "idle first")
-        #expect(t.due(lastActivity: 110) == 112, "then the deadline")
-        #expect(Machine.Timeouts(start: .max - 1, idle: .max, total: .max).deadline == .max, "no overflow")
-        #expect(Machine.Timeouts(start: 0, idle: .max, total: 10).due(lastActivity: 5) == 10)
-
-        // A byte every 4: the idle timeout (5) never passes; the timer re-arms each time.
-        var m = Self.running()
-        _ = m.finalHead(.deliver)
-        var last: UInt64 = 104
-        #expect(Self.fire(&m, now: 105, lastActivity: &last) == "armTimer(109)")
-        last = 108
-        #expect(Self.fire(&m, now: 109, lastActivity: &last) == "armTimer(112)", "the deadline is nearer")
-        last = 111
-        #expect(Self.fire(&m, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
-        #expect(m.isFinished)
-        #expect(Self.fire(&m, now: 200, lastActivity: &last) == "none", "finished: nothing")
-
-        // Everywhere the task can be, the deadline ends it and undoes what that place needs.
-        var queued = Machine()
-        _ = queued.submit(plan: .none, expectsContinue: false, servedFromCache: false)
-        last = 111
-        #expect(Self.fire(&queued, now: 112, lastActivity: &last) == "fail(resourceTimeout,leaveQueue)")
-        var awaiting = Self.running(plan: .stream)
-        _ = awaiting.finalHead(.redirect(proposed: Self.next))
-        _ = awaiting.decided(.needBodyStream(Self.next))
-        _ = awaiting.responseEnded()
-        #expect(Self.fire(&awaiting, now: 112, lastActivity: &last) == "fail(resourceTimeout)")
-        // The deadline wins even when the idle timeout passed at the same instant.
-        var both = Self.running()
-        last = 100
-        #expect(Self.fire(&both, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
-    }
-
-    @Test(
-        "the timer: no byte for the idle timeout fails with idleTimeout; suspended reading stops the idle clock, not the deadline"
-    )
-    func timerIdle() {
-        var m = Self.running()
-        var last: UInt64 = 100
-        #expect(Self.fire(&m, now: 104, lastActivity: &last) == "armTimer(105)", "early: armed again")
-        #expect(Self.fire(&m, now: 105, lastActivity: &last) == "fail(idleTimeout,close)")
-
-        var paused = Self.running()
-        _ = paused.pauseReading()
-        last = 100
-        #expect(Self.fire(&paused, now: 105, lastActivity: &last) == "armTimer(110)")
-        #expect(last == 105, "the idle clock restarts while reading is suspended")
-        #expect(Self.fire(&paused, now: 110, lastActivity: &last) == "armTimer(112)")
-        #expect(Self.fire(&paused, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
-
-        var deciding = Self.running()
-        _ = deciding.finalHead(.challenge)
-        last = 100
-        #expect(Self.fire(&deciding, now: 107, lastActivity: &last) == "armTimer(112)")
-        #expect(Self.fire(&deciding, now: 112, lastActivity: &last) == "fail(resourceTimeout,close)")
+        _ = Self.on(&early) { $0.connectionAssigned(now: 0, into: &$1) }
+        #expect(early.readingSuspended, "the pause outlives the state it began in")
     }
 }

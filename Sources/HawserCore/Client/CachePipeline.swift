@@ -56,36 +56,28 @@ extension RequestTask {
         return HTTPHeaders(fields)
     }
 
-    /// Before the first request goes out: answers from the cache when it may. `decided(true)`
-    /// when the task was answered (or failed) without the network. A disk lookup reads the file
-    /// on the cache's IO pool; `decided` then runs on a later turn of the loop.
-    func consultCache(_ decided: @escaping (Bool) -> Void) {
-        guard let cache = self.context.urlCache else {
-            decided(false)
-            return
-        }
+    /// Before the first request goes out: answers from the cache when it may, else sends the
+    /// task to the pool (revalidating a stale stored response). A disk lookup reads the file on
+    /// the cache's IO pool; the answer then comes on a later turn of the loop.
+    func consultCache() {
+        guard let cache = self.context.urlCache else { return self.submitToPool() }
         let policy = self.effectiveCachePolicy
-        self.requestTime = Date()
-        let task = UnsafeTransfer(self)
-        let decide = UnsafeTransfer(decided)
+        self.cache.requestTime = Date()
+        let task = LoopBound(self, loop: self.eventLoop)
         cache.lookup(self.cacheRequest, policy: policy, on: self.eventLoop) { lookup in
             // On the loop: inline for a memory hit, else from the IO pool by `execute`.
             let task = task.value
             guard !task.isFinished else { return }  // cancelled or timed out while the file was read
-            decide.value(task.answer(lookup, policy: policy))
+            task.answer(CacheExchange.answer(lookup, policy: policy, url: task.request.url))
         }
     }
 
-    private func answer(_ lookup: CacheLookup, policy: CachePolicy) -> Bool {
-        switch lookup {
-        case .fresh(let cached):
+    private func answer(_ answer: CacheExchange.LookupAnswer) {
+        switch answer {
+        case .serve(let cached):
+            self.machine.servedFromCache()
             self.serveFromCache(cached, use: .fresh)
-            return true
-        case .stale(let cached, let conditions):
-            if policy == .returnCacheDataDontLoad || policy == .returnCacheDataElseLoad {
-                self.serveFromCache(cached, use: .fresh)
-                return true
-            }
+        case .revalidate(let cached, let conditions):
             var conditional = self.request
             for f in conditions { conditional.headers.replaceOrAdd(name: f.name, value: f.value) }
             do {
@@ -96,22 +88,16 @@ extension RequestTask {
                 )
                 self.prepared.head = revalidation.head
                 self.prepared.cookiesLeftOut = revalidation.cookiesLeftOut
+                self.cache.candidate = cached
             } catch {
-                return false  // the original head stands; the response is simply not revalidated
+                // The original head stands; the response is simply not revalidated.
             }
-            self.cacheCandidate = cached
-            return false
-        case .miss:
-            if policy == .returnCacheDataDontLoad {
-                let e = HawserError(
-                    .resourceUnavailable,
-                    "returnCacheDataDontLoad: no stored response for \(self.request.url.absoluteString)",
-                    url: self.request.url
-                )
-                self.eventLoop.executeInLoop { [self] in self.complete(.failure(e)) }
-                return true
-            }
-            return false
+            self.submitToPool()
+        case .refuse(let e):
+            self.machine.answeredElsewhere()
+            self.eventLoop.executeInLoop { [self] in self.complete(.failure(e)) }
+        case .network:
+            self.submitToPool()
         }
     }
 
@@ -120,11 +106,9 @@ extension RequestTask {
     static let cachedBodyChunk = 1 << 20
 
     /// Delivers `cached` as the response, on the next turns of the loop (never inside `execute`):
-    /// the head, then the body a chunk a turn. The task is finished for its machine already:
-    /// this is its one completion. A cancel or a delegate's `fail(with:)` during the body ends
-    /// it with that error.
+    /// the head, then the body a chunk a turn. The machine is serving from the cache: a cancel
+    /// or a delegate's `fail(with:)` during the body ends it with that error at the next chunk.
     private func serveFromCache(_ cached: CachedResponse, use: TaskMetrics.CacheUse) {
-        self.servingFromCache = true
         self.eventLoop.executeInLoop { [self] in
             self.metrics.cacheUse = use
             self.delegate.task(self, didReceiveHead: cached.head)
@@ -133,29 +117,26 @@ extension RequestTask {
     }
 
     /// Delivers the body a 304 revalidated, once the 304 has ended (its head was delivered as the
-    /// stored response's): the first chunk now, the rest a chunk a turn, then the completion. The
-    /// machine is finished; a cancel or a delegate's `fail(with:)` meanwhile ends it with that error.
-    func deliverRevalidatedBody(_ body: [UInt8]) {
-        self.servingFromCache = true
+    /// stored response's): the first chunk now, the rest a chunk a turn, then the completion.
+    func deliverRevalidatedBody() {
+        let body = self.cache.revalidatedBody ?? []
+        self.cache.revalidatedBody = nil
         self.deliverCachedBody(body, from: 0)
     }
 
     private func deliverCachedBody(_ body: [UInt8], from offset: Int) {
-        if let error = self.cacheServeError {
-            self.complete(.failure(error.with(url: self.request.url)))
-            return
-        }
-        guard offset < body.count else {
-            self.complete(.success(nil))
-            return
+        let due = self.machine.cachedChunkDue(into: &self.pool.requestQueue.scratch)
+        guard due, offset < body.count else {
+            if due { self.machine.cachedBodyDelivered(into: &self.pool.requestQueue.scratch) }
+            return self.runActions()
         }
         let end = min(body.count, offset + Self.cachedBodyChunk)
         body.withUnsafeBytes {
             self.delegate.task(self, didReceiveBody: UnsafeRawBufferPointer(rebasing: $0[offset..<end]))
         }
-        if end == body.count && self.cacheServeError == nil {
-            self.complete(.success(nil))
-            return
+        if end == body.count {
+            self.machine.cachedBodyDelivered(into: &self.pool.requestQueue.scratch)
+            return self.runActions()
         }
         self.eventLoop.executeInLoop { [self] in self.deliverCachedBody(body, from: end) }
     }
@@ -165,60 +146,62 @@ extension RequestTask {
     /// deliver.
     func cacheHead(_ head: HTTPResponseHead) -> HTTPResponseHead {
         guard let cache = self.context.urlCache else { return head }
-        let responseTime = Date()
-        if head.status == 304, let candidate = self.cacheCandidate,
-            let updated = cache.updateAfterNotModified(
-                head,
-                revalidating: candidate,
-                for: self.cacheRequest,
-                requestTime: self.requestTime,
-                responseTime: responseTime,
-                on: self.eventLoop
-            )
-        {
-            self.cacheCandidate = nil
-            self.servedFromCache = true
-            self.metrics.cacheUse = .validated
-            self.pendingCachedBody = updated.body
-            return updated.head
-        }
-        self.cacheCandidate = nil
-        if self.request.method != .get && self.request.method != .head {
-            cache.invalidate(after: self.request, response: head, waitForDisk: false)
-            return head
-        }
-        if self.effectiveCachePolicy != .returnCacheDataDontLoad, HTTPCache.isStorable(head, for: self.request) {
-            var stored = head
-            var body: [UInt8] = []
-            if self.decoder == nil, let length = head.headers["Content-Length"].flatMap(Int.init),
-                length > 0, length <= cache.maximumEntrySize
+        let policy = self.effectiveCachePolicy
+        var plan = CacheExchange.plan(
+            for: head,
+            request: self.request,
+            policy: policy,
+            hasCandidate: self.cache.candidate != nil
+        )
+        let requestTime = self.cache.requestTime ?? Date()
+        if plan == .serveRevalidated {
+            if let candidate = self.cache.candidate,
+                let updated = cache.updateAfterNotModified(
+                    head,
+                    revalidating: candidate,
+                    for: self.cacheRequest,
+                    requestTime: requestTime,
+                    responseTime: Date(),
+                    on: self.eventLoop
+                )
             {
-                body.reserveCapacity(length)  // no reallocation (a copy of the body so far) on the loop
+                self.cache.candidate = nil
+                self.machine.revalidated()
+                self.metrics.cacheUse = .validated
+                self.cache.revalidatedBody = updated.body
+                return updated.head
             }
-            if self.decoder != nil {
-                // The body is kept as delivered (decoded): the stored head must not claim a coding.
-                stored.headers.remove(name: "Content-Encoding")
-                stored.headers.remove(name: "Content-Length")
-            }
-            self.cacheRecording = (stored, body, self.requestTime)
+            plan = CacheExchange.plan(for: head, request: self.request, policy: policy, hasCandidate: false)
+        }
+        self.cache.candidate = nil
+        switch plan {
+        case .invalidate:
+            cache.invalidate(after: self.request, response: head, waitForDisk: false)
+        case .record:
+            let start = CacheExchange.recordingStart(
+                head,
+                decoded: self.decoder != nil,
+                maximumEntrySize: cache.maximumEntrySize
+            )
+            var body: [UInt8] = []
+            if start.capacity > 0 { body.reserveCapacity(start.capacity) }
+            self.cache.recording = CacheExchange.Recording(head: start.head, body: body, requestTime: requestTime)
+        case .serveRevalidated, .none:
+            break
         }
         return head
     }
 
     /// Body bytes as delivered to the delegate, recorded for the cache while they fit.
     func recordForCache(_ bytes: UnsafeRawBufferPointer) {
-        guard self.cacheRecording != nil, let cache = self.context.urlCache else { return }
-        if self.cacheRecording!.body.count + bytes.count > cache.maximumEntrySize {
-            self.cacheRecording = nil  // too large to be kept: stop copying
-            return
-        }
-        self.cacheRecording!.body.append(contentsOf: bytes)
+        guard let cache = self.context.urlCache else { return }
+        self.cache.record(bytes, maximumEntrySize: cache.maximumEntrySize)
     }
 
     /// At a successful end: offers the recorded response to the delegate's will-cache hook, then
     /// stores it: in memory at once, on disk on the cache's IO pool (the loop never waits for
     /// the file).
-    func storeInCache(_ recording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)) {
+    func storeInCache(_ recording: CacheExchange.Recording) {
         let request = self.cacheRequest
         guard let cache = self.context.urlCache,
             let proposed = HTTPCache.cacheableResponse(

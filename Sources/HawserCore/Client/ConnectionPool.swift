@@ -40,6 +40,12 @@ final class ConnectionPool: @unchecked Sendable {
     /// Keys of closed connections whose places go back to the session's budget at the end of
     /// the current run (a pool of a group only).
     private var pendingReleases: [ConnectionKey] = []
+    /// The actions of this loop's request machines (RequestActionQueue.swift).
+    #if DEBUG
+    var requestQueue = RequestActionQueue()
+    #else
+    @exclusivity(unchecked) var requestQueue = RequestActionQueue()
+    #endif
     /// Every live task, so that shutdown can fail each one, wherever it is.
     #if DEBUG
     private var tasks: [ObjectIdentifier: RequestTask] = [:]

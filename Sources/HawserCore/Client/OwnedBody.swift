@@ -27,14 +27,14 @@ extension RequestTask {
     /// True when the next body bytes can go to the delegate by ownership: the body is delivered
     /// as it is framed (no content decoding, no cache recording) to an ``OwnedBodyDelegate``.
     var takesOwnedBody: Bool {
-        self.decoder == nil && self.cacheRecording == nil && self.machine.deliversBody && !self.servedFromCache
+        self.decoder == nil && self.cache.recording == nil && self.machine.deliversBody
             && !self.isFinished && (self.delegate as? any OwnedBodyDelegate)?.takesBodyChunks == true
     }
 
     /// Body bytes the connection read into an array of their own (see ``takesOwnedBody``).
     func receivedOwnedBody(_ chunk: [UInt8]) {
-        guard self.machine.deliversBody, !self.servedFromCache else { return }
-        if self.decoder == nil, self.cacheRecording == nil, let owner = self.delegate as? any OwnedBodyDelegate {
+        guard self.machine.deliversBody else { return }
+        if self.decoder == nil, self.cache.recording == nil, let owner = self.delegate as? any OwnedBodyDelegate {
             owner.task(self, didReceiveBodyChunk: chunk)
         } else {
             chunk.withUnsafeBytes { self.deliverBody($0) }

@@ -2,43 +2,78 @@
 // -------------------
 // One value per task: everything a request goes through, across its exchanges (the request, then
 // its follow-ups: a redirect, an authentication answer, the 417 retry, a stale-connection replay),
-// and everything one exchange goes through on its connection. It knows nothing of sockets, timers
-// or delegates: the shells (RequestTask for the task, HTTP1Connection for the wire) report events
-// and run the actions they get back.
+// everything one exchange goes through on its connection, and the task's two time limits. It
+// knows nothing of sockets, timers or delegates: the shell (RequestTask) reports events with the
+// instants they happened at and runs the actions it gets back, in order, from one queue.
 //
-// The task:
+// The task (one enum, `State`; an exchange's progress is the payload of the states that have one):
 //
 //   initialized ─submit─▶ waitingForConnection ─connection─▶ executing ─response ended─▶ finished
-//        │                     ▲   │                          │  │  │
-//        │                     │   └─fail/cancel/timeout──────┼──┼──┼──▶ finished (failed)
-//        │                     ├────────follow-up─────────────┘  │  │
-//        │                     ├────────stale replay (once)──────┘  │
-//        │                     └──body stream given── awaitingBodyStream ◀─ ended, a 307/308 needs a new stream
-//        └─served from the cache──▶ finished
+//     │   │                    ▲   │                          │  │  │  │
+//     │   │                    │   └─fail/cancel/timeout──────┼──┼──┼──┼─▶ finished (failed)
+//     │   │                    ├────────follow-up─────────────┘  │  │  │
+//     │   │                    ├────────stale replay (once)──────┘  │  │
+//     │   │                    └──body stream given── awaitingBodyStream ◀─ ended, a 307/308 needs a new stream
+//     │   └─served from the cache──▶ servingFromCache ─body delivered─▶ finished
+//     └─answered elsewhere (the responder)──▶ finished      ▲
+//                                  executing ─a 304 ended───┘ (the revalidated stored body)
 //
 // One exchange (inside `executing`):
-//   sending:   writing ─▶ (waitingForContinue ─100/timeout─▶) writing ─written─▶ sent
+//   sending:   writing ─▶ (waitingForContinue ─100/timer─▶) writing ─written─▶ sent
 //                               └─final status first─▶ withheld (the body is never sent)
 //   receiving: waitingForHead ─final head─▶ (awaitingDecision ─answer─▶) body ─end─▶ (done)
 //
 // What the end of the response leads to is decided when its head arrives: completion, a follow-up
 // request (the body is drained, not delivered), or waiting for a new body stream.
+//
+// Events from the engine (the connection, the pool, the shell's own steps) that cannot happen in a
+// state are programming errors: they trap in debug builds (`impossible`) and are dropped in
+// release builds. Events that can race with the end of the task (a delegate answering after a
+// cancel, a timer already due, a late pause) are dropped once the task is finished, and a
+// delegate's answer that no longer applies (given twice) is dropped: that is their defined
+// meaning, not an error.
 
 /// The pure state machine of one request task.
 struct RequestStateMachine {
-    enum Lifecycle: Sendable, Hashable {
-        /// Created. Next: waitingForConnection, finished (served from the cache, or failed).
+    /// Where the task is.
+    enum State: Sendable {
+        /// Created (or a follow-up being prepared). Next: waitingForConnection, servingFromCache,
+        /// finished.
         case initialized
-        /// In the pool's queue. Next: executing, finished.
-        case waitingForConnection
+        /// In the pool's queue, with the exchange it will run. Next: executing, finished.
+        case waitingForConnection(Exchange)
         /// An exchange is on a connection. Next: waitingForConnection (follow-up, replay),
-        /// awaitingBodyStream, finished.
-        case executing
+        /// awaitingBodyStream, servingFromCache (a 304 ended), finished.
+        case executing(Exchange)
         /// The response ended; a 307/308 must send its streamed body again and the delegate was
-        /// asked for a new stream. Next: waitingForConnection, finished.
+        /// asked for a new stream. Next: initialized (the follow-up), finished.
         case awaitingBodyStream
+        /// A stored response's body is being delivered, a chunk a turn (a fresh hit, or the body
+        /// a 304 revalidated). `interrupted`: a cancel or `fail(with:)` that came meanwhile, which
+        /// ends the task at the next chunk. Next: finished.
+        case servingFromCache(interrupted: HawserError?)
         /// Final: the delegate was told, exactly once.
         case finished
+    }
+
+    /// One exchange: how its body goes out, how far sending and receiving are, what its end leads to.
+    struct Exchange: Sendable {
+        var plan: BodyPlan
+        var expectsContinue: Bool
+        var sending: Sending = .notStarted
+        var receiving: Receiving = .waitingForHead
+        var after: AfterResponse = .complete
+        /// This exchange was replayed once already.
+        var retried = false
+        /// The next connection must be a new one (a replay).
+        var fresh = false
+        /// A 304 turned the response into the stored one: the network body is not delivered.
+        var revalidated = false
+    }
+
+    /// The states without their payloads.
+    enum Lifecycle: Sendable, Hashable {
+        case initialized, waitingForConnection, executing, awaitingBodyStream, servingFromCache, finished
     }
 
     enum Sending: Sendable, Hashable {
@@ -80,7 +115,7 @@ struct RequestStateMachine {
         case stream
     }
 
-    /// A final head as the shell classified it (cookies stored, rules applied).
+    /// A final head as ``ResponseClassification`` classified it.
     enum HeadKind: Sendable {
         /// Deliver it as the response.
         case deliver
@@ -104,7 +139,6 @@ struct RequestStateMachine {
     }
 
     enum Action: Sendable {
-        case none
         /// Ask the pool for a connection (`fresh`: a newly opened one, for a replay).
         case requestConnection(fresh: Bool)
         /// Write the head and the body; with `holdBody` the body waits for 100 Continue (arm the
@@ -112,8 +146,8 @@ struct RequestStateMachine {
         case writeRequest(holdBody: Bool)
         /// Send the body held back for 100 Continue.
         case sendHeldBody
-        /// Tell the delegate about the interim head (the caller has it).
-        case forwardInterim
+        /// Tell the delegate about an interim (1xx) head.
+        case forwardInterim(HTTPResponseHead)
         /// Deliver the final head (and set up decoding and caching).
         case deliverHead(dropHeldBody: Bool)
         /// Deliver the final head a delegate was asked about, then resume reading.
@@ -124,16 +158,20 @@ struct RequestStateMachine {
         case askRedirect(proposed: HTTPClientRequest, dropHeldBody: Bool)
         /// Ask the delegates about a 401/407; reading is held until `decided`.
         case askChallenge(dropHeldBody: Bool)
-        /// Ask the delegate for a new body stream.
-        case askBodyStream
-        /// Reading resumes (a decision came, or the consumer resumed).
+        /// Ask the delegate for a new body stream for `request`.
+        case askBodyStream(HTTPClientRequest)
+        /// Reading resumes or stops (a decision came, or the consumer paused or resumed).
         case updateReading
-        /// Send `request` as the next exchange (prepare it, then ask for a connection).
+        /// Send `request` as the next exchange (prepare it, then report `followUpPrepared`).
         case restart(HTTPClientRequest, countsAsRedirect: Bool)
         /// Replay the exchange once on a new connection (a stale kept-alive connection died).
         case retry
-        /// Complete the task successfully.
+        /// Complete the task successfully (the response ended).
         case succeed
+        /// The 304 that revalidated a stored response ended: deliver the stored body.
+        case serveRevalidatedBody
+        /// The stored body was delivered: complete the task successfully.
+        case finishCachedResponse
         /// Complete the task with `error`; `closeConnection`: the exchange's connection cannot be
         /// reused; `leaveQueue`: the task is in the pool's queue.
         case fail(HawserError, closeConnection: Bool, leaveQueue: Bool)
@@ -166,246 +204,447 @@ struct RequestStateMachine {
         }
     }
 
-    private(set) var lifecycle: Lifecycle = .initialized
-    private(set) var sending: Sending = .notStarted
-    private(set) var receiving: Receiving = .waitingForHead
-    private(set) var after: AfterResponse = .complete
-    /// The consumer paused reading (back-pressure).
+    private(set) var state: State = .initialized
+    /// The consumer paused reading (back-pressure). It belongs to the task, not to one state:
+    /// a consumer may pause before the response starts and stays paused across follow-ups.
     private(set) var consumerPaused = false
-    /// The current exchange was replayed once already.
-    private(set) var retriedThisExchange = false
-    /// The next connection must be a new one.
-    private(set) var needsFreshConnection = false
-    /// How this exchange's body goes out, and whether it waits for 100 Continue.
-    private var bodyPlan: BodyPlan = .none
-    private var expectsContinue = false
+    /// The idle timeout and the total deadline (the request's, else the session's).
+    private(set) var timeouts: Timeouts
+    /// When a byte last moved (loop-clock nanoseconds).
+    private(set) var lastActivity: UInt64
+
+    init(start: UInt64 = 0, timeouts: Timeouts = Timeouts(start: 0, idle: .max, total: .max)) {
+        self.timeouts = timeouts
+        self.lastActivity = start
+    }
+
+    // MARK: - Views
+
+    var lifecycle: Lifecycle {
+        switch self.state {
+        case .initialized: return .initialized
+        case .waitingForConnection: return .waitingForConnection
+        case .executing: return .executing
+        case .awaitingBodyStream: return .awaitingBodyStream
+        case .servingFromCache: return .servingFromCache
+        case .finished: return .finished
+        }
+    }
+
+    /// The current exchange (waiting for its connection or executing), if any.
+    var exchange: Exchange? {
+        switch self.state {
+        case .waitingForConnection(let e), .executing(let e): return e
+        default: return nil
+        }
+    }
+
+    var sending: Sending { self.exchange?.sending ?? .notStarted }
+    var receiving: Receiving { self.exchange?.receiving ?? .waitingForHead }
 
     /// Whether the connection should stop reading for this task.
-    var readingSuspended: Bool { self.consumerPaused || self.receiving == .awaitingDecision }
-    /// Whether body bytes are the delegate's (false while a follow-up's response drains).
-    var deliversBody: Bool {
-        if case .complete = self.after { return true }
+    var readingSuspended: Bool {
+        if self.consumerPaused { return true }
+        if case .executing(let e) = self.state { return e.receiving == .awaitingDecision }
         return false
     }
-    var isFinished: Bool { self.lifecycle == .finished }
 
-    // MARK: - Task events
-
-    /// The task is handed to the session. `servedFromCache`: the cache answered (or refused)
-    /// without the network, and the shell completes the task itself.
-    mutating func submit(plan: BodyPlan, expectsContinue: Bool, servedFromCache: Bool) -> Action {
-        guard self.lifecycle == .initialized else { return .none }
-        if servedFromCache {
-            self.lifecycle = .finished
-            return .none
-        }
-        self.bodyPlan = plan
-        self.expectsContinue = expectsContinue
-        self.lifecycle = .waitingForConnection
-        return .requestConnection(fresh: false)
+    /// Whether body bytes are the delegate's (false while a follow-up's response drains, or
+    /// when a 304 stands for the stored response).
+    var deliversBody: Bool {
+        guard case .executing(let e) = self.state, !e.revalidated else { return false }
+        if case .complete = e.after { return true }
+        return false
     }
 
-    /// The pool gave the task a connection.
-    mutating func connectionAssigned() -> Action {
-        guard self.lifecycle == .waitingForConnection else { return .none }
-        self.lifecycle = .executing
-        self.sending = .writing
-        self.receiving = .waitingForHead
-        self.needsFreshConnection = false
-        let hold = self.expectsContinue && self.bodyPlan != .none
-        if hold { self.sending = .waitingForContinue }
-        return .writeRequest(holdBody: hold)
-    }
-
-    /// Head and body were handed to the socket.
-    mutating func requestWritten() {
-        if self.lifecycle == .executing, self.sending == .writing { self.sending = .sent }
-    }
-
-    /// The 100-continue timer fired: the body goes anyway.
-    mutating func continueTimerFired() -> Action {
-        guard self.lifecycle == .executing, self.sending == .waitingForContinue else { return .none }
-        self.sending = .writing
-        return .sendHeldBody
-    }
-
-    /// An interim (1xx) head.
-    mutating func interimHead(status: Int, switchingError: @autoclosure () -> HawserError) -> Action {
-        guard self.lifecycle == .executing, self.receiving == .waitingForHead else { return .none }
-        if status == 101 {
-            // The connection now speaks another protocol, which the engine does not implement.
-            return self.fail(switchingError())
-        }
-        if status == 100, self.sending == .waitingForContinue {
-            self.sending = .writing
-            return .sendHeldBody
-        }
-        return .forwardInterim
-    }
-
-    /// The final head, as the shell classified it.
-    mutating func finalHead(_ kind: HeadKind) -> Action {
-        guard self.lifecycle == .executing, self.receiving == .waitingForHead else { return .none }
-        let dropHeld = self.sending == .waitingForContinue
-        if dropHeld { self.sending = .withheld }
-        switch kind {
-        case .deliver:
-            self.receiving = .body
-            return .deliverHead(dropHeldBody: dropHeld)
-        case .retryWithoutExpectation(let again):
-            self.receiving = .body
-            self.after = .followUp(again, countsAsRedirect: false)
-            return dropHeld ? .dropHeldBody : .none
-        case .redirect(let proposed):
-            self.receiving = .awaitingDecision
-            return .askRedirect(proposed: proposed, dropHeldBody: dropHeld)
-        case .challenge:
-            self.receiving = .awaitingDecision
-            return .askChallenge(dropHeldBody: dropHeld)
-        case .failure(let error):
-            return self.fail(error)
+    /// No more network work: finished, or delivering a stored response.
+    var isFinished: Bool {
+        switch self.state {
+        case .finished, .servingFromCache: return true
+        default: return false
         }
     }
+
+    /// Whether a 304 made the current response the stored one.
+    var isRevalidated: Bool { self.exchange?.revalidated ?? false }
 
     /// Whether the body of the exchange's final head was withheld (it waited for 100 Continue
     /// and a final status came first): a 417 then means "send it again without expecting".
     var bodyWasWithheld: Bool { self.sending == .withheld || self.sending == .waitingForContinue }
 
+    /// The request a redirect's new body stream is for, while the delegate finds it.
+    var awaitedBodyStreamRequest: HTTPClientRequest? {
+        if case .executing(let e) = self.state, case .awaitBodyStream(let r) = e.after { return r }
+        return nil
+    }
+
+    /// An event that cannot happen in this state: a trap in debug builds, dropped in release.
+    private func impossible(_ event: StaticString) {
+        assertionFailure("RequestStateMachine: \(event) in \(self.lifecycle)")
+    }
+
+    // MARK: - Task events
+
+    /// The task starts (its clock and limits are the machine's since `init`): arm the timer.
+    mutating func start(into actions: inout [Action]) {
+        guard case .initialized = self.state else { return self.impossible("start") }
+        actions.append(.armTimer(at: self.timeouts.due(lastActivity: self.lastActivity)))
+    }
+
+    /// The task goes to the pool (the cache did not answer, or there is none).
+    mutating func submit(plan: BodyPlan, expectsContinue: Bool, into actions: inout [Action]) {
+        switch self.state {
+        case .initialized:
+            self.state = .waitingForConnection(Exchange(plan: plan, expectsContinue: expectsContinue))
+            actions.append(.requestConnection(fresh: false))
+        case .finished:
+            return  // cancelled while the cache was being consulted
+        default:
+            self.impossible("submit")
+        }
+    }
+
+    /// The cache answered: its stored response is delivered instead of a request.
+    mutating func servedFromCache() {
+        switch self.state {
+        case .initialized: self.state = .servingFromCache(interrupted: nil)
+        case .finished: return
+        default: self.impossible("servedFromCache")
+        }
+    }
+
+    /// Something other than the network answered (the session's responder, or a cache that
+    /// refuses to load): the shell completes the task itself, on a later turn.
+    mutating func answeredElsewhere() {
+        switch self.state {
+        case .initialized: self.state = .finished
+        case .finished: return
+        default: self.impossible("answeredElsewhere")
+        }
+    }
+
+    /// The pool gave the task a connection at `now`.
+    mutating func connectionAssigned(now: UInt64, into actions: inout [Action]) {
+        switch self.state {
+        case .waitingForConnection(var e):
+            self.lastActivity = now
+            e.receiving = .waitingForHead
+            e.fresh = false
+            let hold = e.expectsContinue && e.plan != .none
+            e.sending = hold ? .waitingForContinue : .writing
+            self.state = .executing(e)
+            actions.append(.writeRequest(holdBody: hold))
+        case .finished:
+            return
+        default:
+            self.impossible("connectionAssigned")
+        }
+    }
+
+    /// Head and body were handed to the socket.
+    mutating func requestWritten() {
+        // Reported by the connection whatever the sending state (a withheld body ends its
+        // write too): only `writing` moves.
+        if case .executing(var e) = self.state, e.sending == .writing {
+            e.sending = .sent
+            self.state = .executing(e)
+        }
+    }
+
+    /// Bytes moved at `now` (read or written): the idle clock restarts.
+    mutating func activity(at now: UInt64) {
+        self.lastActivity = now
+    }
+
+    /// The 100-continue timer fired at `now`: the body goes anyway.
+    mutating func continueTimerFired(now: UInt64, into actions: inout [Action]) {
+        // The timer is cancelled when the body goes or is dropped; one already due may still
+        // fire once: then it finds the body gone and does nothing.
+        guard case .executing(var e) = self.state, e.sending == .waitingForContinue else { return }
+        e.sending = .writing
+        self.state = .executing(e)
+        actions.append(.sendHeldBody)
+    }
+
+    /// An interim (1xx) head.
+    mutating func interimHead(
+        _ head: HTTPResponseHead,
+        switchingError: @autoclosure () -> HawserError,
+        into actions: inout [Action]
+    ) {
+        switch self.state {
+        case .executing(var e) where e.receiving == .waitingForHead:
+            if head.status == 101 {
+                // The connection now speaks another protocol, which the engine does not implement.
+                return self.fail(switchingError(), into: &actions)
+            }
+            if head.status == 100, e.sending == .waitingForContinue {
+                e.sending = .writing
+                self.state = .executing(e)
+                actions.append(.sendHeldBody)
+            }
+            actions.append(.forwardInterim(head))
+        case .finished:
+            return
+        default:
+            self.impossible("interimHead")
+        }
+    }
+
+    /// The final head, as classified.
+    mutating func finalHead(_ kind: HeadKind, into actions: inout [Action]) {
+        guard case .executing(var e) = self.state, e.receiving == .waitingForHead else {
+            if case .finished = self.state { return }
+            return self.impossible("finalHead")
+        }
+        let dropHeld = e.sending == .waitingForContinue
+        if dropHeld { e.sending = .withheld }
+        switch kind {
+        case .deliver:
+            e.receiving = .body
+            self.state = .executing(e)
+            actions.append(.deliverHead(dropHeldBody: dropHeld))
+        case .retryWithoutExpectation(let again):
+            e.receiving = .body
+            e.after = .followUp(again, countsAsRedirect: false)
+            self.state = .executing(e)
+            if dropHeld { actions.append(.dropHeldBody) }
+        case .redirect(let proposed):
+            e.receiving = .awaitingDecision
+            self.state = .executing(e)
+            actions.append(.askRedirect(proposed: proposed, dropHeldBody: dropHeld))
+        case .challenge:
+            e.receiving = .awaitingDecision
+            self.state = .executing(e)
+            actions.append(.askChallenge(dropHeldBody: dropHeld))
+        case .failure(let error):
+            self.state = .executing(e)
+            self.fail(error, into: &actions)
+        }
+    }
+
+    /// The delivered final head was a 304 that revalidated a stored response: the response is
+    /// the stored one, and the network body is not delivered.
+    mutating func revalidated() {
+        guard case .executing(var e) = self.state, e.receiving == .body else {
+            if self.isFinished { return }
+            return self.impossible("revalidated")
+        }
+        e.revalidated = true
+        self.state = .executing(e)
+    }
+
     /// A delegate answered about the head held in `awaitingDecision`.
-    mutating func decided(_ decision: Decision) -> Action {
-        guard self.lifecycle == .executing, self.receiving == .awaitingDecision else { return .none }
-        self.receiving = .body
+    mutating func decided(_ decision: Decision, into actions: inout [Action]) {
+        // Dropped when no decision is pending: cancelled while the delegate decided, or a
+        // delegate that answered twice.
+        guard case .executing(var e) = self.state, e.receiving == .awaitingDecision else { return }
+        e.receiving = .body
         switch decision {
         case .deliver:
-            return .deliverDecidedHead
+            self.state = .executing(e)
+            actions.append(.deliverDecidedHead)
         case .followUp(let next, let counts):
-            self.after = .followUp(next, countsAsRedirect: counts)
-            return .updateReading
+            e.after = .followUp(next, countsAsRedirect: counts)
+            self.state = .executing(e)
+            actions.append(.updateReading)
         case .needBodyStream(let next):
-            self.after = .awaitBodyStream(next)
-            return .askBodyStream
+            e.after = .awaitBodyStream(next)
+            self.state = .executing(e)
+            actions.append(.askBodyStream(next))
+            actions.append(.updateReading)
         case .fail(let error):
-            return self.fail(error)
+            self.state = .executing(e)
+            self.fail(error, into: &actions)
         }
     }
 
     /// The delegate gave the new body stream a redirect needs (nil: it has none).
-    mutating func bodyStreamProvided(_ next: HTTPClientRequest?, missing: @autoclosure () -> HawserError) -> Action {
-        guard case .awaitBodyStream = self.after, self.lifecycle == .executing || self.lifecycle == .awaitingBodyStream
-        else {
-            return .none
-        }
-        guard let next else { return self.fail(missing()) }
-        if self.lifecycle == .awaitingBodyStream {
+    mutating func bodyStreamProvided(
+        _ next: HTTPClientRequest?,
+        missing: @autoclosure () -> HawserError,
+        into actions: inout [Action]
+    ) {
+        switch self.state {
+        case .executing(var e):
+            guard case .awaitBodyStream = e.after else { return }  // a second answer
+            guard let next else { return self.fail(missing(), into: &actions) }
+            e.after = .followUp(next, countsAsRedirect: true)
+            self.state = .executing(e)
+        case .awaitingBodyStream:
             // The redirect's response already ended: go now.
-            return self.beginFollowUp(next, countsAsRedirect: true)
+            guard let next else { return self.fail(missing(), into: &actions) }
+            self.beginFollowUp(next, countsAsRedirect: true, into: &actions)
+        default:
+            return  // finished, or a second answer after the follow-up began
         }
-        self.after = .followUp(next, countsAsRedirect: true)
-        return .none
     }
 
     /// The response ended (the connection decided about itself already).
-    mutating func responseEnded() -> Action {
-        guard self.lifecycle == .executing else { return .none }
-        self.receiving = .ended
-        switch self.after {
+    mutating func responseEnded(into actions: inout [Action]) {
+        guard case .executing(var e) = self.state else {
+            if case .finished = self.state { return }
+            return self.impossible("responseEnded")
+        }
+        e.receiving = .ended
+        switch e.after {
+        case .complete where e.revalidated:
+            self.state = .servingFromCache(interrupted: nil)
+            actions.append(.serveRevalidatedBody)
         case .complete:
-            self.lifecycle = .finished
-            return .succeed
+            self.state = .finished
+            actions.append(.succeed)
         case .followUp(let next, let counts):
-            return self.beginFollowUp(next, countsAsRedirect: counts)
+            self.beginFollowUp(next, countsAsRedirect: counts, into: &actions)
         case .awaitBodyStream:
-            self.lifecycle = .awaitingBodyStream
-            return .none
+            self.state = .awaitingBodyStream
         }
     }
 
-    private mutating func beginFollowUp(_ next: HTTPClientRequest, countsAsRedirect: Bool) -> Action {
-        self.lifecycle = .initialized
-        self.sending = .notStarted
-        self.receiving = .waitingForHead
-        self.after = .complete
-        self.retriedThisExchange = false
-        self.needsFreshConnection = false
-        return .restart(next, countsAsRedirect: countsAsRedirect)
+    private mutating func beginFollowUp(
+        _ next: HTTPClientRequest,
+        countsAsRedirect: Bool,
+        into actions: inout [Action]
+    ) {
+        self.state = .initialized
+        actions.append(.restart(next, countsAsRedirect: countsAsRedirect))
     }
 
-    /// The follow-up request was prepared; it goes to the pool like the first one.
-    mutating func followUpPrepared(plan: BodyPlan, expectsContinue: Bool) -> Action {
-        guard self.lifecycle == .initialized else { return .none }
-        self.bodyPlan = plan
-        self.expectsContinue = expectsContinue
-        self.lifecycle = .waitingForConnection
-        return .requestConnection(fresh: false)
+    /// The follow-up request was prepared at `now`; it goes to the pool like the first one.
+    mutating func followUpPrepared(plan: BodyPlan, expectsContinue: Bool, now: UInt64, into actions: inout [Action]) {
+        guard case .initialized = self.state else {
+            if case .finished = self.state { return }
+            return self.impossible("followUpPrepared")
+        }
+        self.lastActivity = now
+        self.state = .waitingForConnection(Exchange(plan: plan, expectsContinue: expectsContinue))
+        actions.append(.requestConnection(fresh: false))
     }
 
     /// The connection failed under the exchange. `retryable`: the connection machine says the
     /// request may be replayed (a reused connection died before any response byte, and the
     /// method is idempotent); `replayable`: the body can be sent again (not a stream).
-    mutating func connectionFailed(_ error: HawserError, retryable: Bool, replayable: Bool) -> Action {
-        guard self.lifecycle == .executing else { return .none }
-        if retryable, replayable, !self.retriedThisExchange, self.receiving == .waitingForHead {
-            self.retriedThisExchange = true
-            self.needsFreshConnection = true
-            self.lifecycle = .waitingForConnection
-            self.sending = .notStarted
-            return .retry
+    mutating func connectionFailed(
+        _ error: HawserError,
+        retryable: Bool,
+        replayable: Bool,
+        into actions: inout [Action]
+    ) {
+        guard case .executing(var e) = self.state else {
+            if case .finished = self.state { return }
+            return self.impossible("connectionFailed")
+        }
+        if retryable, replayable, !e.retried, e.receiving == .waitingForHead {
+            e.retried = true
+            e.fresh = true
+            e.sending = .notStarted
+            self.state = .waitingForConnection(e)
+            actions.append(.retry)
+            return
         }
         // The connection is gone already: nothing to close.
-        self.lifecycle = .finished
-        return .fail(error, closeConnection: false, leaveQueue: false)
+        self.state = .finished
+        actions.append(.fail(error, closeConnection: false, leaveQueue: false))
     }
 
     /// Fails the task from wherever it is: cancellation, a timeout, a refused response, a body
-    /// stream error. A no-op when it is finished.
-    mutating func fail(_ error: HawserError) -> Action {
-        let action: Action
-        switch self.lifecycle {
+    /// stream error. While a stored body is delivered, the error ends it at its next chunk.
+    mutating func fail(_ error: HawserError, into actions: inout [Action]) {
+        switch self.state {
         case .finished:
-            return .none
+            return
+        case .servingFromCache(let interrupted):
+            if interrupted == nil { self.state = .servingFromCache(interrupted: error) }
+            return
         case .initialized, .awaitingBodyStream:
-            action = .fail(error, closeConnection: false, leaveQueue: false)
+            actions.append(.fail(error, closeConnection: false, leaveQueue: false))
         case .waitingForConnection:
-            action = .fail(error, closeConnection: false, leaveQueue: true)
+            actions.append(.fail(error, closeConnection: false, leaveQueue: true))
         case .executing:
-            action = .fail(error, closeConnection: true, leaveQueue: false)
+            actions.append(.fail(error, closeConnection: true, leaveQueue: false))
         }
-        self.lifecycle = .finished
-        return action
+        self.state = .finished
+    }
+
+    // MARK: - Serving from the cache
+
+    /// The shell is about to deliver the next chunk of a stored body: true when it may, false
+    /// when the task ended instead (an interruption: its `fail` action is queued).
+    mutating func cachedChunkDue(into actions: inout [Action]) -> Bool {
+        guard case .servingFromCache(let interrupted) = self.state else {
+            if case .finished = self.state { return false }
+            self.impossible("cachedChunkDue")
+            return false
+        }
+        guard let interrupted else { return true }
+        self.state = .finished
+        actions.append(.fail(interrupted, closeConnection: false, leaveQueue: false))
+        return false
+    }
+
+    /// The last chunk of the stored body was delivered.
+    mutating func cachedBodyDelivered(into actions: inout [Action]) {
+        guard case .servingFromCache(let interrupted) = self.state else {
+            if case .finished = self.state { return }
+            return self.impossible("cachedBodyDelivered")
+        }
+        self.state = .finished
+        if let interrupted {
+            actions.append(.fail(interrupted, closeConnection: false, leaveQueue: false))
+        } else {
+            actions.append(.finishCachedResponse)
+        }
     }
 
     // MARK: - Timers
 
     /// The task's one timer fired at `now` (it is due at ``Timeouts/due(lastActivity:)``, and
-    /// activity only moves `lastActivity`, so it may fire early). The total deadline is checked
-    /// first and wins: bytes that keep moving never extend it. While reading is suspended (the
-    /// consumer paused, a delegate deciding) the idle clock does not run: `lastActivity` moves
-    /// to `now`. Otherwise the timer is armed again for whichever limit is now nearest.
-    mutating func timerFired(
-        now: UInt64,
-        lastActivity: inout UInt64,
-        timeouts: Timeouts,
-        deadlineError: @autoclosure () -> HawserError,
-        idleError: @autoclosure () -> HawserError
-    ) -> Action {
-        guard !self.isFinished else { return .none }
-        if now >= timeouts.deadline { return self.fail(deadlineError()) }
-        if self.readingSuspended { lastActivity = now }
-        if now &- lastActivity >= timeouts.idle { return self.fail(idleError()) }
-        return .armTimer(at: timeouts.due(lastActivity: lastActivity))
+    /// activity only moves `lastActivity`, so it may fire early). The machine decides which
+    /// limit passed: the total deadline is checked first and wins (bytes that keep moving never
+    /// extend it). While reading is suspended (the consumer paused, a delegate deciding) or the
+    /// task's own bandwidth limit holds it (`throttled`: the peer is not to blame) the idle
+    /// clock does not run. Otherwise the timer is armed again for whichever limit is nearest.
+    mutating func timerFired(now: UInt64, throttled: Bool, into actions: inout [Action]) {
+        if self.isFinished { return }
+        if now >= self.timeouts.deadline {
+            return self.fail(
+                HawserError(
+                    .resourceTimeout,
+                    "the total deadline passed: the task did not finish within \(Self.seconds(self.timeouts.total)) s (timeoutIntervalForResource), counted from its start across connecting, redirects and retries; bytes still arriving do not extend it"
+                ),
+                into: &actions
+            )
+        }
+        if self.readingSuspended || throttled { self.lastActivity = now }
+        if now &- self.lastActivity >= self.timeouts.idle {
+            return self.fail(
+                HawserError(
+                    .idleTimeout,
+                    "no data moved for \(Self.seconds(self.timeouts.idle)) s (the idle timeout, timeoutIntervalForRequest)"
+                ),
+                into: &actions
+            )
+        }
+        actions.append(.armTimer(at: self.timeouts.due(lastActivity: self.lastActivity)))
+    }
+
+    /// `nanos` as seconds for a message: "0.5", "60", "604800".
+    static func seconds(_ nanos: UInt64) -> String {
+        let s = Double(nanos) / 1e9
+        return s == s.rounded() && s < 1e15 ? String(Int64(s)) : String(s)
     }
 
     // MARK: - Reading
 
-    mutating func pauseReading() -> Action {
-        guard !self.consumerPaused, !self.isFinished else { return .none }
+    mutating func pauseReading(into actions: inout [Action]) {
+        guard !self.consumerPaused, !self.isFinished else { return }
         self.consumerPaused = true
-        return .updateReading
+        actions.append(.updateReading)
     }
 
-    mutating func resumeReading() -> Action {
-        guard self.consumerPaused, !self.isFinished else { return .none }
+    mutating func resumeReading(into actions: inout [Action]) {
+        guard self.consumerPaused, !self.isFinished else { return }
         self.consumerPaused = false
-        return .updateReading
+        actions.append(.updateReading)
     }
 }

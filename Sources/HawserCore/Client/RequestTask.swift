@@ -45,9 +45,9 @@ public final class RequestTask: @unchecked Sendable {
     #endif
     /// The connection the current exchange runs on.
     #if DEBUG
-    private var connection: HTTP1Connection?
+    private(set) var connection: HTTP1Connection?
     #else
-    @exclusivity(unchecked) private var connection: HTTP1Connection?
+    @exclusivity(unchecked) private(set) var connection: HTTP1Connection?
     #endif
     #if DEBUG
     var metrics = TaskMetrics()
@@ -68,13 +68,6 @@ public final class RequestTask: @unchecked Sendable {
     var redirectHeadAt: UInt64?
     /// The 401/407 answer being decided.
     var pendingChallenge: ChallengePlan?
-    #if DEBUG
-    var lastActivity: UInt64 = 0
-    #else
-    @exclusivity(unchecked) var lastActivity: UInt64 = 0
-    #endif
-    /// The idle timeout and the total deadline (the request's, else the session's).
-    var timeouts = RequestStateMachine.Timeouts(start: 0, idle: 0, total: 0)
     /// The task's one timer: due at the earlier of the idle timeout and the total deadline.
     #if DEBUG
     private var timer: Scheduled?
@@ -85,44 +78,34 @@ public final class RequestTask: @unchecked Sendable {
     /// The task's bandwidth limits (nil: none, the usual case: then the IO path checks these
     /// optionals and nothing else), whether each has stopped the connection, and the timer that
     /// resumes it when the bucket is full again.
-    private(set) var receiveBucket: TokenBucket?
-    private(set) var sendBucket: TokenBucket?
+    var receiveBucket: TokenBucket?
+    var sendBucket: TokenBucket?
     /// The receive limit holds the socket's reading (the bytes already read are still delivered).
-    private(set) var receiveThrottled = false
+    var receiveThrottled = false
     /// The send limit holds the connection's writing.
-    private(set) var sendThrottled = false
-    private var receiveTimer: Scheduled?
-    private var sendTimer: Scheduled?
+    var sendThrottled = false
+    var receiveTimer: Scheduled?
+    var sendTimer: Scheduled?
     /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
     var serverAuthAttempts: AuthenticationAttempts?
     var proxyAuthAttempts: AuthenticationAttempts?
-    /// The stored response a conditional request revalidates (a 304 serves it).
-    var cacheCandidate: CachedResponse?
-    /// A response being stored: its head (Content-Encoding removed: the body is kept decoded),
-    /// the body so far, and when the request went out. nil when it is not to be stored, or
-    /// after the body outgrew what the cache would keep.
+    /// The cache's part of the task (CacheExchange.swift).
     #if DEBUG
-    var cacheRecording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)?
+    var cache = CacheExchange()
     #else
-    @exclusivity(unchecked) var cacheRecording: (head: HTTPResponseHead, body: [UInt8], requestTime: Date)?
+    @exclusivity(unchecked) var cache = CacheExchange()
     #endif
-    /// The network body is ignored: a cached response was delivered in its place (after a 304).
-    var servedFromCache = false
-    /// The stored body a 304 revalidated: delivered when the 304 ends, a chunk a turn.
-    var pendingCachedBody: [UInt8]?
-    /// A stored response is being delivered (its machine is finished already).
-    var servingFromCache = false
-    /// A cancel or `fail(with:)` that arrived while a stored body was being delivered.
-    var cacheServeError: HawserError?
-    var requestTime = Date()
     /// Undoes the response's Content-Encoding as body bytes arrive.
     #if DEBUG
     var decoder: ContentDecoder?
     #else
     @exclusivity(unchecked) var decoder: ContentDecoder?
     #endif
+    /// The final head's delivery was queued behind running actions (the connection read it
+    /// inside one): reading stops until it is delivered.
+    private var headQueued = false
     /// The sink of the current streamed body, if any.
-    private var bodySink: BodyStreamSink?
+    var bodySink: BodyStreamSink?
     /// What watches this task (instrumentation, a logger); nil for most tasks, and then the
     /// request path checks this one optional and nothing else.
     #if DEBUG
@@ -180,12 +163,18 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Stops reading the response from the socket until ``resumeReading()``. Safe from any thread.
     public func pauseReading() {
-        self.onLoop { self.run(self.machine.pauseReading()) }
+        self.onLoop {
+            self.machine.pauseReading(into: &self.pool.requestQueue.scratch)
+            self.runActions()
+        }
     }
 
     /// Resumes reading after ``pauseReading()``. Safe from any thread.
     public func resumeReading() {
-        self.onLoop { self.run(self.machine.resumeReading()) }
+        self.onLoop {
+            self.machine.resumeReading(into: &self.pool.requestQueue.scratch)
+            self.runActions()
+        }
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) {
@@ -193,10 +182,13 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     var isFinished: Bool { self.machine.isFinished }
-    var readingSuspended: Bool { self.machine.readingSuspended }
-    /// Whether the connection must not read from its socket for this task: the machine holds
-    /// reading (back-pressure, a decision) or the receive limit does.
-    var holdsSocketReading: Bool { self.machine.readingSuspended || self.receiveThrottled }
+    /// Whether the connection must stop reading for this task: the machine holds reading
+    /// (back-pressure, a decision), or the final head waits in the action queue (its body must
+    /// not overtake it).
+    var readingSuspended: Bool { self.headQueued || self.machine.readingSuspended }
+    /// Whether the connection must not read from its socket for this task: reading is
+    /// suspended or the receive limit holds it.
+    var holdsSocketReading: Bool { self.readingSuspended || self.receiveThrottled }
 
     // MARK: - Starting
 
@@ -208,44 +200,62 @@ public final class RequestTask: @unchecked Sendable {
         }
         let now = self.eventLoop.now
         self.metrics.fetchStart = now
-        self.lastActivity = now
-        self.timeouts = RequestStateMachine.Timeouts(
+        self.machine = RequestStateMachine(
             start: now,
-            idle: self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos,
-            total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
-                ?? self.context.resourceTimeoutNanos
+            timeouts: RequestStateMachine.Timeouts(
+                start: now,
+                idle: self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos,
+                total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
+                    ?? self.context.resourceTimeoutNanos
+            )
         )
         if let responder = self.context.responder, self.answerFromResponder(responder) { return }
-        self.armTimer(at: self.timeouts.due(lastActivity: now), now: now)
+        self.machine.start(into: &self.pool.requestQueue.scratch)
+        self.runActions()
         self.setUpBandwidthLimits(now: now)
         self.origin = self.pool.origin(for: self.prepared.key)
         guard self.context.urlCache != nil else {
-            self.run(
-                self.machine.submit(
-                    plan: self.prepared.plan,
-                    expectsContinue: self.prepared.expectsContinue,
-                    servedFromCache: false
-                )
-            )
+            self.submitToPool()
             return
         }
-        self.consultCache { [self] served in
-            self.run(
-                self.machine.submit(
-                    plan: self.prepared.plan,
-                    expectsContinue: self.prepared.expectsContinue,
-                    servedFromCache: served
-                )
-            )
-        }
+        self.consultCache()
+    }
+
+    /// The task goes to the pool (the cache did not answer).
+    func submitToPool() {
+        self.machine.submit(
+            plan: self.prepared.plan,
+            expectsContinue: self.prepared.expectsContinue,
+            into: &self.pool.requestQueue.scratch
+        )
+        self.runActions()
     }
 
     // MARK: - Running actions
 
-    func run(_ action: RequestStateMachine.Action) {
+    /// Queues the actions the machine just wrote (in the loop's queue's scratch) and, unless
+    /// the queue is being drained already (an action raised this event), drains it: one loop
+    /// runs every action, in order, and actions never run inside running ones.
+    func runActions() {
+        let pool = self.pool
+        if pool.requestQueue.scratch.isEmpty { return }
+        for action in pool.requestQueue.scratch { pool.requestQueue.pending.append((self, action)) }
+        pool.requestQueue.scratch.removeAll(keepingCapacity: true)
+        if pool.requestQueue.draining { return }
+        pool.requestQueue.draining = true
+        var i = 0
+        while i < pool.requestQueue.pending.count {
+            let (task, action) = pool.requestQueue.pending[i]
+            i += 1
+            task.perform(action)
+        }
+        pool.requestQueue.pending.removeAll(keepingCapacity: true)
+        pool.requestQueue.draining = false
+    }
+
+    /// Runs one action of the machine.
+    private func perform(_ action: RequestStateMachine.Action) {
         switch action {
-        case .none:
-            break
         case .requestConnection(let fresh):
             self.pool.request(self, fresh: fresh)
         case .writeRequest(let holdBody):
@@ -254,7 +264,8 @@ public final class RequestTask: @unchecked Sendable {
                 self.continueTimer = self.eventLoop.scheduleInLoop(in: self.context.expectContinueNanos) {
                     [unowned(unsafe) self] in
                     self.continueTimer = nil
-                    self.run(self.machine.continueTimerFired())
+                    self.machine.continueTimerFired(now: self.eventLoop.now, into: &self.pool.requestQueue.scratch)
+                    self.runActions()
                 }
             }
             if let observer = self.observer { self.exchangeStarting(observer, on: c) }
@@ -263,27 +274,29 @@ public final class RequestTask: @unchecked Sendable {
             self.cancelContinueTimer()
             self.connection?.sendHeldBody()
         case .dropHeldBody:
-            self.cancelContinueTimer()
-            self.connection?.dropHeldBody()
-        case .forwardInterim:
-            break  // receivedInterim, which has the head, delivers it
+            self.dropHeldBody()
+        case .forwardInterim(let head):
+            self.delegate.task(self, didReceiveInterimHead: head)
         case .deliverHead(let dropHeld):
-            if dropHeld { self.run(.dropHeldBody) }
+            if dropHeld { self.dropHeldBody() }
             self.deliverHead()
+            if self.headQueued {
+                self.headQueued = false
+                if !self.isFinished { self.resumeConnectionReading() }
+            }
         case .deliverDecidedHead:
             self.deliverHead()
             if !self.isFinished { self.resumeConnectionReading() }
         case .askRedirect(let proposed, let dropHeld):
-            if dropHeld { self.run(.dropHeldBody) }
+            if dropHeld { self.dropHeldBody() }
             self.connection?.updateReadInterest()
             self.askRedirect(proposed)
         case .askChallenge(let dropHeld):
-            if dropHeld { self.run(.dropHeldBody) }
+            if dropHeld { self.dropHeldBody() }
             self.connection?.updateReadInterest()
             self.askChallenge()
-        case .askBodyStream:
-            self.askBodyStream()
-            self.resumeConnectionReading()
+        case .askBodyStream(let chosen):
+            self.askBodyStream(chosen)
         case .updateReading:
             self.resumeConnectionReading()
         case .restart(let next, let countsAsRedirect):
@@ -300,6 +313,13 @@ public final class RequestTask: @unchecked Sendable {
             self.pool.request(self, fresh: true)
         case .succeed:
             self.finishSuccessfully()
+        case .serveRevalidatedBody:
+            self.detachConnection(
+                HawserError(.invalidRequest, "the response ended before the request body was complete")
+            )
+            self.deliverRevalidatedBody()
+        case .finishCachedResponse:
+            self.complete(.success(nil))
         case .fail(let error, let closeConnection, let leaveQueue):
             if leaveQueue { self.pool.cancel(self) }
             if closeConnection, let c = self.connection { c.abort(self) }
@@ -308,6 +328,11 @@ public final class RequestTask: @unchecked Sendable {
         case .armTimer(let at):
             self.armTimer(at: at, now: self.eventLoop.now)
         }
+    }
+
+    private func dropHeldBody() {
+        self.cancelContinueTimer()
+        self.connection?.dropHeldBody()
     }
 
     private func cancelContinueTimer() {
@@ -321,7 +346,7 @@ public final class RequestTask: @unchecked Sendable {
         if self.machine.readingSuspended {
             c.updateReadInterest()
         } else {
-            self.lastActivity = self.eventLoop.now
+            self.machine.activity(at: self.eventLoop.now)
             c.resumeAfterPause()
         }
     }
@@ -358,8 +383,8 @@ public final class RequestTask: @unchecked Sendable {
         self.metrics.tlsCipherSuite = connection.connectTimings.tlsCipherSuite
         self.metrics.tlsALPN = connection.connectTimings.tlsALPN
         self.metrics.requestStart = now
-        self.lastActivity = now
-        self.run(self.machine.connectionAssigned())
+        self.machine.connectionAssigned(now: now, into: &self.pool.requestQueue.scratch)
+        self.runActions()
     }
 
     func requestWritten() {
@@ -371,8 +396,9 @@ public final class RequestTask: @unchecked Sendable {
     /// write carried some.
     func wroteBytes(_ n: Int, bodyTotal: Int64?) {
         self.metrics.bytesSent += Int64(n)
-        self.lastActivity = self.eventLoop.now
-        if self.sendBucket != nil { self.sendBucket!.spend(n, now: self.lastActivity) }
+        let now = self.eventLoop.now
+        self.machine.activity(at: now)
+        if self.sendBucket != nil { self.sendBucket!.spend(n, now: now) }
         if let bodyTotal {
             self.delegate.task(self, didSendBodyBytes: bodyTotal, expected: self.prepared.body?.knownLength)
         }
@@ -380,15 +406,19 @@ public final class RequestTask: @unchecked Sendable {
 
     func receivedBytes(_ n: Int) {
         self.metrics.bytesReceived += Int64(n)
-        self.lastActivity = self.eventLoop.now
-        if self.metrics.responseStart == nil { self.metrics.responseStart = self.lastActivity }
+        let now = self.eventLoop.now
+        self.machine.activity(at: now)
+        if self.metrics.responseStart == nil { self.metrics.responseStart = now }
         if self.receiveBucket != nil { self.spendReceiveBudget(n) }
     }
 
     func receivedInterim(_ head: HTTPResponseHead) {
-        let action = self.machine.interimHead(status: head.status, switchingError: self.switchingProtocolsError(head))
-        self.run(action)
-        if !self.isFinished { self.delegate.task(self, didReceiveInterimHead: head) }
+        self.machine.interimHead(
+            head,
+            switchingError: self.switchingProtocolsError(head),
+            into: &self.pool.requestQueue.scratch
+        )
+        self.runActions()
     }
 
     /// A 101 ends the exchange and hands the connection to another protocol, which the engine
@@ -408,11 +438,15 @@ public final class RequestTask: @unchecked Sendable {
             self.lastStatus = head.status
             observer.receivedHead(head)
         }
-        self.run(self.machine.finalHead(self.classify(head)))
+        let kind = self.classify(head)
+        self.machine.finalHead(kind, into: &self.pool.requestQueue.scratch)
+        // Read inside a running action: the head's delivery waits its turn, and so does reading.
+        if self.pool.requestQueue.draining { self.headQueued = true }
+        self.runActions()
     }
 
     func receivedBody(_ bytes: UnsafeRawBufferPointer) {
-        guard self.machine.deliversBody, !self.servedFromCache else { return }
+        guard self.machine.deliversBody else { return }
         self.deliverBody(bytes)
     }
 
@@ -420,7 +454,8 @@ public final class RequestTask: @unchecked Sendable {
         self.metrics.responseEnd = self.eventLoop.now
         self.connection = nil
         self.pendingTrailers = trailers
-        self.run(self.machine.responseEnded())
+        self.machine.responseEnded(into: &self.pool.requestQueue.scratch)
+        self.runActions()
     }
 
     private var pendingTrailers: HTTPHeaders?
@@ -438,116 +473,13 @@ public final class RequestTask: @unchecked Sendable {
         }
         // The connection closed itself: forget it before the machine's answer runs.
         self.connection = nil
-        self.run(
-            self.machine.connectionFailed(
-                error.with(url: self.request.url),
-                retryable: retryable,
-                replayable: replayable
-            )
+        self.machine.connectionFailed(
+            error.with(url: self.request.url),
+            retryable: retryable,
+            replayable: replayable,
+            into: &self.pool.requestQueue.scratch
         )
-    }
-
-    // MARK: - Streamed request bodies
-
-    /// The connection is ready for a streamed body: the producer runs as a Swift task; its writes
-    /// hop to the loop and wait for the socket.
-    func startBodyStream(_ producer: @escaping @Sendable (RequestBodyWriter) async throws -> Void) {
-        let sink = BodyStreamSink(task: self)
-        self.bodySink = sink
-        Task {
-            let failure: HawserError?
-            do {
-                try await producer(RequestBodyWriter(sink: sink))
-                failure = nil
-            } catch let e as HawserError {
-                failure = e
-            } catch {
-                failure = HawserError(.invalidRequest, "the request body stream failed: \(error)")
-            }
-            await sink.producerReturned(failure)
-        }
-    }
-
-    /// The body stream broke a rule (longer or shorter than declared) or threw.
-    func bodyStreamFailed(_ error: HawserError) {
-        self.fail(error)
-    }
-
-    fileprivate func sinkWrite(_ sink: BodyStreamSink, _ bytes: [UInt8], _ completion: @escaping (HawserError?) -> Void)
-    {
-        guard self.bodySink === sink, let c = self.connection else {
-            completion(sink.endedError ?? HawserError(.cancelled, "the task is no longer running"))
-            return
-        }
-        c.writeBodyChunk(bytes, for: self, completion: completion)
-    }
-
-    fileprivate func sinkFinished(_ sink: BodyStreamSink, _ failure: HawserError?) {
-        guard self.bodySink === sink else { return }
-        if let failure {
-            self.fail(failure)
-            return
-        }
-        self.connection?.finishBodyStream(for: self)
-    }
-
-    // MARK: - Bandwidth limits
-
-    /// The request's limits, else the session's (0: none); the buckets last the whole task.
-    private func setUpBandwidthLimits(now: UInt64) {
-        let receive = self.request.maximumReceiveBytesPerSecond ?? self.context.maximumReceiveBytesPerSecond
-        if receive > 0 { self.receiveBucket = TokenBucket(bytesPerSecond: receive, now: now) }
-        let send = self.request.maximumSendBytesPerSecond ?? self.context.maximumSendBytesPerSecond
-        if send > 0 { self.sendBucket = TokenBucket(bytesPerSecond: send, now: now) }
-    }
-
-    /// How many bytes the connection may read for this task now (its read size is capped to it);
-    /// `Int.max` without a receive limit.
-    func receiveAllowance() -> Int {
-        guard self.receiveBucket != nil else { return .max }
-        return self.receiveBucket!.available(now: self.eventLoop.now)
-    }
-
-    /// `n` bytes were read under the receive limit: once the bucket is empty, reading stops (the
-    /// connection drops its read interest) until the timer finds it full again.
-    private func spendReceiveBudget(_ n: Int) {
-        let now = self.eventLoop.now
-        self.receiveBucket!.spend(n, now: now)
-        guard self.receiveBucket!.isEmpty, !self.receiveThrottled else { return }
-        self.receiveThrottled = true
-        self.connection?.updateReadInterest()
-        self.receiveTimer = self.eventLoop.scheduleInLoop(in: self.receiveBucket!.nanosecondsUntilFull()) {
-            [unowned(unsafe) self] in
-            self.receiveTimer = nil
-            self.receiveThrottled = false
-            if self.isFinished { return }
-            self.connection?.resumeAfterPause()
-        }
-    }
-
-    /// How many bytes the connection may write for this task now; `Int.max` without a send
-    /// limit. At 0 the task holds the connection's writing and arms the timer that resumes it.
-    func sendAllowance() -> Int {
-        guard self.sendBucket != nil else { return .max }
-        if self.sendThrottled { return 0 }
-        let allowed = self.sendBucket!.available(now: self.eventLoop.now)
-        if allowed > 0 { return allowed }
-        self.sendThrottled = true
-        self.sendTimer = self.eventLoop.scheduleInLoop(in: self.sendBucket!.nanosecondsUntilFull()) {
-            [unowned(unsafe) self] in
-            self.sendTimer = nil
-            self.sendThrottled = false
-            if self.isFinished { return }
-            self.connection?.resumeWriting()
-        }
-        return 0
-    }
-
-    private func cancelBandwidthTimers() {
-        self.receiveTimer?.cancel()
-        self.receiveTimer = nil
-        self.sendTimer?.cancel()
-        self.sendTimer = nil
+        self.runActions()
     }
 
     // MARK: - Timers
@@ -565,28 +497,12 @@ public final class RequestTask: @unchecked Sendable {
     private func timerFired() {
         self.timer = nil
         // Held by its own bandwidth limit, the task is not idle: the peer is not to blame.
-        if self.receiveThrottled || self.sendThrottled { self.lastActivity = self.eventLoop.now }
-        let timeouts = self.timeouts
-        let action = self.machine.timerFired(
+        self.machine.timerFired(
             now: self.eventLoop.now,
-            lastActivity: &self.lastActivity,
-            timeouts: timeouts,
-            deadlineError: HawserError(
-                .resourceTimeout,
-                "the total deadline passed: the task did not finish within \(Self.seconds(timeouts.total)) s (timeoutIntervalForResource), counted from its start across connecting, redirects and retries; bytes still arriving do not extend it"
-            ),
-            idleError: HawserError(
-                .idleTimeout,
-                "no data moved for \(Self.seconds(timeouts.idle)) s (the idle timeout, timeoutIntervalForRequest)"
-            )
+            throttled: self.receiveThrottled || self.sendThrottled,
+            into: &self.pool.requestQueue.scratch
         )
-        self.run(action)
-    }
-
-    /// `nanos` as seconds for a message: "0.5", "60", "604800".
-    private static func seconds(_ nanos: UInt64) -> String {
-        let s = Double(nanos) / 1e9
-        return s == s.rounded() && s < 1e15 ? String(Int64(s)) : String(s)
+        self.runActions()
     }
 
     // MARK: - Ending
@@ -594,14 +510,13 @@ public final class RequestTask: @unchecked Sendable {
     /// Ends the task with an error, from wherever it is. Idempotent.
     func fail(_ error: HawserError) {
         if self.stubbing, self.interruptStub(error) { return }
-        if self.servingFromCache, self.cacheServeError == nil { self.cacheServeError = error }
-        self.run(self.machine.fail(error))
+        self.machine.fail(error, into: &self.pool.requestQueue.scratch)
+        self.runActions()
     }
 
     /// The pool failed the task while it waited (a connect failed, or the session shut down).
     func failWaiting(_ error: HawserError) {
-        if self.stubbing, self.interruptStub(error) { return }
-        self.run(self.machine.fail(error))
+        self.fail(error)
     }
 
     /// The response ended and was the last: finish decoding, store it in the cache, complete.
@@ -617,18 +532,11 @@ public final class RequestTask: @unchecked Sendable {
             }
             self.decoder = nil
         }
-        if case .success = result, let recording = self.cacheRecording {
-            self.cacheRecording = nil
+        if case .success = result, let recording = self.cache.recording {
+            self.cache.recording = nil
             self.storeInCache(recording)
         }
         self.detachConnection(HawserError(.invalidRequest, "the response ended before the request body was complete"))
-        if let body = self.pendingCachedBody {
-            // A 304 ended: its stored body goes out like a fresh hit's, at most a chunk a turn,
-            // and the last chunk completes the task.
-            self.pendingCachedBody = nil
-            self.deliverRevalidatedBody(body)
-            return
-        }
         self.complete(result)
     }
 
@@ -674,50 +582,9 @@ public final class RequestTask: @unchecked Sendable {
     func completeWithoutLoop(_ error: HawserError) {
         // The machine moves to failed; its action (complete) is what the lines below do, here
         // on the caller's thread: no connection, timer or pool ever saw this task.
-        _ = self.machine.fail(error)
+        var ignored: [RequestStateMachine.Action] = []
+        self.machine.fail(error, into: &ignored)
         if let observer = self.observer { self.observerCompleted(observer, .failure(error)) }
         self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
-    }
-}
-
-/// The engine's end of a ``RequestBodyWriter``: hops each write to the loop and completes it when
-/// the bytes reached the socket. One per streamed exchange; a write after the exchange ended
-/// (a failure, a redirect) throws why.
-final class BodyStreamSink: RequestBodySink, @unchecked Sendable {
-    /// Strong: the producer may outlive the task's exchange, and must find out safely. The cycle
-    /// through `task.bodySink` is broken when the exchange ends.
-    private let task: RequestTask
-    // Loop-confined.
-    fileprivate var endedError: HawserError?
-
-    init(task: RequestTask) { self.task = task }
-
-    func write(_ bytes: [UInt8]) async throws {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
-            self.task.eventLoop.execute {
-                if let e = self.endedError {
-                    cont.resume(throwing: e)
-                    return
-                }
-                self.task.sinkWrite(self, bytes) { error in
-                    if let error { cont.resume(throwing: error) } else { cont.resume() }
-                }
-            }
-        }
-    }
-
-    /// The producer returned (nil) or threw.
-    func producerReturned(_ failure: HawserError?) async {
-        await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-            self.task.eventLoop.execute {
-                if self.endedError == nil { self.task.sinkFinished(self, failure) }
-                cont.resume()
-            }
-        }
-    }
-
-    /// The exchange ended; later writes throw `error` (or the task's own error if it failed).
-    func exchangeEnded(_ error: HawserError) {
-        if self.endedError == nil { self.endedError = error }
     }
 }

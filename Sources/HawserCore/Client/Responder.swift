@@ -277,15 +277,15 @@ extension RequestTask {
     /// the loop (this is the task's one completion).
     func answerFromResponder(_ responder: any HTTPResponder) -> Bool {
         guard let answer = responder.answer(to: self.cacheRequest) else { return false }
-        _ = self.machine.submit(plan: self.prepared.plan, expectsContinue: false, servedFromCache: true)
+        self.machine.answeredElsewhere()
         self.stubbing = true
         let delay = SessionContext.nanos(answer.delay)
         // A delay that outlasts a timeout is a server that stays silent: the timeout wins.
         var at = delay
         var outcome = answer.outcome
-        if delay >= self.timeouts.idle || delay >= self.timeouts.total {
-            if self.timeouts.idle <= self.timeouts.total {
-                at = self.timeouts.idle
+        if delay >= self.machine.timeouts.idle || delay >= self.machine.timeouts.total {
+            if self.machine.timeouts.idle <= self.machine.timeouts.total {
+                at = self.machine.timeouts.idle
                 outcome = .failure(
                     HawserError(
                         .idleTimeout,
@@ -293,7 +293,7 @@ extension RequestTask {
                     )
                 )
             } else {
-                at = self.timeouts.total
+                at = self.machine.timeouts.total
                 outcome = .failure(
                     HawserError(
                         .resourceTimeout,

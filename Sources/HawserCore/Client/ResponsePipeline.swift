@@ -19,34 +19,25 @@ extension RequestTask {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
         }
         self.decidingHead = head
-        if head.status == 417, self.machine.bodyWasWithheld {
-            // 417 Expectation Failed: the server will not do 100-continue; send it again without
-            // the expectation (RFC 9110 §10.1.1), once.
-            var again = self.request
-            again.expectsContinue = false
-            again.headers.remove(name: "Expect")
-            return .retryWithoutExpectation(again)
-        }
-        if head.status == 401 || head.status == 407 {
-            let isProxy = head.status == 407
-            let challenges = HTTPAuthChallenge.parse(head.headers, proxy: isProxy)
-            if !challenges.isEmpty, let plan = self.planAuthentication(head, challenges, isProxy: isProxy) {
+        let kind: RequestStateMachine.HeadKind
+        switch ResponseClassification.classify(
+            head,
+            request: self.request,
+            bodyWasWithheld: self.machine.bodyWasWithheld,
+            redirectsSoFar: self.metrics.redirectCount,
+            redirects: context.redirects
+        ) {
+        case .head(let decided):
+            kind = decided
+        case .challenge(let isProxy, let challenges, let otherwise):
+            if let plan = self.planAuthentication(head, challenges, isProxy: isProxy) {
                 self.pendingChallenge = plan
                 return .challenge
             }
+            kind = otherwise
         }
-        switch Redirect.nextRequest(
-            after: self.request,
-            response: head,
-            redirectsSoFar: self.metrics.redirectCount,
-            configuration: context.redirects
-        ) {
-        case nil: return .deliver
-        case .failure(let error)?: return .failure(error)
-        case .success(let next)?:
-            self.redirectHeadAt = self.lastActivity
-            return .redirect(proposed: next)
-        }
+        if case .redirect = kind { self.redirectHeadAt = self.machine.lastActivity }
+        return kind
     }
 
     // MARK: - Delivering
@@ -58,22 +49,11 @@ extension RequestTask {
         self.decidingHead = nil
         let context = self.context
         self.decoder = nil
-        if context.automaticallyDecodesContent, self.request.method != .head,
-            head.status != 204, head.status != 304,
-            let coding = head.headers["Content-Encoding"], ContentDecoder.canDecode(contentEncoding: coding)
+        switch BodyDecoding.plan(for: head, method: self.request.method, automatic: context.automaticallyDecodesContent)
         {
-            if head.status == 206 {
-                // A 206's body is a byte range of the coded representation: decoding it alone
-                // gives garbage or an error, and splicing it after decoded bytes corrupts a file.
-                self.fail(
-                    HawserError(
-                        .cannotDecodeContent,
-                        "206 Partial Content with Content-Encoding '\(coding)': a byte range of a coded representation cannot be decoded; send the Range request with Accept-Encoding: identity (the session does when it adds Accept-Encoding itself)",
-                        url: self.request.url
-                    )
-                )
-                return
-            }
+        case .identity:
+            break
+        case .decode(let coding):
             do {
                 let d = try ContentDecoder(contentEncoding: coding, limits: context.decodingLimits)
                 if !d.codings.isEmpty { self.decoder = d }
@@ -81,11 +61,14 @@ extension RequestTask {
                 self.fail(error)
                 return
             }
+        case .refuse(let error):
+            self.fail(error.with(url: self.request.url))
+            return
         }
         var delivered = head
         if context.urlCache != nil {
             delivered = self.cacheHead(head)
-            if self.servedFromCache { self.decoder = nil }
+            if self.machine.isRevalidated { self.decoder = nil }
         }
         self.delegate.task(self, didReceiveHead: delivered)
     }
@@ -99,21 +82,23 @@ extension RequestTask {
     /// known only as it arrives), and a body served from the cache.
     package func deliveredBodyLength(of head: HTTPResponseHead) -> Int64? {
         if self.request.method == .head || head.status == 204 || head.status == 304 { return 0 }
-        if self.decoder != nil || self.servingFromCache || self.servedFromCache { return nil }
+        if self.decoder != nil || self.machine.lifecycle == .servingFromCache || self.machine.isRevalidated {
+            return nil
+        }
         return head.headers.contentLength.map(Int64.init)
     }
 
     /// Body bytes of the delivered response: decoded, recorded for the cache, delivered.
     func deliverBody(_ bytes: UnsafeRawBufferPointer) {
         guard self.decoder != nil else {
-            if self.cacheRecording != nil { self.recordForCache(bytes) }
+            if self.cache.recording != nil { self.recordForCache(bytes) }
             self.delegate.task(self, didReceiveBody: bytes)
             return
         }
         do {
             try self.decoder!.decode(bytes) { (chunk: UnsafeRawBufferPointer) throws(HawserError) in
                 guard !self.isFinished else { return }
-                if self.cacheRecording != nil { self.recordForCache(chunk) }
+                if self.cache.recording != nil { self.recordForCache(chunk) }
                 self.delegate.task(self, didReceiveBody: chunk)
             }
         } catch {
@@ -126,10 +111,9 @@ extension RequestTask {
 
     /// Runs `decision` on the loop once a delegate answered (from any thread).
     private func decide(_ decision: RequestStateMachine.Decision) {
-        let task = UnsafeTransfer(self)
-        let body: @Sendable () -> Void = {
-            let me = task.value
-            me.run(me.machine.decided(decision))
+        let body: @Sendable () -> Void = { [self] in
+            self.machine.decided(decision, into: &self.pool.requestQueue.scratch)
+            self.runActions()
         }
         if self.eventLoop.inEventLoop { self.eventLoop.executeInLoop(body) } else { self.eventLoop.execute(body) }
     }
@@ -140,36 +124,36 @@ extension RequestTask {
         let keepsBody = proposed.body != nil
         let redirected = self.request
         let rules = self.context.configuration.redirects
-        let task = UnsafeTransfer(self)
+        // RequestTask is Sendable: the answer may come from any thread; `decide` hops to the loop.
+        let task = self
         self.delegate.task(self, willPerformRedirection: head, newRequest: proposed) { answer in
             guard let answer else {
                 // Refused: the redirect response is the final response.
-                task.value.decide(.deliver)
+                task.decide(.deliver)
                 return
             }
             switch Redirect.checkRewrite(answer, proposed: proposed, from: redirected, configuration: rules) {
             case .success(let chosen):
                 if keepsBody, case .stream? = chosen.body {
                     // A streamed body cannot be replayed: the delegate must give a new one.
-                    task.value.decide(.needBodyStream(chosen))
+                    task.decide(.needBodyStream(chosen))
                 } else {
-                    task.value.decide(.followUp(chosen, countsAsRedirect: true))
+                    task.decide(.followUp(chosen, countsAsRedirect: true))
                 }
             case .failure(let error):
-                task.value.decide(.fail(error))
+                task.decide(.fail(error))
             }
         }
     }
 
     /// Asks the delegate for the body stream a 307/308 must send again.
-    func askBodyStream() {
-        guard case .awaitBodyStream(let chosen) = self.machine.after else { return }
+    func askBodyStream(_ chosen: HTTPClientRequest) {
         let status = self.decidingHead?.status ?? 307
-        let task = UnsafeTransfer(self)
+        let task = LoopBound(self, loop: self.eventLoop)
         self.delegate.task(
             self,
             needNewBodyStream: { body in
-                task.value.eventLoop.execute {
+                task.loop.execute {
                     let me = task.value
                     var next = chosen
                     next.body = body
@@ -178,7 +162,12 @@ extension RequestTask {
                         "the \(status) redirect needs the request body again, but it was a stream and needNewBodyStream gave none",
                         url: me.request.url
                     )
-                    me.run(me.machine.bodyStreamProvided(body == nil ? nil : next, missing: missing))
+                    me.machine.bodyStreamProvided(
+                        body == nil ? nil : next,
+                        missing: missing,
+                        into: &me.pool.requestQueue.scratch
+                    )
+                    me.runActions()
                 }
             }
         )
@@ -219,39 +208,24 @@ extension RequestTask {
         else { return nil }
         // A proxy's protection space is the proxy's, not the origin's.
         let key = self.prepared.key
-        let space =
-            isProxy && key.proxy != nil
-            ? ProtectionSpace(
-                host: key.proxy!.server.host,
-                port: key.proxy!.server.port,
-                urlScheme: .http,
-                realm: challenge.realm,
-                authenticationMethod: originSpace.authenticationMethod,
-                isProxy: true
-            )
-            : originSpace
+        let space = CredentialChoice.space(
+            origin: originSpace,
+            realm: challenge.realm,
+            isProxy: isProxy,
+            proxy: key.proxy.map { ($0.server.host, $0.server.port) }
+        )
         if case .stream? = self.request.body { return nil }  // cannot be sent again
-        var proposed: Credential? = nil
-        if let store = configuration.urlCredentialStorage {
-            let stored = store.credentials(for: space)
-            proposed = store.defaultCredential(for: space) ?? (stored.count == 1 ? stored.first?.value : nil)
-        }
-        if proposed == nil, isProxy, let c = key.proxy?.server.credentials {
-            proposed = Credential(user: c.user, password: c.password, persistence: .none)
-        }
-        if proposed == nil, !isProxy, let user = self.request.url.user(percentEncoded: false) {
-            proposed = Credential(
-                user: user,
-                password: self.request.url.password(percentEncoded: false) ?? "",
-                persistence: .none
-            )
-        }
-        // A credential the server just refused is not proposed again.
-        if sentCredentials, attempts.failureCount > 0,
-            attempts.staleRetries == 0 || chosen?[parameter: "stale"]?.lowercased() != "true"
-        {
-            proposed = nil
-        }
+        let store = configuration.urlCredentialStorage
+        let proposed = CredentialChoice.proposed(
+            storedDefault: store?.defaultCredential(for: space),
+            stored: store?.credentials(for: space) ?? [:],
+            isProxy: isProxy,
+            proxyCredentials: key.proxy?.server.credentials.map { ($0.user, $0.password) },
+            urlUser: self.request.url.user(percentEncoded: false),
+            urlPassword: self.request.url.password(percentEncoded: false),
+            refused: sentCredentials && attempts.failureCount > 0,
+            staleRetry: attempts.staleRetries > 0 && chosen?[parameter: "stale"]?.lowercased() == "true"
+        )
         let authChallenge = AuthenticationChallenge(
             protectionSpace: space,
             httpChallenges: challenges,
@@ -274,11 +248,11 @@ extension RequestTask {
     func askChallenge() {
         guard let plan = self.pendingChallenge else { return }
         self.pendingChallenge = nil
-        let task = UnsafeTransfer(self)
+        let task = self  // Sendable; the answer hops to the loop
         let storage = self.context.configuration.urlCredentialStorage
         self.context.askChallenge(plan.authenticationChallenge, for: self) { disposition in
-            task.value.eventLoop.execute {
-                let me = task.value
+            task.eventLoop.execute {
+                let me = task
                 switch disposition {
                 case .useCredential(let credential):
                     me.decideWithCredential(plan, credential)
@@ -370,20 +344,25 @@ extension RequestTask {
                 addedFields: self.observer?.headerFields
             )
         } catch {
-            self.run(self.machine.fail(error.with(url: next.url)))
+            self.fail(error.with(url: next.url))
             return
         }
         if let redirectStatus { self.recordRedirect(status: redirectStatus, to: next) }
         self.request = next
         self.prepared = prepared
         if self.observer != nil { self.nextExchange = countsAsRedirect ? .redirect : .resend }
-        self.lastActivity = self.eventLoop.now
         if self.pool.isShutDown {
-            self.run(self.machine.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url)))
+            self.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url))
             return
         }
         self.origin = self.pool.origin(for: prepared.key)
-        self.run(self.machine.followUpPrepared(plan: prepared.plan, expectsContinue: prepared.expectsContinue))
+        self.machine.followUpPrepared(
+            plan: prepared.plan,
+            expectsContinue: prepared.expectsContinue,
+            now: self.eventLoop.now,
+            into: &self.pool.requestQueue.scratch
+        )
+        self.runActions()
     }
 
     /// Keeps the redirect being followed (from `self.request`, its head's `status`, to `next`) in
