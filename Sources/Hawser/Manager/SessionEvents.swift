@@ -252,8 +252,10 @@ final class MonitorChannel: Sendable {
 
 // MARK: - Adapter: the manager's observe-only blocks
 
-/// AFURLSessionManager's observe-only blocks as a monitor. In the channel only while one of them
-/// is set; it reads the block at each step, so a block set or cleared takes effect at once.
+/// AFURLSessionManager's observe-only blocks as a monitor: the rows of `ManagerHooks.table` whose
+/// role is `.observed` (a block added with that role is called from a method here). In the
+/// channel only while one of them is set; it reads the block at each step, so a block set or
+/// cleared takes effect at once.
 final class BlockMonitor: EventMonitor, @unchecked Sendable {
     private let hooks: Locked<ManagerHooks>
 

@@ -1,5 +1,5 @@
-// The async forms of uploads and downloads, with their progress: the callback API's tasks, run
-// by an awaiting Swift task that is their completion and whose cancellation cancels them.
+// The manager's async API: data, uploads and downloads, with their progress: the callback API's
+// tasks, run by an awaiting Swift task that is their completion and whose cancellation cancels them.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -7,6 +7,43 @@ import Foundation
 #endif
 
 extension SessionManager {
+    /// Runs a data task for `request` and returns the serialized object and the response.
+    /// Cancelling the calling Swift task cancels the task.
+    ///
+    /// The awaiting task is the completion here: the response serializer runs in it once the
+    /// task ends (off the event loop), and ``completionQueue`` and ``completionGroup`` are not
+    /// used, since there is no handler to call. The didFinish event is sent before this returns.
+    /// The async forms of ``HTTPSessionManager`` (`get`, `post`, …) come through here.
+    ///
+    /// `responseSerializer`, when given, validates and decodes this response instead of the
+    /// manager's ``responseSerializer``, which stays as it is: concurrent calls with different
+    /// serializers share nothing.
+    public func data(
+        for request: HTTPClientRequest,
+        responseSerializer: (any ResponseSerialization)? = nil
+    ) async throws -> (value: (any Sendable)?, response: HawserResponse) {
+        let task = self.makeDataTask(request, completion: .awaiting, responseSerializer: responseSerializer)
+        return try await Self.outcome(of: task).value()
+    }
+
+    /// Resumes a task made with the `.awaiting` completion and waits for its outcome. Cancelling
+    /// the calling Swift task cancels the task.
+    static func outcome(of task: SessionTask) async -> TaskOutcome {
+        guard let delegate = task.delegate else {
+            preconditionFailure("an awaited task is resumed once, right after it was made")
+        }
+        return await withTaskCancellationHandler {
+            // Unsafe is sound: the lifecycle completes a task exactly once, and the delegate's
+            // slot hands the outcome over once, whichever of the two arrives first.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<TaskOutcome, Never>) in
+                delegate.install(continuation)
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
     /// Downloads `request` to the URL `destination` returns; returns that URL and the response.
     ///
     /// The body is written to a temporary file as it arrives (memory stays bounded); at the end
