@@ -19,41 +19,12 @@ extension RequestTask {
 
     /// The request as the cache sees it: the current request with the header fields it has on
     /// the wire (the caller's, and what the session added: default headers, `Cookie` from the
-    /// jar, `Accept-Encoding`), so that `Vary` is stored and matched on what the server saw.
+    /// jar, `Accept-Encoding`), so that `Vary` is stored and matched on what the server saw. The
+    /// fields were collected while the head was encoded (`Session.Prepared.wireHeaders`).
     var cacheRequest: HTTPClientRequest {
         var wire = self.request
-        wire.headers = Self.wireHeaders(self.prepared.head)
+        if let fields = self.prepared.wireHeaders { wire.headers = fields }
         return wire
-    }
-
-    /// The header fields of an encoded request head (the encoder checked them: one field a
-    /// line, `name: value`, no obs-fold).
-    static func wireHeaders(_ head: [UInt8]) -> HTTPHeaders {
-        var fields: [(name: String, value: String)] = []
-        var lineStart = 0
-        var first = true
-        var i = 0
-        while i + 1 < head.count {
-            guard head[i] == 0x0D, head[i + 1] == 0x0A else {
-                i += 1
-                continue
-            }
-            defer {
-                lineStart = i + 2
-                i += 2
-            }
-            if first {
-                first = false
-                continue
-            }
-            let line = head[lineStart..<i]
-            if line.isEmpty { break }
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
-            let name = String(decoding: line[..<colon], as: UTF8.self)
-            let value = String(decoding: line[(colon + 1)...], as: UTF8.self)
-            fields.append((name, String(Substring(value).trimmingOWS())))
-        }
-        return HTTPHeaders(fields)
     }
 
     /// Before the first request goes out: answers from the cache when it may, else sends the
@@ -88,6 +59,7 @@ extension RequestTask {
                 )
                 self.prepared.head = revalidation.head
                 self.prepared.cookiesLeftOut = revalidation.cookiesLeftOut
+                self.prepared.wireHeaders = revalidation.wireHeaders
                 self.cache.candidate = cached
             } catch {
                 // The original head stands; the response is simply not revalidated.

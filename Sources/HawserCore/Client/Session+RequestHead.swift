@@ -45,6 +45,11 @@ extension Session {
         var expectsContinue: Bool
         /// Cookies the jar's caps kept out of the head's `Cookie` field (nil: none).
         var cookiesLeftOut: CookiesLeftOut?
+        /// The header fields the head carries, in its order: the caller's and what the session
+        /// added (`Host`, default headers, `Cookie`, `Accept-Encoding`, framing). Collected while
+        /// encoding, and only for a session with a cache or a responder (`Vary` and stubs match on
+        /// what the server sees); nil otherwise, so a plain request builds no `HTTPHeaders`.
+        var wireHeaders: HTTPHeaders? = nil
 
         var plan: RequestStateMachine.BodyPlan {
             switch self.body {
@@ -108,6 +113,8 @@ extension Session {
         }
         let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
         var cookiesLeftOut: CookiesLeftOut? = nil
+        var wireHeaders: HTTPHeaders? =
+            configuration.urlCache != nil || configuration.responder != nil ? HTTPHeaders() : nil
         let head = try Self.encodeHead(
             request,
             body: body,
@@ -116,20 +123,23 @@ extension Session {
             target: info.target,
             hostHeader: info.hostHeader,
             configuration: configuration,
-            cookiesLeftOut: &cookiesLeftOut
+            cookiesLeftOut: &cookiesLeftOut,
+            wireHeaders: &wireHeaders
         )
         return Prepared(
             key: info.key,
             head: head,
             body: body,
             expectsContinue: expects,
-            cookiesLeftOut: cookiesLeftOut
+            cookiesLeftOut: cookiesLeftOut,
+            wireHeaders: wireHeaders
         )
     }
 
     /// Writes the head straight into bytes: the request line, `Host` first (RFC 9112 §3.2), the
     /// caller's fields, then what the session adds when the caller did not set it. No
-    /// `HTTPHeaders` is built on the way; every field is checked as ``HTTP1Encoder`` checks them.
+    /// `HTTPHeaders` is built on the way (unless `wireHeaders` is non-nil: then every field
+    /// written is also added to it); every field is checked as ``HTTP1Encoder`` checks them.
     private static func encodeHead(
         _ request: HTTPClientRequest,
         body: RequestBody?,
@@ -138,24 +148,39 @@ extension Session {
         target: String,
         hostHeader: String,
         configuration: SessionConfiguration,
-        cookiesLeftOut: inout CookiesLeftOut?
+        cookiesLeftOut: inout CookiesLeftOut?,
+        wireHeaders: inout HTTPHeaders?
     ) throws(HawserError) -> [UInt8] {
         let headers = request.headers
         var out: [UInt8] = []
         out.reserveCapacity(256)
+        let collects = wireHeaders != nil
         do throws(HTTP1EncodeError) {
+            /// One field into the head (and into `wireHeaders` when it collects).
+            func write(_ name: String, _ value: String) throws(HTTP1EncodeError) {
+                try HTTP1Encoder.writeField(name: name, value: value, into: &out)
+                if collects { wireHeaders?.add(name: name, value: value) }
+            }
             try HTTP1Encoder.writeRequestLine(method: request.method, target: target, into: &out)
             if !headers.contains(name: "Host") {
-                try HTTP1Encoder.writeField(name: "Host", value: hostHeader, into: &out)
+                try write("Host", hostHeader)
             }
             // The body's framing is the session's to write; the caller's framing fields are dropped.
             let framesBody = body != nil
             try HTTP1Encoder.writeFields(headers, omittingFraming: framesBody, into: &out)
+            if collects {
+                for field in headers {
+                    if framesBody, field.name.lowercased() == "content-length" || field.name.lowercased() == "transfer-encoding" {
+                        continue
+                    }
+                    wireHeaders?.add(name: field.name, value: field.value)
+                }
+            }
             for field in extra {
-                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
+                try write(field.name, field.value)
             }
             for field in configuration.httpAdditionalHeaders where !headers.contains(name: field.name) {
-                try HTTP1Encoder.writeField(name: field.name, value: field.value, into: &out)
+                try write(field.name, field.value)
             }
             if request.shouldHandleCookies ?? configuration.httpShouldSetCookies,
                 let jar = configuration.httpCookieStorage,
@@ -164,6 +189,7 @@ extension Session {
                 // Byte for byte as the jar holds them: cookie octets need not be UTF-8.
                 if cookies.cookieCount > 0 {
                     try HTTP1Encoder.writeField(name: "Cookie", valueBytes: cookies.value, into: &out)
+                    if collects { wireHeaders?.add(name: "Cookie", value: String(decoding: cookies.value, as: UTF8.self)) }
                 }
                 if cookies.omittedCount > 0 {
                     cookiesLeftOut = CookiesLeftOut(
@@ -178,21 +204,21 @@ extension Session {
                 // A byte range of a coded representation cannot be decoded on its own (and its
                 // offsets count coded bytes): a Range request asks for the identity coding.
                 let accept = headers.contains(name: "Range") ? "identity" : ContentDecoder.acceptEncoding
-                try HTTP1Encoder.writeField(name: "Accept-Encoding", value: accept, into: &out)
+                try write("Accept-Encoding", accept)
             }
             if let body {
                 if expectsContinue, !headers.contains(name: "Expect") {
-                    try HTTP1Encoder.writeField(name: "Expect", value: "100-continue", into: &out)
+                    try write("Expect", "100-continue")
                 }
                 if let length = body.knownLength {
-                    try HTTP1Encoder.writeField(name: "Content-Length", value: String(length), into: &out)
+                    try write("Content-Length", String(length))
                 } else {
-                    try HTTP1Encoder.writeField(name: "Transfer-Encoding", value: "chunked", into: &out)
+                    try write("Transfer-Encoding", "chunked")
                 }
             } else if request.method == .post || request.method == .put || request.method == .patch {
                 // RFC 9110 §8.6: a user agent SHOULD send Content-Length 0 when a method defines a body.
                 if !headers.contains(name: "Content-Length") {
-                    try HTTP1Encoder.writeField(name: "Content-Length", value: "0", into: &out)
+                    try write("Content-Length", "0")
                 }
             }
             HTTP1Encoder.writeEndOfHead(into: &out)
