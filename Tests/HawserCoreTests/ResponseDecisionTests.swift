@@ -57,6 +57,24 @@ struct ResponseDecisionTests {
 
     // MARK: - Classification
 
+    @Test("a 101: a protocol error that names the peer, the 101 and its Upgrade, and whether the request asked for it")
+    func switchingProtocols() {
+        let head = Self.head(101, [("Upgrade", "websocket")])
+        let unasked = ResponseClassification.switchingProtocolsError(head, request: Self.request, peer: "a.test:80")
+        #expect(unasked.code == .protocolError)
+        #expect(
+            unasked.message
+                == "a.test:80 answered 101 Switching Protocols to 'websocket': the request asked for no upgrade"
+        )
+        var asking = Self.request
+        asking.headers.replaceOrAdd(name: "Upgrade", value: "websocket")
+        let asked = ResponseClassification.switchingProtocolsError(Self.head(101), request: asking, peer: "p")
+        #expect(
+            asked.message
+                == "p answered 101 Switching Protocols: the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
+        )
+    }
+
     @Test("417 to a withheld body: retried without the expectation and without Expect; otherwise delivered")
     func expectationFailed() {
         var request = Self.request

@@ -430,3 +430,31 @@ final class Connector: EventLoopIOHandler {
         c(self, result)
     }
 }
+
+extension TaskMetrics {
+    /// Records the connection an exchange starts on at `now`: its address, whether it was
+    /// reused, its TLS parameters, and (for a new one) how opening it went.
+    mutating func connectionAssigned(
+        reused: Bool,
+        remoteAddress: SocketAddress?,
+        timings t: Connector.ConnectTimings,
+        at now: UInt64
+    ) {
+        self.isReusedConnection = reused
+        self.remoteAddress = remoteAddress
+        if !reused {
+            self.domainLookupStart = t.domainLookupStart
+            self.domainLookupEnd = t.domainLookupEnd
+            self.connectStart = t.connectStart
+            self.connectEnd = t.connectEnd
+            self.secureConnectionStart = t.secureConnectionStart
+            self.secureConnectionEnd = t.secureConnectionEnd
+            self.isResumedTLSSession = t.tlsResumed
+            self.connectAttempts = t.attempts
+        }
+        self.tlsProtocolVersion = t.tlsProtocol
+        self.tlsCipherSuite = t.tlsCipherSuite
+        self.tlsALPN = t.tlsALPN
+        self.requestStart = now
+    }
+}

@@ -66,8 +66,6 @@ public final class RequestTask: @unchecked Sendable {
     var stubDelivery: Scheduled?
     /// When the head of the redirect being decided arrived (for its ``RedirectHop``).
     var redirectHeadAt: UInt64?
-    /// The 401/407 answer being decided.
-    var pendingChallenge: ChallengePlan?
     /// The task's one timer: due at the earlier of the idle timeout and the total deadline.
     #if DEBUG
     private var timer: Scheduled?
@@ -86,9 +84,8 @@ public final class RequestTask: @unchecked Sendable {
     var sendThrottled = false
     var receiveTimer: Scheduled?
     var sendTimer: Scheduled?
-    /// 401/407 rounds of this task (loop-breaker and previousFailureCount), per direction.
-    var serverAuthAttempts: AuthenticationAttempts?
-    var proxyAuthAttempts: AuthenticationAttempts?
+    /// The 401/407 part of the task: rounds per direction, the answer being decided.
+    var auth = ChallengeExchange()
     /// The cache's part of the task (CacheExchange.swift).
     #if DEBUG
     var cache = CacheExchange()
@@ -109,15 +106,15 @@ public final class RequestTask: @unchecked Sendable {
     /// What watches this task (instrumentation, a logger); nil for most tasks, and then the
     /// request path checks this one optional and nothing else.
     #if DEBUG
-    var observer: (any RequestObserver)?
+    var observation: RequestObservation?
     #else
-    @exclusivity(unchecked) var observer: (any RequestObserver)?
+    @exclusivity(unchecked) var observation: RequestObservation?
     #endif
-    /// Why the next exchange starts, and how many started (for the observer only).
-    var nextExchange: ExchangeReason = .initial
-    private var exchangeCount = 0
-    /// The last final status received (for the observer only).
-    private var lastStatus: Int?
+    /// The task's observer, if any (set before the task starts).
+    var observer: (any RequestObserver)? {
+        get { self.observation?.observer }
+        set { self.observation = newValue.map(RequestObservation.init) }
+    }
 
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
     private let cancelRequested = Atomic<Bool>(false)
@@ -268,7 +265,14 @@ public final class RequestTask: @unchecked Sendable {
                     self.runActions()
                 }
             }
-            if let observer = self.observer { self.exchangeStarting(observer, on: c) }
+            if self.observation != nil {
+                self.observation!.exchangeStarted(
+                    request: self.request,
+                    prepared: self.prepared,
+                    remoteAddress: self.metrics.remoteAddress,
+                    reused: c.isReused
+                )
+            }
             c.writeRequest(head: self.prepared.head, body: self.prepared.body, holdBody: holdBody)
         case .sendHeldBody:
             self.cancelContinueTimer()
@@ -309,7 +313,7 @@ public final class RequestTask: @unchecked Sendable {
                 )
             )
             self.metrics.retryCount += 1
-            if self.observer != nil { self.nextExchange = .retry }
+            self.observation?.nextExchange = .retry
             self.pool.request(self, fresh: true)
         case .succeed:
             self.finishSuccessfully()
@@ -366,23 +370,12 @@ public final class RequestTask: @unchecked Sendable {
     func connectionAssigned(_ connection: HTTP1Connection) {
         self.connection = connection
         let now = self.eventLoop.now
-        self.metrics.isReusedConnection = connection.isReused
-        self.metrics.remoteAddress = connection.remoteAddress
-        if !connection.isReused {
-            let t = connection.connectTimings
-            self.metrics.domainLookupStart = t.domainLookupStart
-            self.metrics.domainLookupEnd = t.domainLookupEnd
-            self.metrics.connectStart = t.connectStart
-            self.metrics.connectEnd = t.connectEnd
-            self.metrics.secureConnectionStart = t.secureConnectionStart
-            self.metrics.secureConnectionEnd = t.secureConnectionEnd
-            self.metrics.isResumedTLSSession = t.tlsResumed
-            self.metrics.connectAttempts = t.attempts
-        }
-        self.metrics.tlsProtocolVersion = connection.connectTimings.tlsProtocol
-        self.metrics.tlsCipherSuite = connection.connectTimings.tlsCipherSuite
-        self.metrics.tlsALPN = connection.connectTimings.tlsALPN
-        self.metrics.requestStart = now
+        self.metrics.connectionAssigned(
+            reused: connection.isReused,
+            remoteAddress: connection.remoteAddress,
+            timings: connection.connectTimings,
+            at: now
+        )
         self.machine.connectionAssigned(now: now, into: &self.pool.requestQueue.scratch)
         self.runActions()
     }
@@ -415,29 +408,18 @@ public final class RequestTask: @unchecked Sendable {
     func receivedInterim(_ head: HTTPResponseHead) {
         self.machine.interimHead(
             head,
-            switchingError: self.switchingProtocolsError(head),
+            switchingError: ResponseClassification.switchingProtocolsError(
+                head,
+                request: self.request,
+                peer: self.metrics.remoteAddress.map { "\($0)" } ?? self.prepared.key.description
+            ),
             into: &self.pool.requestQueue.scratch
         )
         self.runActions()
     }
 
-    /// A 101 ends the exchange and hands the connection to another protocol, which the engine
-    /// does not implement: a protocol error that names the 101, never an empty success.
-    private func switchingProtocolsError(_ head: HTTPResponseHead) -> HawserError {
-        let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
-        let asked =
-            self.request.headers.contains(name: "Upgrade")
-            ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
-            : "the request asked for no upgrade"
-        let from = self.metrics.remoteAddress.map { "\($0)" } ?? self.prepared.key.description
-        return HawserError(.protocolError, "\(from) answered 101 Switching Protocols\(to): \(asked)")
-    }
-
     func receivedHead(_ head: HTTPResponseHead) {
-        if let observer = self.observer {
-            self.lastStatus = head.status
-            observer.receivedHead(head)
-        }
+        if self.observation != nil { self.observation!.receivedHead(head) }
         let kind = self.classify(head)
         self.machine.finalHead(kind, into: &self.pool.requestQueue.scratch)
         // Read inside a running action: the head's delivery waits its turn, and so does reading.
@@ -548,34 +530,15 @@ public final class RequestTask: @unchecked Sendable {
         if self.receiveTimer != nil || self.sendTimer != nil { self.cancelBandwidthTimers() }
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
         self.pool.taskFinished(self)
-        if let observer = self.observer { self.observerCompleted(observer, result) }
+        if let observation = self.observation { self.observerCompleted(observation, result) }
         self.delegate.task(self, didCompleteWith: result, metrics: self.metrics)
-    }
-
-    /// Tells the observer a head is going out on `connection`.
-    private func exchangeStarting(_ observer: any RequestObserver, on connection: HTTP1Connection) {
-        observer.exchangeStarted(
-            ExchangeInfo(
-                reason: self.nextExchange,
-                resendCount: self.exchangeCount,
-                request: self.request,
-                wireHead: self.prepared.head,
-                remoteAddress: self.metrics.remoteAddress,
-                reusedConnection: connection.isReused,
-                cookiesLeftOut: self.prepared.cookiesLeftOut
-            )
-        )
-        self.exchangeCount += 1
     }
 
     /// Tells the observer the task ended (before the delegate, so a log line or a span's end
     /// comes before whatever the completion does), and lets it go.
-    private func observerCompleted(_ observer: any RequestObserver, _ result: Result<HTTPHeaders?, HawserError>) {
-        self.observer = nil
-        switch result {
-        case .success: observer.completed(error: nil, status: self.lastStatus, metrics: self.metrics)
-        case .failure(let e): observer.completed(error: e, status: self.lastStatus, metrics: self.metrics)
-        }
+    private func observerCompleted(_ observation: RequestObservation, _ result: Result<HTTPHeaders?, HawserError>) {
+        self.observation = nil
+        observation.completed(result, metrics: self.metrics)
     }
 
     /// The task never reached its loop (the loop had shut down): complete on the caller's thread.
@@ -584,7 +547,7 @@ public final class RequestTask: @unchecked Sendable {
         // on the caller's thread: no connection, timer or pool ever saw this task.
         var ignored: [RequestStateMachine.Action] = []
         self.machine.fail(error, into: &ignored)
-        if let observer = self.observer { self.observerCompleted(observer, .failure(error)) }
+        if let observation = self.observation { self.observerCompleted(observation, .failure(error)) }
         self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
     }
 }

@@ -18,6 +18,22 @@ enum ResponseClassification {
         case challenge(isProxy: Bool, [HTTPAuthChallenge], otherwise: RequestStateMachine.HeadKind)
     }
 
+    /// The error a 101 ends the exchange with: it hands the connection to another protocol,
+    /// which the engine does not implement, so a protocol error that names the 101 (and whether
+    /// the request asked for the upgrade), never an empty success. `peer`: the server answering.
+    static func switchingProtocolsError(
+        _ head: HTTPResponseHead,
+        request: HTTPClientRequest,
+        peer: some CustomStringConvertible
+    ) -> HawserError {
+        let to = head.headers["Upgrade"].map { " to '\($0)'" } ?? ""
+        let asked =
+            request.headers.contains(name: "Upgrade")
+            ? "the request asked for an upgrade, but Hawser speaks HTTP/1.1 only and cannot switch"
+            : "the request asked for no upgrade"
+        return HawserError(.protocolError, "\(peer) answered 101 Switching Protocols\(to): \(asked)")
+    }
+
     /// Classifies `head`, the answer to `request`. `bodyWasWithheld`: the request's body waited
     /// for 100 Continue and was not sent; `redirectsSoFar`: the redirects the task followed.
     static func classify(

@@ -31,7 +31,7 @@ extension RequestTask {
             kind = decided
         case .challenge(let isProxy, let challenges, let otherwise):
             if let plan = self.planAuthentication(head, challenges, isProxy: isProxy) {
-                self.pendingChallenge = plan
+                self.auth.pending = plan
                 return .challenge
             }
             kind = otherwise
@@ -175,157 +175,52 @@ extension RequestTask {
 
     // MARK: - 401 / 407
 
-    /// What answering a 401/407 needs: the challenge chosen, its protection space, and the
-    /// credential proposed by default.
-    struct ChallengePlan {
-        var head: HTTPResponseHead
-        var challenge: HTTPAuthChallenge
-        var answerable: Bool
-        var space: ProtectionSpace
-        var isProxy: Bool
-        var proposed: Credential?
-        var authenticationChallenge: AuthenticationChallenge
-    }
-
-    /// Records the attempt and plans the answer; nil when the response is to be delivered as it
-    /// is (nothing to answer with, a streamed body, or too many failures).
+    /// Records the 401/407 round and plans its answer (ChallengeExchange); nil when the
+    /// response is to be delivered as it is.
     private func planAuthentication(
         _ head: HTTPResponseHead,
         _ challenges: [HTTPAuthChallenge],
         isProxy: Bool
-    ) -> ChallengePlan? {
+    ) -> ChallengeExchange.Plan? {
         let configuration = self.context.configuration
-        let chosen = HTTPAuthChallenge.strongest(of: challenges)
-        let field = isProxy ? "Proxy-Authorization" : "Authorization"
-        let sentCredentials = self.request.headers.contains(name: field)
-        var attempts =
-            (isProxy ? self.proxyAuthAttempts : self.serverAuthAttempts)
-            ?? AuthenticationAttempts(maximumFailures: configuration.maximumAuthenticationFailures)
-        let decision = attempts.record(chosen, sentCredentials: sentCredentials)
-        if isProxy { self.proxyAuthAttempts = attempts } else { self.serverAuthAttempts = attempts }
-        guard decision == .retry, let challenge = chosen ?? challenges.first,
-            let originSpace = ProtectionSpace(url: self.request.url, challenge: challenge, isProxy: isProxy)
-        else { return nil }
-        // A proxy's protection space is the proxy's, not the origin's.
-        let key = self.prepared.key
-        let space = CredentialChoice.space(
-            origin: originSpace,
-            realm: challenge.realm,
+        let proxy = self.prepared.key.proxy?.server
+        return self.auth.plan(
+            head,
+            challenges,
             isProxy: isProxy,
-            proxy: key.proxy.map { ($0.server.host, $0.server.port) }
-        )
-        if case .stream? = self.request.body { return nil }  // cannot be sent again
-        let store = configuration.urlCredentialStorage
-        let proposed = CredentialChoice.proposed(
-            storedDefault: store?.defaultCredential(for: space),
-            stored: store?.credentials(for: space) ?? [:],
-            isProxy: isProxy,
-            proxyCredentials: key.proxy?.server.credentials.map { ($0.user, $0.password) },
-            urlUser: self.request.url.user(percentEncoded: false),
-            urlPassword: self.request.url.password(percentEncoded: false),
-            refused: sentCredentials && attempts.failureCount > 0,
-            staleRetry: attempts.staleRetries > 0 && chosen?[parameter: "stale"]?.lowercased() == "true"
-        )
-        let authChallenge = AuthenticationChallenge(
-            protectionSpace: space,
-            httpChallenges: challenges,
-            previousFailureCount: attempts.failureCount,
-            failureResponse: head,
-            proposedCredential: proposed
-        )
-        return ChallengePlan(
-            head: head,
-            challenge: challenge,
-            answerable: chosen != nil,
-            space: space,
-            isProxy: isProxy,
-            proposed: proposed,
-            authenticationChallenge: authChallenge
+            request: self.request,
+            maximumFailures: configuration.maximumAuthenticationFailures,
+            proxy: proxy.map { server in
+                (
+                    host: server.host, port: server.port,
+                    credentials: server.credentials.map { (user: $0.user, password: $0.password) }
+                )
+            },
+            store: configuration.urlCredentialStorage
         )
     }
 
     /// Asks the delegates about the planned challenge; reading waits for the answer.
     func askChallenge() {
-        guard let plan = self.pendingChallenge else { return }
-        self.pendingChallenge = nil
+        guard let plan = self.auth.pending else { return }
+        self.auth.pending = nil
         let task = self  // Sendable; the answer hops to the loop
         let storage = self.context.configuration.urlCredentialStorage
         self.context.askChallenge(plan.authenticationChallenge, for: self) { disposition in
             task.eventLoop.execute {
-                let me = task
-                switch disposition {
-                case .useCredential(let credential):
-                    me.decideWithCredential(plan, credential)
-                    if credential.persistence != .none { storage?.set(credential, for: plan.space) }
-                case .performDefaultHandling:
-                    if plan.answerable, let credential = plan.proposed {
-                        me.decideWithCredential(plan, credential)
-                    } else {
-                        me.decide(.deliver)
-                    }
-                case .cancelAuthenticationChallenge:
-                    me.decide(
-                        .fail(
-                            HawserError(
-                                .userCancelledAuthentication,
-                                "the \(plan.head.status) challenge from \(plan.space.host) was cancelled by its handler",
-                                url: me.request.url
-                            )
-                        )
+                task.decide(
+                    ChallengeExchange.decision(
+                        disposition,
+                        plan,
+                        request: task.request,
+                        digest: task.context.digestAuthenticator
                     )
-                case .rejectProtectionSpace, .useServerTrust, .refuseServerTrust:
-                    me.decide(.deliver)
+                )
+                if case .useCredential(let credential) = disposition, credential.persistence != .none {
+                    storage?.set(credential, for: plan.space)
                 }
             }
         }
-    }
-
-    /// The request again with credentials for the challenge (Basic or Digest); a credential that
-    /// cannot be encoded fails the task with the reason; an unknown scheme delivers the response.
-    private func decideWithCredential(_ plan: ChallengePlan, _ credential: Credential) {
-        let value: String
-        do throws(AuthenticationError) {
-            if plan.challenge.hasScheme("Digest") {
-                var target = self.request.url.path(percentEncoded: true)
-                if target.isEmpty { target = "/" }
-                if let q = self.request.url.query(percentEncoded: true) { target += "?" + q }
-                // qop=auth-int hashes the body: a request without one has an empty body.
-                var body: [UInt8]? = nil
-                switch self.request.body {
-                case nil: body = []
-                case .bytes(let b)?: body = b
-                case .stream?: body = nil
-                }
-                value = try self.context.digestAuthenticator.authorization(
-                    responding: plan.challenge,
-                    in: plan.space,
-                    credential: credential,
-                    method: self.request.method,
-                    target: target,
-                    body: body
-                )
-            } else if plan.challenge.hasScheme("Basic") {
-                value = try BasicAuthentication.authorizationValue(for: credential)
-            } else {
-                self.decide(.deliver)
-                return
-            }
-        } catch {
-            self.decide(
-                .fail(
-                    HawserError(
-                        .userAuthenticationRequired,
-                        "cannot answer the \(plan.challenge.scheme) challenge of \(plan.space.host): \(error)",
-                        url: self.request.url,
-                        underlying: error
-                    )
-                )
-            )
-            return
-        }
-        var again = self.request
-        again.headers.replaceOrAdd(name: plan.isProxy ? "Proxy-Authorization" : "Authorization", value: value)
-        self.decide(.followUp(again, countsAsRedirect: false))
     }
 
     // MARK: - Follow-ups
@@ -350,7 +245,7 @@ extension RequestTask {
         if let redirectStatus { self.recordRedirect(status: redirectStatus, to: next) }
         self.request = next
         self.prepared = prepared
-        if self.observer != nil { self.nextExchange = countsAsRedirect ? .redirect : .resend }
+        self.observation?.nextExchange = countsAsRedirect ? .redirect : .resend
         if self.pool.isShutDown {
             self.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url))
             return
