@@ -19,7 +19,7 @@
 #   manager http     hawser-manager-load --serializer http -c C -n N URL/hello
 #   Session /json    hawser load --engine session --api async --executor default -c C -n N URL/json
 #   manager json     hawser-manager-load --serializer json -c C -n N URL/json   (a 60-byte JSON body)
-#   before http/json the same with $BEFORE (only when BEFORE is set)
+#   before http/json the same with $BEFORE (only when BEFORE is set and CLIENTS names no before-* client)
 # More clients with CLIENTS (default "session manager-http session-json manager-json"):
 #   curl / curl-json            libcurl multi (Benchmarks/peers/curl-multi -c C -n N [-C CA]) on /hello, /json
 #   session-inst / session-json-inst / manager-http-inst / manager-json-inst
@@ -119,7 +119,7 @@ row_tls() { case "$1" in tls) echo "--cacert $pki/ca.pem" ;; *) echo "" ;; esac;
 read -r -a clients <<<"${CLIENTS:-session manager-http session-json manager-json}"
 CURL_MULTI="${CURL_MULTI:-$bench/.build-peers/curl-multi}"
 if [[ " ${clients[*]} " == *" curl"* && ! -x "$CURL_MULTI" ]]; then "$bench/peers/build.sh" >&2; fi
-[[ -n "$BEFORE" ]] && clients+=(before-http before-json)
+[[ -n "$BEFORE" && " ${clients[*]} " != *" before-"* ]] && clients+=(before-http before-json)
 
 command_for() {   # row client → the command line
     local row="$1" cl="$2" c n base tls

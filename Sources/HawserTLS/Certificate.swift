@@ -491,21 +491,8 @@ func hex2(_ byte: UInt8) -> String {
 /// The 32-byte SHA-256 digest of `bytes` through OpenSSL (certificate fingerprints, key pins).
 func sha256(_ bytes: [UInt8]) -> [UInt8] {
     var digest = [UInt8](repeating: 0, count: 32)
-    var length: UInt32 = 0
-    _ = bytes.withUnsafeBytes { input in
-        digest.withUnsafeMutableBufferPointer { output in
-            // EVP_Digest wants a non-null pointer even for zero bytes.
-            withUnsafeBytes(of: UInt8(0)) { empty in
-                EVP_Digest(
-                    input.count > 0 ? input.baseAddress : empty.baseAddress,
-                    input.count,
-                    output.baseAddress,
-                    &length,
-                    EVP_sha256(),
-                    nil
-                )
-            }
-        }
+    bytes.withUnsafeBytes { input in
+        digest.withUnsafeMutableBufferPointer { _ = CHawser_sha256(input.baseAddress, input.count, $0.baseAddress) }
     }
     return digest
 }

@@ -40,6 +40,14 @@
 #include <openssl/pkcs12.h>
 #include <zlib.h>
 
+// MARK: - SHA-256, the one digest helper the Swift modules share (the cache's file names, TLS
+// fingerprints and public-key pins). EVP_Digest wants a non-null pointer even for zero bytes.
+static inline int CHawser_sha256(const void *data, size_t count, unsigned char out[32]) {
+    static const unsigned char empty = 0;
+    unsigned int length = 0;
+    return EVP_Digest(count > 0 ? data : &empty, count, out, &length, EVP_sha256(), NULL);
+}
+
 // MARK: - epoll flags as plain integers (glibc declares them as EPOLL_EVENTS enum cases)
 static const uint32_t CHAWSER_EPOLLIN = EPOLLIN;
 static const uint32_t CHAWSER_EPOLLOUT = EPOLLOUT;

@@ -170,9 +170,8 @@ extension Session {
             try HTTP1Encoder.writeFields(headers, omittingFraming: framesBody, into: &out)
             if collects {
                 for field in headers {
-                    if framesBody, field.name.lowercased() == "content-length" || field.name.lowercased() == "transfer-encoding" {
-                        continue
-                    }
+                    let name = field.name.lowercased()
+                    if framesBody, name == "content-length" || name == "transfer-encoding" { continue }
                     wireHeaders?.add(name: field.name, value: field.value)
                 }
             }
@@ -189,7 +188,9 @@ extension Session {
                 // Byte for byte as the jar holds them: cookie octets need not be UTF-8.
                 if cookies.cookieCount > 0 {
                     try HTTP1Encoder.writeField(name: "Cookie", valueBytes: cookies.value, into: &out)
-                    if collects { wireHeaders?.add(name: "Cookie", value: String(decoding: cookies.value, as: UTF8.self)) }
+                    if collects {
+                        wireHeaders?.add(name: "Cookie", value: String(decoding: cookies.value, as: UTF8.self))
+                    }
                 }
                 if cookies.omittedCount > 0 {
                     cookiesLeftOut = CookiesLeftOut(
