@@ -18,7 +18,9 @@
 #     client on CPU 1; "none": no pinning.
 #   CLIENTS ["hawser ahc"]: add hawser-loop for HawserTransport with its callers on the session's
 #     event loop (openapi-load --executor loop: no thread hop per request; AHC's transport has no
-#     counterpart, so the ratio rows compare hawser, the same configuration, with ahc)
+#     counterpart, so the ratio rows compare hawser, the same configuration, with ahc), and
+#     hawser-inst for Hawser's loops installed as the global executor (openapi-load --executor
+#     installed: plain tasks, plain awaits, on the loops)
 #   OPENAPI_LOAD [Benchmarks/.build/release/openapi-load]
 # Time bound: ROUNDS x |CONNS| x |CLIENTS| x (DURATION + ~1 s), each run killed at DURATION + 30 s.
 set -euo pipefail
@@ -76,6 +78,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
             case "$t" in
                 hawser) args=(--transport hawser) ;;
                 hawser-loop) args=(--transport hawser --executor loop) ;;
+                hawser-inst) args=(--transport hawser --executor installed) ;;
                 ahc) args=(--transport ahc) ;;
                 *) echo "openapi-compare.sh: unknown client $t" >&2; exit 2 ;;
             esac
@@ -106,16 +109,16 @@ END {
     printf "\n%-5s %-11s %10s %12s %9s %7s\n", "conns", "client", "req/s", "req/cpu-s", "RSS MiB", "errors"
     nc = split(connlist, cs, " ")
     for (ci = 1; ci <= nc; ci++) {
-        for (t = 1; t <= 3; t++) {
-            name = t == 1 ? "hawser" : t == 2 ? "hawser-loop" : "ahc"; k = cs[ci] SUBSEP name
+        for (t = 1; t <= 4; t++) {
+            name = t == 1 ? "hawser" : t == 2 ? "hawser-loop" : t == 3 ? "hawser-inst" : "ahc"; k = cs[ci] SUBSEP name
             if (!(k in cnt)) continue
             printf "%-5s %-11s %10.0f %12.0f %9.1f %7d\n", "c" cs[ci], name, median(k, "rps"), median(k, "rpc"), median(k, "rss"), errs[k]
         }
     }
     printf "\nHawserTransport / AsyncHTTPClientTransport (ratios of medians)\n%-5s %-11s %12s %14s %10s\n", "conns", "hawser", "req/s", "req/cpu-s", "RSS"
     for (ci = 1; ci <= nc; ci++) {
-        for (t = 1; t <= 2; t++) {
-            name = t == 1 ? "hawser" : "hawser-loop"
+        for (t = 1; t <= 3; t++) {
+            name = t == 1 ? "hawser" : t == 2 ? "hawser-loop" : "hawser-inst"
             h = cs[ci] SUBSEP name; a = cs[ci] SUBSEP "ahc"
             if (!(h in cnt) || !(a in cnt)) continue
             printf "%-5s %-11s %12.2f %14.2f %10.2f\n", "c" cs[ci], name, median(h, "rps") / median(a, "rps"), median(h, "rpc") / median(a, "rpc"), median(h, "rss") / median(a, "rss")

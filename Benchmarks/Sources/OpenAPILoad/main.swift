@@ -1,15 +1,17 @@
 // openapi-load: the client generated from Tests/HawserOpenAPIExample/openapi.yaml, calling one
 // operation in a loop over either transport, so the two are measured on the same generated code.
 //
-//   openapi-load --transport hawser|ahc [--executor global|loop] [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] BASE_URL
+//   openapi-load --transport hawser|ahc [--executor global|loop|installed] [-c N] [-t THREADS] [-d SECONDS | -n REQUESTS] BASE_URL
 //
 // BASE_URL is the API's base (e.g. http://127.0.0.1:PORT/api; Benchmarks/scripts/nginx.sh serves
 // /api/greeting). -c tasks on Swift's global executor each call `getGreeting()` and decode its
 // small JSON body, one call after another.
-//   hawser: HawserTransport on one Session (one event loop), maximumConnectionsPerHost = -c.
+//   hawser: HawserTransport on one Session (the shared group's loops), maximumConnectionsPerHost = -c.
 //           `--executor loop` runs the calling tasks on the session's event loop (task executor
 //           preference), so a request makes no thread hop; the default is the global executor,
-//           as for the ahc transport (which has no such option).
+//           as for the ahc transport (which has no such option). `--executor installed` makes
+//           Hawser's shared loops Swift's global executor first (`EventLoopGroup.shared
+//           .installAsGlobalExecutor()`), so the callers are plain tasks that run on the loops.
 //   ahc:    AsyncHTTPClientTransport 1.5.0 on an HTTPClient (AsyncHTTPClient 1.37.0) with its own
 //           MultiThreadedEventLoopGroup: -t threads (default 1 for -c 1, one per core otherwise,
 //           as peer-ahc), connection pool soft limit = -c, HTTP/1.1 only.
@@ -26,13 +28,14 @@ import OpenAPIRuntime
 import PeerSupport
 
 let tool = "openapi-load"
-let extra = " --transport hawser|ahc [--executor global|loop]"
+let extra = " --transport hawser|ahc [--executor global|loop|installed]"
 
 /// PeerSupport's flags (`-c`, `-t`, `-d`, `-n`, the URL) plus `--transport`.
-func parse() -> (PeerOptions, String, Bool) {
+func parse() -> (PeerOptions, String, Bool, Bool) {
     var o = PeerOptions()
     var transport = "hawser"
     var onLoop = false
+    var installed = false
     var args = CommandLine.arguments.dropFirst()[...]
     func value(_ flag: String) -> String {
         guard let v = args.popFirst() else { peerUsage(tool, "\(flag) needs a value", extra: extra) }
@@ -45,7 +48,8 @@ func parse() -> (PeerOptions, String, Bool) {
             switch value(a) {
             case "loop": onLoop = true
             case "global": onLoop = false
-            default: peerUsage(tool, "--executor takes global or loop", extra: extra)
+            case "installed": installed = true
+            default: peerUsage(tool, "--executor takes global, loop or installed", extra: extra)
             }
         case "-c", "--connections": o.connections = Int(value(a)) ?? 0
         case "-t", "--threads": o.threads = Int(value(a)) ?? -1
@@ -63,15 +67,15 @@ func parse() -> (PeerOptions, String, Bool) {
     guard transport == "hawser" || transport == "ahc" else {
         peerUsage(tool, "--transport takes hawser or ahc", extra: extra)
     }
-    guard !onLoop || transport == "hawser" else {
-        peerUsage(tool, "--executor loop is for the hawser transport", extra: extra)
+    guard (!onLoop && !installed) || transport == "hawser" else {
+        peerUsage(tool, "--executor loop and installed are for the hawser transport", extra: extra)
     }
     guard !o.url.isEmpty else { peerUsage(tool, "no base URL", extra: extra) }
     guard o.connections > 0, o.threads >= 0 else {
         peerUsage(tool, "-c must be positive, -t not negative", extra: extra)
     }
     if o.seconds == nil && o.requests == nil { o.seconds = 10 }
-    return (o, transport, onLoop)
+    return (o, transport, onLoop, installed)
 }
 
 func run(_ o: PeerOptions, client: Client, counters: PeerCounters, executor: (any TaskExecutor)? = nil) async -> UInt64
@@ -103,7 +107,10 @@ func run(_ o: PeerOptions, client: Client, counters: PeerCounters, executor: (an
 struct OpenAPILoad {
     static func main() async throws {
         peerProcessSetup()
-        let (o, transportName, onLoop) = parse()
+        let (o, transportName, onLoop, installed) = parse()
+        if installed {
+            do { try EventLoopGroup.shared.installAsGlobalExecutor() } catch { peerUsage(tool, "\(error)", extra: extra) }
+        }
         guard let base = URL(string: o.url) else { peerUsage(tool, "bad URL \(o.url)", extra: extra) }
         print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)/greeting")
         let counters = PeerCounters()
@@ -113,7 +120,7 @@ struct OpenAPILoad {
             config.maximumConnectionsPerHost = o.connections
             let session = Session(configuration: config)
             print(
-                "  HawserTransport, one Session (1 event loop), \(o.connections) callers on \(onLoop ? "the session's loop" : "the global executor")"
+                "  HawserTransport, one Session (the shared group's loops), \(o.connections) callers on \(onLoop ? "the session's loop" : installed ? "the loops installed as the global executor" : "the global executor")"
             )
             elapsed = await run(
                 o,
