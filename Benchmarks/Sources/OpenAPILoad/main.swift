@@ -109,7 +109,11 @@ struct OpenAPILoad {
         peerProcessSetup()
         let (o, transportName, onLoop, installed) = parse()
         if installed {
-            do { try EventLoopGroup.shared.installAsGlobalExecutor() } catch { peerUsage(tool, "\(error)", extra: extra) }
+            do {
+                try EventLoopGroup.shared.installAsGlobalExecutor()
+            } catch {
+                peerUsage(tool, "\(error)", extra: extra)
+            }
         }
         guard let base = URL(string: o.url) else { peerUsage(tool, "bad URL \(o.url)", extra: extra) }
         print("Running \(o.seconds.map { "\(fixed($0))s" } ?? "\(o.requests!)-request") test @ \(o.url)/greeting")
