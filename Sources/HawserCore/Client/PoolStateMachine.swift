@@ -56,8 +56,9 @@ struct PoolStateMachine<Request: AnyObject, Connection: AnyObject> {
         case execute(Request, on: Connection)
         /// Close the connection (the pool already forgot it: its `closed` report is ignored).
         case closeConnection(Connection)
-        /// Fail the request (it was waiting).
-        case failRequest(Request, HawserError)
+        /// Fail the request (it was waiting). Indirect: the error holds a `URL`, whose layout is
+        /// known only at run time; boxed, the action is copied inline like the others.
+        indirect case failRequest(Request, HawserError)
         /// Call `idleTimerFired` for the connection after this many nanoseconds.
         case armIdleTimer(Connection, after: UInt64)
     }

@@ -12,9 +12,27 @@ struct RequestActionQueue {
     var pending: [(RequestTask, RequestStateMachine.Action)] = []
     /// Whether `pending` is being drained.
     var draining = false
+    /// A second scratch buffer: the actions of the event that starts a drain run from the buffer
+    /// they were written to (no copy into `pending`), while this one takes the events they raise.
+    private var spare: [RequestStateMachine.Action] = []
 
     init() {
         self.scratch.reserveCapacity(4)
+        self.spare.reserveCapacity(4)
         self.pending.reserveCapacity(8)
+    }
+
+    /// The actions in `scratch`, which becomes the (empty) spare buffer.
+    mutating func takeScratch() -> [RequestStateMachine.Action] {
+        var batch: [RequestStateMachine.Action] = []
+        swap(&batch, &self.scratch)
+        swap(&self.scratch, &self.spare)
+        return batch
+    }
+
+    /// Gives back a buffer from ``takeScratch()``, emptied, as the spare one.
+    mutating func returnScratch(_ batch: inout [RequestStateMachine.Action]) {
+        batch.removeAll(keepingCapacity: true)
+        swap(&self.spare, &batch)
     }
 }

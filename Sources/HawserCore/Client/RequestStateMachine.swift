@@ -34,6 +34,12 @@
 // meaning, not an error.
 
 /// The pure state machine of one request task.
+///
+/// The cases that carry an `HTTPClientRequest` or a `HawserError` are `indirect`: both hold
+/// Foundation's `URL`, whose layout is known only at run time, and one such payload would make
+/// every state, exchange and action a type the compiler copies through run-time value witnesses.
+/// Boxed, those payloads are one reference, allocated only on the paths that build them (a
+/// follow-up, a failure), and the keep-alive path copies plain words.
 struct RequestStateMachine {
     /// Where the task is.
     enum State: Sendable {
@@ -51,7 +57,7 @@ struct RequestStateMachine {
         /// A stored response's body is being delivered, a chunk a turn (a fresh hit, or the body
         /// a 304 revalidated). `interrupted`: a cancel or `fail(with:)` that came meanwhile, which
         /// ends the task at the next chunk. Next: finished.
-        case servingFromCache(interrupted: HawserError?)
+        indirect case servingFromCache(interrupted: HawserError?)
         /// Final: the delegate was told, exactly once.
         case finished
     }
@@ -101,9 +107,9 @@ struct RequestStateMachine {
         case complete
         /// Another request replaces this one (its body is drained, not delivered).
         /// `countsAsRedirect` is false for authentication answers and the 417 retry.
-        case followUp(HTTPClientRequest, countsAsRedirect: Bool)
+        indirect case followUp(HTTPClientRequest, countsAsRedirect: Bool)
         /// A redirect that must resend a streamed body: the delegate is finding a new stream.
-        case awaitBodyStream(HTTPClientRequest)
+        indirect case awaitBodyStream(HTTPClientRequest)
     }
 
     /// How the body of one exchange goes out.
@@ -120,22 +126,22 @@ struct RequestStateMachine {
         /// Deliver it as the response.
         case deliver
         /// 417 to a request whose body waited for 100 Continue: send it again without the expectation.
-        case retryWithoutExpectation(HTTPClientRequest)
+        indirect case retryWithoutExpectation(HTTPClientRequest)
         /// A redirect to follow, once the delegate agrees (`proposed` is what the rules give).
-        case redirect(proposed: HTTPClientRequest)
+        indirect case redirect(proposed: HTTPClientRequest)
         /// A 401/407 the delegates and credential store may answer.
         case challenge
         /// A response that must not be followed or delivered (a refused redirect target).
-        case failure(HawserError)
+        indirect case failure(HawserError)
     }
 
     /// A delegate's answer about a redirect or a challenge.
     enum Decision: Sendable {
         case deliver
-        case followUp(HTTPClientRequest, countsAsRedirect: Bool)
+        indirect case followUp(HTTPClientRequest, countsAsRedirect: Bool)
         /// Follow, but the streamed body must be given again first.
-        case needBodyStream(HTTPClientRequest)
-        case fail(HawserError)
+        indirect case needBodyStream(HTTPClientRequest)
+        indirect case fail(HawserError)
     }
 
     enum Action: Sendable {
@@ -155,15 +161,15 @@ struct RequestStateMachine {
         /// A final head arrived while the body was held: drop it (the connection closes after).
         case dropHeldBody
         /// Ask the delegate about a redirect; reading is held until `decided`.
-        case askRedirect(proposed: HTTPClientRequest, dropHeldBody: Bool)
+        indirect case askRedirect(proposed: HTTPClientRequest, dropHeldBody: Bool)
         /// Ask the delegates about a 401/407; reading is held until `decided`.
         case askChallenge(dropHeldBody: Bool)
         /// Ask the delegate for a new body stream for `request`.
-        case askBodyStream(HTTPClientRequest)
+        indirect case askBodyStream(HTTPClientRequest)
         /// Reading resumes or stops (a decision came, or the consumer paused or resumed).
         case updateReading
         /// Send `request` as the next exchange (prepare it, then report `followUpPrepared`).
-        case restart(HTTPClientRequest, countsAsRedirect: Bool)
+        indirect case restart(HTTPClientRequest, countsAsRedirect: Bool)
         /// Replay the exchange once on a new connection (a stale kept-alive connection died).
         case retry
         /// Complete the task successfully (the response ended).
@@ -174,7 +180,7 @@ struct RequestStateMachine {
         case finishCachedResponse
         /// Complete the task with `error`; `closeConnection`: the exchange's connection cannot be
         /// reused; `leaveQueue`: the task is in the pool's queue.
-        case fail(HawserError, closeConnection: Bool, leaveQueue: Bool)
+        indirect case fail(HawserError, closeConnection: Bool, leaveQueue: Bool)
         /// Arm the task's one timer for the instant `at` (loop-clock nanoseconds).
         case armTimer(at: UInt64)
     }

@@ -236,10 +236,17 @@ public final class RequestTask: @unchecked Sendable {
     func runActions() {
         let pool = self.pool
         if pool.requestQueue.scratch.isEmpty { return }
-        for action in pool.requestQueue.scratch { pool.requestQueue.pending.append((self, action)) }
-        pool.requestQueue.scratch.removeAll(keepingCapacity: true)
-        if pool.requestQueue.draining { return }
+        if pool.requestQueue.draining {
+            for action in pool.requestQueue.scratch { pool.requestQueue.pending.append((self, action)) }
+            pool.requestQueue.scratch.removeAll(keepingCapacity: true)
+            return
+        }
         pool.requestQueue.draining = true
+        // This event's actions run first, from the buffer they were written to; what they raise
+        // queues behind them in `pending`.
+        var batch = pool.requestQueue.takeScratch()
+        for action in batch { self.perform(action) }
+        pool.requestQueue.returnScratch(&batch)
         var i = 0
         while i < pool.requestQueue.pending.count {
             let (task, action) = pool.requestQueue.pending[i]

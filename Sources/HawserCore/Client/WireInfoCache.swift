@@ -21,7 +21,8 @@ import Foundation
 /// the check always costs plus one string copy.
 final class WireInfoCache: Sendable {
     struct Entry {
-        var prefix: String
+        /// The prefix's bytes.
+        var prefix: [UInt8]
         var key: ConnectionKey
         var hostHeader: String
     }
@@ -32,23 +33,29 @@ final class WireInfoCache: Sendable {
     private let entries = Mutex<[Entry?]>(Array(repeating: nil, count: WireInfoCache.slots))
 
     /// FNV-1a of the prefix's bytes, reduced to a slot.
-    private static func slot(_ prefix: Substring.UTF8View) -> Int {
+    private static func slot(_ prefix: UnsafeBufferPointer<UInt8>) -> Int {
         var hash: UInt32 = 2_166_136_261
         for byte in prefix { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         return Int(hash % UInt32(Self.slots))
     }
 
     func lookup(_ prefix: Substring) -> (key: ConnectionKey, hostHeader: String)? {
-        let slot = Self.slot(prefix.utf8)
-        return self.entries.withLock { entries in
-            guard let entry = entries[slot], entry.prefix.utf8.elementsEqual(prefix.utf8) else { return nil }
-            return (entry.key, entry.hostHeader)
+        var prefix = prefix
+        return prefix.withUTF8 { bytes in
+            let slot = Self.slot(bytes)
+            return self.entries.withLock { entries in
+                guard let entry = entries[slot],
+                    entry.prefix.withUnsafeBufferPointer({ $0.elementsEqual(bytes) })
+                else { return nil }
+                return (entry.key, entry.hostHeader)
+            }
         }
     }
 
     func store(_ prefix: Substring, key: ConnectionKey, hostHeader: String) {
-        let slot = Self.slot(prefix.utf8)
-        let entry = Entry(prefix: String(prefix), key: key, hostHeader: hostHeader)
+        let bytes = Array(prefix.utf8)
+        let slot = bytes.withUnsafeBufferPointer { Self.slot($0) }
+        let entry = Entry(prefix: bytes, key: key, hostHeader: hostHeader)
         self.entries.withLock { $0[slot] = entry }
     }
 }
@@ -59,49 +66,51 @@ extension HTTPClientRequest {
     /// no base URL and an `http` or `https` scheme; nil otherwise (the general path handles it).
     static func splitForWire(_ url: URL) -> (prefix: Substring, target: String)? {
         guard url.baseURL == nil else { return nil }
-        let text = url.absoluteString
-        let bytes = text.utf8
-        // "http://" or "https://", in any case.
-        var i = bytes.startIndex
-        var schemeLength = 0
-        while i < bytes.endIndex, bytes[i] != UInt8(ascii: ":") {
-            schemeLength += 1
-            if schemeLength > 5 { return nil }
-            i = bytes.index(after: i)
+        var text = url.absoluteString
+        // The scan reads the text's contiguous UTF-8 bytes (String's index-by-index view checks
+        // its representation at every step).
+        let split: (prefixEnd: Int, target: String)? = text.withUTF8 { bytes in
+            guard let (end, targetEnd) = Self.wireBounds(bytes) else { return nil }
+            let rest = UnsafeBufferPointer(rebasing: bytes[end..<targetEnd])
+            let target: String
+            if rest.isEmpty {
+                target = "/"
+            } else if rest[0] == UInt8(ascii: "?") {
+                target = "/" + String(decoding: rest, as: UTF8.self)
+            } else {
+                target = String(decoding: rest, as: UTF8.self)
+            }
+            return (end, target)
         }
-        guard schemeLength == 4 || schemeLength == 5 else { return nil }
+        guard let split else { return nil }
+        let utf8 = text.utf8
+        return (Substring(utf8[utf8.startIndex..<utf8.index(utf8.startIndex, offsetBy: split.prefixEnd)]), split.target)
+    }
+
+    /// Where the `scheme://authority` prefix of an `http`/`https` URL's bytes ends and where its
+    /// request target ends (before a fragment); nil for any other scheme or shape.
+    private static func wireBounds(_ bytes: UnsafeBufferPointer<UInt8>) -> (prefixEnd: Int, targetEnd: Int)? {
+        var i = 0
+        while i < bytes.count, bytes[i] != UInt8(ascii: ":") {
+            i += 1
+            if i > 5 { return nil }
+        }
+        guard i == 4 || i == 5 else { return nil }
         // ASCII letters | 0x20 are their lower case.
         let expectedScheme: StaticString = "https"
-        var j = bytes.startIndex
-        for k in 0..<schemeLength {
-            guard bytes[j] | 0x20 == expectedScheme.utf8Start[k] else { return nil }
-            j = bytes.index(after: j)
-        }
-        for _ in 0..<3 {
-            guard i < bytes.endIndex else { return nil }
-            let expected = bytes[i] == UInt8(ascii: ":") ? UInt8(ascii: ":") : UInt8(ascii: "/")
-            guard bytes[i] == expected else { return nil }
-            i = bytes.index(after: i)
-        }
-        var end = i
-        while end < bytes.endIndex {
+        for k in 0..<i where bytes[k] | 0x20 != expectedScheme.utf8Start[k] { return nil }
+        // "://"
+        guard i + 3 <= bytes.count, bytes[i] == UInt8(ascii: ":"), bytes[i + 1] == UInt8(ascii: "/"),
+            bytes[i + 2] == UInt8(ascii: "/")
+        else { return nil }
+        var end = i + 3
+        while end < bytes.count {
             let b = bytes[end]
             if b == UInt8(ascii: "/") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") { break }
-            end = bytes.index(after: end)
+            end += 1
         }
         var targetEnd = end
-        while targetEnd < bytes.endIndex, bytes[targetEnd] != UInt8(ascii: "#") {
-            targetEnd = bytes.index(after: targetEnd)
-        }
-        let rest = text[end..<targetEnd]
-        let target: String
-        if rest.isEmpty {
-            target = "/"
-        } else if rest.utf8.first == UInt8(ascii: "?") {
-            target = "/" + rest
-        } else {
-            target = String(rest)
-        }
-        return (text[text.startIndex..<end], target)
+        while targetEnd < bytes.count, bytes[targetEnd] != UInt8(ascii: "#") { targetEnd += 1 }
+        return (end, targetEnd)
     }
 }
