@@ -200,7 +200,7 @@ final class ConnectionPool: @unchecked Sendable {
             i += 1
             self.perform(action)
         }
-        self.actions.removeAll(keepingCapacity: true)
+        self.actions.removeAllKeepingStorage()
         self.running = false
         if self.group != nil { self.publish() }
         if self.reportsCounts, let instrumentation = self.instrumentation { self.reportCounts(to: instrumentation) }

@@ -138,10 +138,9 @@ final class HTTP1Connection: EventLoopIOHandler {
     /// The action the machine's last event appended, if any (each event appends at most one);
     /// the buffer is emptied, keeping its capacity.
     private func takeAction() -> HTTP1ConnectionStateMachine.Action? {
-        guard let action = self.actions.first else { return nil }
+        guard !self.actions.isEmpty else { return nil }
         assert(self.actions.count == 1, "a connection event appends at most one action: \(self.actions)")
-        self.actions.removeAll(keepingCapacity: true)
-        return action
+        return self.actions.removeLast()
     }
 
     /// True when a request has already completed on this connection.

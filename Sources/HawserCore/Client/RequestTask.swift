@@ -238,7 +238,7 @@ public final class RequestTask: @unchecked Sendable {
         if pool.requestQueue.scratch.isEmpty { return }
         if pool.requestQueue.draining {
             for action in pool.requestQueue.scratch { pool.requestQueue.pending.append((self, action)) }
-            pool.requestQueue.scratch.removeAll(keepingCapacity: true)
+            pool.requestQueue.scratch.removeAllKeepingStorage()
             return
         }
         pool.requestQueue.draining = true
@@ -253,7 +253,7 @@ public final class RequestTask: @unchecked Sendable {
             i += 1
             task.perform(action)
         }
-        pool.requestQueue.pending.removeAll(keepingCapacity: true)
+        pool.requestQueue.pending.removeAllKeepingStorage()
         pool.requestQueue.draining = false
     }
 

@@ -72,9 +72,13 @@ extension Session {
 
     /// What `request` becomes on the wire.
     /// `addedFields`: an observer's fields (`traceparent`), added unless the request sets them.
+    /// `collectsWireHeaders`: whether the session has a cache or a responder (nil: read from
+    /// `configuration`; the session passes the flag it read once, so that a request reads no
+    /// existential).
     static func prepare(
         _ request: HTTPClientRequest,
         configuration: SessionConfiguration,
+        collectsWireHeaders: Bool? = nil,
         addedFields: [(name: String, value: String)]? = nil
     ) throws(HawserError) -> Prepared {
         var info = try request.wireInfo()
@@ -113,8 +117,8 @@ extension Session {
         }
         let expects = body != nil && Self.expectsContinue(request, configuration: configuration)
         var cookiesLeftOut: CookiesLeftOut? = nil
-        var wireHeaders: HTTPHeaders? =
-            configuration.urlCache != nil || configuration.responder != nil ? HTTPHeaders() : nil
+        let collects = collectsWireHeaders ?? (configuration.urlCache != nil || configuration.responder != nil)
+        var wireHeaders: HTTPHeaders? = collects ? HTTPHeaders() : nil
         let head = try Self.encodeHead(
             request,
             body: body,

@@ -76,6 +76,9 @@ public final class Session: Sendable {
     /// Whether a task can have an observer at all (an instrumentation or a logger is set): a
     /// flag, so that the common case reads no existential per request.
     private let observes: Bool
+    /// Whether a request's wire fields are collected as its head is encoded (a cache or a
+    /// responder reads them), read once here.
+    private let collectsWireHeaders: Bool
     #if Logging
     /// The configuration's logger, read once here (nil: no log call on the request path).
     private let logger: Logger?
@@ -147,6 +150,7 @@ public final class Session: Sendable {
         self.isShared = isShared
         self.configuration = configuration
         self.instrumentation = configuration.instrumentation
+        self.collectsWireHeaders = configuration.urlCache != nil || configuration.responder != nil
         #if Logging
         self.logger = configuration.logger
         self.observes = configuration.instrumentation != nil || configuration.logger != nil
@@ -286,7 +290,12 @@ public final class Session: Sendable {
         // observer (opaque code) would make the compiler copy the whole configuration first.
         let addedFields = observer?.headerFields
         do {
-            prepared = try Self.prepare(request, configuration: self.configuration, addedFields: addedFields)
+            prepared = try Self.prepare(
+                request,
+                configuration: self.configuration,
+                collectsWireHeaders: self.collectsWireHeaders,
+                addedFields: addedFields
+            )
         } catch {
             failure = error
             prepared = Prepared(

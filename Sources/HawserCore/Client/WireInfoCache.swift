@@ -1,6 +1,12 @@
 import HawserBase
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -44,8 +50,10 @@ final class WireInfoCache: Sendable {
         return prefix.withUTF8 { bytes in
             let slot = Self.slot(bytes)
             return self.entries.withLock { entries in
-                guard let entry = entries[slot],
-                    entry.prefix.withUnsafeBufferPointer({ $0.elementsEqual(bytes) })
+                guard let entry = entries[slot], entry.prefix.count == bytes.count,
+                    entry.prefix.withUnsafeBufferPointer({
+                        memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+                    })
                 else { return nil }
                 return (entry.key, entry.hostHeader)
             }
