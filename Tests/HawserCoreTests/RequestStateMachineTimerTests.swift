@@ -39,6 +39,19 @@ struct RequestStateMachineTimerTests {
         #expect(Machine.Timeouts(start: 0, idle: .max, total: 10).due(lastActivity: 5) == 10)
     }
 
+    @Test("Timeouts: the request's limits (seconds) win over the session's; each falls back on its own")
+    func timeoutsFromRequest() {
+        var request = HTTPClientRequest(url: URL(string: "http://a.test/")!)
+        let session = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(session.idle == 60_000 && session.total == 90_000 && session.deadline == 90_010)
+        request.timeoutInterval = 2.5
+        let idleOnly = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(idleOnly.idle == 2_500_000_000 && idleOnly.total == 90_000)
+        request.timeoutIntervalForResource = 0.000_001
+        let both = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(both.idle == 2_500_000_000 && both.total == 1_000 && both.deadline == 1_010)
+    }
+
     @Test("bytes that keep moving re-arm the timer, but the total deadline fails the task")
     func totalDeadline() {
         // A byte every 4: the idle timeout (5) never passes; the timer re-arms each time.

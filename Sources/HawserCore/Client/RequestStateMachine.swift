@@ -202,31 +202,6 @@ struct RequestStateMachine {
         case armTimer(at: UInt64)
     }
 
-    /// A task's two time limits, in the loop clock's nanoseconds: the idle timeout (between two
-    /// bytes moving, timeoutIntervalForRequest) and the total deadline (the whole task,
-    /// timeoutIntervalForResource). One timer serves both: it is due at the earlier of the two.
-    struct Timeouts: Sendable, Hashable {
-        /// The most time allowed between two bytes moving.
-        var idle: UInt64
-        /// The most time the whole task may take.
-        var total: UInt64
-        /// When the task started plus `total`: the instant the total deadline passes.
-        var deadline: UInt64
-
-        init(start: UInt64, idle: UInt64, total: UInt64) {
-            self.idle = idle
-            self.total = total
-            let (sum, overflow) = start.addingReportingOverflow(total)
-            self.deadline = overflow ? .max : sum
-        }
-
-        /// When the timer is next due, the last byte having moved at `lastActivity`.
-        func due(lastActivity: UInt64) -> UInt64 {
-            let (idleDue, overflow) = lastActivity.addingReportingOverflow(self.idle)
-            return min(overflow ? .max : idleDue, self.deadline)
-        }
-    }
-
     private(set) var state: State = .initialized
     /// The consumer paused reading (back-pressure). It belongs to the task, not to one state:
     /// a consumer may pause before the response starts and stays paused across follow-ups.

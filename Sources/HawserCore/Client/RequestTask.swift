@@ -171,15 +171,13 @@ public final class RequestTask: @unchecked Sendable {
         }
         let now = self.eventLoop.now
         self.metrics.fetchStart = now
-        self.machine = RequestStateMachine(
+        let limits = RequestStateMachine.Timeouts(
             start: now,
-            timeouts: RequestStateMachine.Timeouts(
-                start: now,
-                idle: self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos,
-                total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
-                    ?? self.context.resourceTimeoutNanos
-            )
+            request: self.request,
+            idle: self.context.idleTimeoutNanos,
+            total: self.context.resourceTimeoutNanos
         )
+        self.machine = RequestStateMachine(start: now, timeouts: limits)
         if let responder = self.context.responder, self.answerFromResponder(responder) { return }
         self.machine.start(into: &self.pool.requestQueue.scratch)
         self.runActions()
