@@ -39,11 +39,24 @@ struct RequestStateMachineTimerTests {
         #expect(Machine.Timeouts(start: 0, idle: .max, total: 10).due(lastActivity: 5) == 10)
     }
 
+    @Test("Timeouts: the request's limits (seconds) win over the session's; each falls back on its own")
+    func timeoutsFromRequest() {
+        var request = HTTPClientRequest(url: URL(string: "http://a.test/")!)
+        let session = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(session.idle == 60_000 && session.total == 90_000 && session.deadline == 90_010)
+        request.timeoutInterval = 2.5
+        let idleOnly = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(idleOnly.idle == 2_500_000_000 && idleOnly.total == 90_000)
+        request.timeoutIntervalForResource = 0.000_001
+        let both = Machine.Timeouts(start: 10, request: request, idle: 60_000, total: 90_000)
+        #expect(both.idle == 2_500_000_000 && both.total == 1_000 && both.deadline == 1_010)
+    }
+
     @Test("bytes that keep moving re-arm the timer, but the total deadline fails the task")
     func totalDeadline() {
         // A byte every 4: the idle timeout (5) never passes; the timer re-arms each time.
         var m = Self.running()
-        _ = T.on(&m) { $0.finalHead(.deliver, into: &$1) }
+        _ = T.on(&m) { $0.finalHead(T.head(200), .deliver, into: &$1) }
         m.activity(at: 104)
         #expect(Self.fire(&m, at: 105) == "armTimer(109)")
         m.activity(at: 108)
@@ -62,7 +75,7 @@ struct RequestStateMachineTimerTests {
         _ = T.on(&queued) { $0.submit(plan: .none, expectsContinue: false, into: &$1) }
         #expect(Self.fire(&queued, at: 112) == "fail(resourceTimeout,leaveQueue)")
         var awaiting = Self.running()
-        _ = T.on(&awaiting) { $0.finalHead(.redirect(proposed: T.next), into: &$1) }
+        _ = T.on(&awaiting) { $0.finalHead(T.head(302), .redirect(proposed: T.next), into: &$1) }
         _ = T.on(&awaiting) { $0.decided(.needBodyStream(T.next), into: &$1) }
         _ = T.on(&awaiting) { $0.responseEnded(into: &$1) }
         #expect(Self.fire(&awaiting, at: 112) == "fail(resourceTimeout)")
@@ -116,7 +129,7 @@ struct RequestStateMachineTimerTests {
         #expect(Self.fire(&paused, at: 112) == "fail(resourceTimeout,close)")
 
         var deciding = Self.running()
-        _ = T.on(&deciding) { $0.finalHead(.challenge, into: &$1) }
+        _ = T.on(&deciding) { $0.finalHead(T.head(401), .challenge, into: &$1) }
         #expect(Self.fire(&deciding, at: 107) == "armTimer(112)")
         #expect(Self.fire(&deciding, at: 112) == "fail(resourceTimeout,close)")
 
@@ -166,11 +179,42 @@ struct RequestStateMachineTimerTests {
     @Test("a 304 that revalidated: the network body is not delivered, and its end serves the stored body")
     func revalidated() {
         var m = Self.running()
-        _ = T.on(&m) { $0.finalHead(.deliver, into: &$1) }
+        _ = T.on(&m) { $0.finalHead(T.head(200), .deliver, into: &$1) }
         m.revalidated()
         #expect(m.isRevalidated && !m.deliversBody)
         #expect(T.on(&m) { $0.responseEnded(into: &$1) } == "serveRevalidatedBody")
         #expect(m.lifecycle == .servingFromCache)
         #expect(T.on(&m) { $0.cachedBodyDelivered(into: &$1) } == "finishCachedResponse")
+    }
+
+    // MARK: - Answering from the responder
+
+    @Test("the responder answers: no request goes out; its delivered answer succeeds once")
+    func responderAnswered() {
+        var m = Machine(start: 100, timeouts: Machine.Timeouts(start: 100, idle: 5, total: 12))
+        m.answeredByResponder()
+        #expect(m.lifecycle == .answeringFromResponder)
+        #expect(m.answersFromResponder && m.isFinished, "no network work")
+        #expect(!m.readingSuspended && !m.deliversBody)
+        #expect(T.on(&m) { $0.pauseReading(into: &$1) } == "", "nothing to pause")
+        #expect(Self.fire(&m, at: 200) == "", "its delay is not a timeout (the shell bounds it)")
+        #expect(T.on(&m) { $0.responderDelivered(into: &$1) } == "succeed")
+        #expect(m.lifecycle == .finished && !m.answersFromResponder)
+        #expect(T.on(&m) { $0.responderDelivered(into: &$1) } == "", "once")
+        #expect(T.on(&m) { $0.fail(HawserError(.cancelled, "late"), into: &$1) } == "", "after the end")
+    }
+
+    @Test("a cancel, a failure answer or the delegate's fail(with:) ends the responder's answer at once, once")
+    func responderInterrupted() {
+        var m = Machine()
+        m.answeredByResponder()
+        #expect(T.on(&m) { $0.fail(HawserError(.cancelled, "c"), into: &$1) } == "fail(cancelled)", "now, not later")
+        #expect(m.lifecycle == .finished && !m.answersFromResponder, "a pending delivery finds it over")
+        #expect(T.on(&m) { $0.responderDelivered(into: &$1) } == "", "the last piece's end is dropped")
+        #expect(T.on(&m) { $0.fail(HawserError(.idleTimeout, "later"), into: &$1) } == "", "the first error wins")
+
+        var failed = Machine()
+        failed.answeredByResponder()
+        #expect(T.on(&failed) { $0.fail(HawserError(.cannotConnect, "refused"), into: &$1) } == "fail(cannotConnect)")
     }
 }

@@ -13,18 +13,22 @@
 //     │   │                    │   └─fail/cancel/timeout──────┼──┼──┼──┼─▶ finished (failed)
 //     │   │                    ├────────follow-up─────────────┘  │  │  │
 //     │   │                    ├────────stale replay (once)──────┘  │  │
-//     │   │                    └──body stream given── awaitingBodyStream ◀─ ended, a 307/308 needs a new stream
-//     │   └─served from the cache──▶ servingFromCache ─body delivered─▶ finished
-//     └─answered elsewhere (the responder)──▶ finished      ▲
-//                                  executing ─a 304 ended───┘ (the revalidated stored body)
+//     │   │                    └──body stream given── awaitingBodyStream(hop) ◀─ ended, a 307/308 needs a new stream
+//     │   ├─served from the cache──▶ servingFromCache ─body delivered─▶ finished
+//     │   │                             executing ─a 304 ended──┘ (the revalidated stored body)
+//     │   └─the responder answered──▶ answeringFromResponder ─delivered, failed, cancelled─▶ finished
+//     └─a cache that may not load──▶ finished
 //
 // One exchange (inside `executing`):
 //   sending:   writing ─▶ (waitingForContinue ─100/timer─▶) writing ─written─▶ sent
 //                               └─final status first─▶ withheld (the body is never sent)
-//   receiving: waitingForHead ─final head─▶ (awaitingDecision ─answer─▶) body ─end─▶ (done)
+//   receiving: waitingForHead ─final head─▶ (awaitingDecision(head, at) ─answer─▶) body ─end─▶ (done)
 //
 // What the end of the response leads to is decided when its head arrives: completion, a follow-up
-// request (the body is drained, not delivered), or waiting for a new body stream.
+// request (the body is drained, not delivered), or waiting for a new body stream. The actions carry
+// the heads the shell acts on (a head to deliver, a redirect to ask about); a head the delegates
+// decide about is kept in `awaitingDecision`, and a followed redirect's hop (its status, when its
+// head came) rides in `after`, `awaitingBodyStream` and `restart`, so the shell keeps no copy.
 //
 // Events from the engine (the connection, the pool, the shell's own steps) that cannot happen in a
 // state are programming errors: they trap in debug builds (`impossible`) and are dropped in
@@ -52,12 +56,18 @@ struct RequestStateMachine {
         /// awaitingBodyStream, servingFromCache (a 304 ended), finished.
         case executing(Exchange)
         /// The response ended; a 307/308 must send its streamed body again and the delegate was
-        /// asked for a new stream. Next: initialized (the follow-up), finished.
-        case awaitingBodyStream
+        /// asked for a new stream (the payload: that redirect, for its ``RedirectHop``). Next:
+        /// initialized (the follow-up), finished.
+        case awaitingBodyStream(Redirection)
         /// A stored response's body is being delivered, a chunk a turn (a fresh hit, or the body
         /// a 304 revalidated). `interrupted`: a cancel or `fail(with:)` that came meanwhile, which
         /// ends the task at the next chunk. Next: finished.
         indirect case servingFromCache(interrupted: HawserError?)
+        /// The session's responder answered (``HTTPResponder``): its answer is due after its delay,
+        /// then its body a piece a turn. A cancel, `fail(with:)`, a shutdown or a failure answer
+        /// ends it at once (nothing is mid-write: a pending delivery is a timer or a turn that
+        /// then finds the task finished). Next: finished.
+        case answeringFromResponder
         /// Final: the delegate was told, exactly once.
         case finished
     }
@@ -79,7 +89,15 @@ struct RequestStateMachine {
 
     /// The states without their payloads.
     enum Lifecycle: Sendable, Hashable {
-        case initialized, waitingForConnection, executing, awaitingBodyStream, servingFromCache, finished
+        case initialized, waitingForConnection, executing, awaitingBodyStream, servingFromCache
+        case answeringFromResponder, finished
+    }
+
+    /// A redirect being followed, for its ``RedirectHop``: its status, and when its head came
+    /// (loop-clock nanoseconds).
+    struct Redirection: Sendable, Hashable {
+        var status: Int
+        var headAt: UInt64
     }
 
     enum Sending: Sendable, Hashable {
@@ -94,22 +112,25 @@ struct RequestStateMachine {
         case withheld
     }
 
-    enum Receiving: Sendable, Hashable {
+    /// Matched by case (`if case`): one holds the head a decision is about.
+    enum Receiving: Sendable {
         case waitingForHead
-        /// A final head is with a delegate (a redirect or a challenge); reading is held.
-        case awaitingDecision
+        /// A final head (that came at `at`) is with a delegate (a redirect or a challenge);
+        /// reading is held. Boxed: only a redirect or a challenge pays for keeping the head.
+        indirect case awaitingDecision(HTTPResponseHead, at: UInt64)
         case body
         case ended
     }
 
-    /// What the end of the current response leads to.
-    enum AfterResponse: Sendable {
+    /// What the end of the current response leads to. Boxed (`indirect`): the plain response
+    /// (`complete`) carries nothing, and a follow-up pays for its request.
+    indirect enum AfterResponse: Sendable {
         case complete
-        /// Another request replaces this one (its body is drained, not delivered).
-        /// `countsAsRedirect` is false for authentication answers and the 417 retry.
-        indirect case followUp(HTTPClientRequest, countsAsRedirect: Bool)
+        /// Another request replaces this one (its body is drained, not delivered). `redirect`:
+        /// the redirect followed (nil for authentication answers and the 417 retry).
+        case followUp(HTTPClientRequest, redirect: Redirection?)
         /// A redirect that must resend a streamed body: the delegate is finding a new stream.
-        indirect case awaitBodyStream(HTTPClientRequest)
+        case awaitBodyStream(HTTPClientRequest, redirect: Redirection)
     }
 
     /// How the body of one exchange goes out.
@@ -155,25 +176,27 @@ struct RequestStateMachine {
         /// Tell the delegate about an interim (1xx) head.
         case forwardInterim(HTTPResponseHead)
         /// Deliver the final head (and set up decoding and caching).
-        case deliverHead(dropHeldBody: Bool)
+        case deliverHead(HTTPResponseHead, dropHeldBody: Bool)
         /// Deliver the final head a delegate was asked about, then resume reading.
-        case deliverDecidedHead
+        case deliverDecidedHead(HTTPResponseHead)
         /// A final head arrived while the body was held: drop it (the connection closes after).
         case dropHeldBody
-        /// Ask the delegate about a redirect; reading is held until `decided`.
-        indirect case askRedirect(proposed: HTTPClientRequest, dropHeldBody: Bool)
-        /// Ask the delegates about a 401/407; reading is held until `decided`.
+        /// Ask the delegate about the redirect `head`; reading is held until `decided`.
+        indirect case askRedirect(HTTPResponseHead, proposed: HTTPClientRequest, dropHeldBody: Bool)
+        /// Ask the delegates about a 401/407 (the plan the shell made); reading is held until `decided`.
         case askChallenge(dropHeldBody: Bool)
-        /// Ask the delegate for a new body stream for `request`.
-        indirect case askBodyStream(HTTPClientRequest)
+        /// Ask the delegate for a new body stream for `request`, which the redirect of `status` needs.
+        indirect case askBodyStream(HTTPClientRequest, status: Int)
         /// Reading resumes or stops (a decision came, or the consumer paused or resumed).
         case updateReading
-        /// Send `request` as the next exchange (prepare it, then report `followUpPrepared`).
-        indirect case restart(HTTPClientRequest, countsAsRedirect: Bool)
+        /// Send `request` as the next exchange (prepare it, then report `followUpPrepared`);
+        /// `redirect`: the redirect followed, to record as a hop (nil: not a redirect).
+        indirect case restart(HTTPClientRequest, redirect: Redirection?)
         /// Replay the exchange once on a new connection (a stale kept-alive connection died).
         case retry
-        /// Complete the task successfully (the response ended).
-        case succeed
+        /// Complete the task successfully (the response ended, with `trailers` if it had some;
+        /// or the responder's answer was delivered).
+        case succeed(trailers: HTTPHeaders?)
         /// The 304 that revalidated a stored response ended: deliver the stored body.
         case serveRevalidatedBody
         /// The stored body was delivered: complete the task successfully.
@@ -183,31 +206,6 @@ struct RequestStateMachine {
         indirect case fail(HawserError, closeConnection: Bool, leaveQueue: Bool)
         /// Arm the task's one timer for the instant `at` (loop-clock nanoseconds).
         case armTimer(at: UInt64)
-    }
-
-    /// A task's two time limits, in the loop clock's nanoseconds: the idle timeout (between two
-    /// bytes moving, timeoutIntervalForRequest) and the total deadline (the whole task,
-    /// timeoutIntervalForResource). One timer serves both: it is due at the earlier of the two.
-    struct Timeouts: Sendable, Hashable {
-        /// The most time allowed between two bytes moving.
-        var idle: UInt64
-        /// The most time the whole task may take.
-        var total: UInt64
-        /// When the task started plus `total`: the instant the total deadline passes.
-        var deadline: UInt64
-
-        init(start: UInt64, idle: UInt64, total: UInt64) {
-            self.idle = idle
-            self.total = total
-            let (sum, overflow) = start.addingReportingOverflow(total)
-            self.deadline = overflow ? .max : sum
-        }
-
-        /// When the timer is next due, the last byte having moved at `lastActivity`.
-        func due(lastActivity: UInt64) -> UInt64 {
-            let (idleDue, overflow) = lastActivity.addingReportingOverflow(self.idle)
-            return min(overflow ? .max : idleDue, self.deadline)
-        }
     }
 
     private(set) var state: State = .initialized
@@ -233,6 +231,7 @@ struct RequestStateMachine {
         case .executing: return .executing
         case .awaitingBodyStream: return .awaitingBodyStream
         case .servingFromCache: return .servingFromCache
+        case .answeringFromResponder: return .answeringFromResponder
         case .finished: return .finished
         }
     }
@@ -251,7 +250,7 @@ struct RequestStateMachine {
     /// Whether the connection should stop reading for this task.
     var readingSuspended: Bool {
         if self.consumerPaused { return true }
-        if case .executing(let e) = self.state { return e.receiving == .awaitingDecision }
+        if case .executing(let e) = self.state, case .awaitingDecision = e.receiving { return true }
         return false
     }
 
@@ -263,10 +262,10 @@ struct RequestStateMachine {
         return false
     }
 
-    /// No more network work: finished, or delivering a stored response.
+    /// No more network work: finished, or delivering a stored response or the responder's answer.
     var isFinished: Bool {
         switch self.state {
-        case .finished, .servingFromCache: return true
+        case .finished, .servingFromCache, .answeringFromResponder: return true
         default: return false
         }
     }
@@ -280,7 +279,7 @@ struct RequestStateMachine {
 
     /// The request a redirect's new body stream is for, while the delegate finds it.
     var awaitedBodyStreamRequest: HTTPClientRequest? {
-        if case .executing(let e) = self.state, case .awaitBodyStream(let r) = e.after { return r }
+        if case .executing(let e) = self.state, case .awaitBodyStream(let r, _) = e.after { return r }
         return nil
     }
 
@@ -319,13 +318,40 @@ struct RequestStateMachine {
         }
     }
 
-    /// Something other than the network answered (the session's responder, or a cache that
-    /// refuses to load): the shell completes the task itself, on a later turn.
+    /// A cache that may not load refused the request (only-if-cached and no stored response):
+    /// the shell completes the task itself, on a later turn.
     mutating func answeredElsewhere() {
         switch self.state {
         case .initialized: self.state = .finished
         case .finished: return
         default: self.impossible("answeredElsewhere")
+        }
+    }
+
+    /// The session's responder answered: no request goes out; the shell delivers the answer
+    /// when it is due (a failure answer is `fail(e)`).
+    mutating func answeredByResponder() {
+        guard case .initialized = self.state else { return self.impossible("answeredByResponder") }
+        self.state = .answeringFromResponder
+    }
+
+    /// Whether the responder's answer is still to be delivered (false once a cancel, a failure
+    /// or the delegate ended the task).
+    var answersFromResponder: Bool {
+        if case .answeringFromResponder = self.state { return true }
+        return false
+    }
+
+    /// The responder's answer was delivered to its last byte: the task succeeds.
+    mutating func responderDelivered(into actions: inout [Action]) {
+        switch self.state {
+        case .answeringFromResponder:
+            self.state = .finished
+            actions.append(.succeed(trailers: nil))
+        case .finished:
+            return  // the delegate failed or cancelled the task with the last piece
+        default:
+            self.impossible("responderDelivered")
         }
     }
 
@@ -379,7 +405,8 @@ struct RequestStateMachine {
         into actions: inout [Action]
     ) {
         switch self.state {
-        case .executing(var e) where e.receiving == .waitingForHead:
+        case .executing(var e):
+            guard case .waitingForHead = e.receiving else { return self.impossible("interimHead") }
             if head.status == 101 {
                 // The connection now speaks another protocol, which the engine does not implement.
                 return self.fail(switchingError(), into: &actions)
@@ -397,9 +424,10 @@ struct RequestStateMachine {
         }
     }
 
-    /// The final head, as classified.
-    mutating func finalHead(_ kind: HeadKind, into actions: inout [Action]) {
-        guard case .executing(var e) = self.state, e.receiving == .waitingForHead else {
+    /// The final head `head`, as classified. A head the delegates decide about is kept, with the
+    /// instant it came (the last activity: its bytes were just read).
+    mutating func finalHead(_ head: HTTPResponseHead, _ kind: HeadKind, into actions: inout [Action]) {
+        guard case .executing(var e) = self.state, case .waitingForHead = e.receiving else {
             if case .finished = self.state { return }
             return self.impossible("finalHead")
         }
@@ -409,18 +437,18 @@ struct RequestStateMachine {
         case .deliver:
             e.receiving = .body
             self.state = .executing(e)
-            actions.append(.deliverHead(dropHeldBody: dropHeld))
+            actions.append(.deliverHead(head, dropHeldBody: dropHeld))
         case .retryWithoutExpectation(let again):
             e.receiving = .body
-            e.after = .followUp(again, countsAsRedirect: false)
+            e.after = .followUp(again, redirect: nil)
             self.state = .executing(e)
             if dropHeld { actions.append(.dropHeldBody) }
         case .redirect(let proposed):
-            e.receiving = .awaitingDecision
+            e.receiving = .awaitingDecision(head, at: self.lastActivity)
             self.state = .executing(e)
-            actions.append(.askRedirect(proposed: proposed, dropHeldBody: dropHeld))
+            actions.append(.askRedirect(head, proposed: proposed, dropHeldBody: dropHeld))
         case .challenge:
-            e.receiving = .awaitingDecision
+            e.receiving = .awaitingDecision(head, at: self.lastActivity)
             self.state = .executing(e)
             actions.append(.askChallenge(dropHeldBody: dropHeld))
         case .failure(let error):
@@ -432,7 +460,7 @@ struct RequestStateMachine {
     /// The delivered final head was a 304 that revalidated a stored response: the response is
     /// the stored one, and the network body is not delivered.
     mutating func revalidated() {
-        guard case .executing(var e) = self.state, e.receiving == .body else {
+        guard case .executing(var e) = self.state, case .body = e.receiving else {
             if self.isFinished { return }
             return self.impossible("revalidated")
         }
@@ -444,20 +472,23 @@ struct RequestStateMachine {
     mutating func decided(_ decision: Decision, into actions: inout [Action]) {
         // Dropped when no decision is pending: cancelled while the delegate decided, or a
         // delegate that answered twice.
-        guard case .executing(var e) = self.state, e.receiving == .awaitingDecision else { return }
+        guard case .executing(var e) = self.state, case .awaitingDecision(let head, let at) = e.receiving else {
+            return
+        }
         e.receiving = .body
+        let hop = Redirection(status: head.status, headAt: at)
         switch decision {
         case .deliver:
             self.state = .executing(e)
-            actions.append(.deliverDecidedHead)
+            actions.append(.deliverDecidedHead(head))
         case .followUp(let next, let counts):
-            e.after = .followUp(next, countsAsRedirect: counts)
+            e.after = .followUp(next, redirect: counts ? hop : nil)
             self.state = .executing(e)
             actions.append(.updateReading)
         case .needBodyStream(let next):
-            e.after = .awaitBodyStream(next)
+            e.after = .awaitBodyStream(next, redirect: hop)
             self.state = .executing(e)
-            actions.append(.askBodyStream(next))
+            actions.append(.askBodyStream(next, status: head.status))
             actions.append(.updateReading)
         case .fail(let error):
             self.state = .executing(e)
@@ -473,21 +504,22 @@ struct RequestStateMachine {
     ) {
         switch self.state {
         case .executing(var e):
-            guard case .awaitBodyStream = e.after else { return }  // a second answer
+            guard case .awaitBodyStream(_, let hop) = e.after else { return }  // a second answer
             guard let next else { return self.fail(missing(), into: &actions) }
-            e.after = .followUp(next, countsAsRedirect: true)
+            e.after = .followUp(next, redirect: hop)
             self.state = .executing(e)
-        case .awaitingBodyStream:
+        case .awaitingBodyStream(let hop):
             // The redirect's response already ended: go now.
             guard let next else { return self.fail(missing(), into: &actions) }
-            self.beginFollowUp(next, countsAsRedirect: true, into: &actions)
+            self.beginFollowUp(next, redirect: hop, into: &actions)
         default:
             return  // finished, or a second answer after the follow-up began
         }
     }
 
-    /// The response ended (the connection decided about itself already).
-    mutating func responseEnded(into actions: inout [Action]) {
+    /// The response ended (the connection decided about itself already), with `trailers` if
+    /// its chunked body had some.
+    mutating func responseEnded(trailers: HTTPHeaders? = nil, into actions: inout [Action]) {
         guard case .executing(var e) = self.state else {
             if case .finished = self.state { return }
             return self.impossible("responseEnded")
@@ -499,21 +531,18 @@ struct RequestStateMachine {
             actions.append(.serveRevalidatedBody)
         case .complete:
             self.state = .finished
-            actions.append(.succeed)
-        case .followUp(let next, let counts):
-            self.beginFollowUp(next, countsAsRedirect: counts, into: &actions)
-        case .awaitBodyStream:
-            self.state = .awaitingBodyStream
+            actions.append(.succeed(trailers: trailers))
+        case .followUp(let next, let hop):
+            self.beginFollowUp(next, redirect: hop, into: &actions)
+        case .awaitBodyStream(_, let hop):
+            self.state = .awaitingBodyStream(hop)
         }
     }
 
-    private mutating func beginFollowUp(
-        _ next: HTTPClientRequest,
-        countsAsRedirect: Bool,
-        into actions: inout [Action]
-    ) {
+    private mutating func beginFollowUp(_ next: HTTPClientRequest, redirect: Redirection?, into actions: inout [Action])
+    {
         self.state = .initialized
-        actions.append(.restart(next, countsAsRedirect: countsAsRedirect))
+        actions.append(.restart(next, redirect: redirect))
     }
 
     /// The follow-up request was prepared at `now`; it goes to the pool like the first one.
@@ -529,18 +558,13 @@ struct RequestStateMachine {
 
     /// The connection failed under the exchange. `retryable`: the connection machine says the
     /// request may be replayed (a reused connection died before any response byte, and the
-    /// method is idempotent); `replayable`: the body can be sent again (not a stream).
-    mutating func connectionFailed(
-        _ error: HawserError,
-        retryable: Bool,
-        replayable: Bool,
-        into actions: inout [Action]
-    ) {
+    /// method is idempotent). A streamed body cannot be sent again: that exchange is not replayed.
+    mutating func connectionFailed(_ error: HawserError, retryable: Bool, into actions: inout [Action]) {
         guard case .executing(var e) = self.state else {
             if case .finished = self.state { return }
             return self.impossible("connectionFailed")
         }
-        if retryable, replayable, !e.retried, e.receiving == .waitingForHead {
+        if retryable, e.plan != .stream, !e.retried, case .waitingForHead = e.receiving {
             e.retried = true
             e.fresh = true
             e.sending = .notStarted
@@ -562,7 +586,7 @@ struct RequestStateMachine {
         case .servingFromCache(let interrupted):
             if interrupted == nil { self.state = .servingFromCache(interrupted: error) }
             return
-        case .initialized, .awaitingBodyStream:
+        case .initialized, .awaitingBodyStream, .answeringFromResponder:
             actions.append(.fail(error, closeConnection: false, leaveQueue: false))
         case .waitingForConnection:
             actions.append(.fail(error, closeConnection: false, leaveQueue: true))

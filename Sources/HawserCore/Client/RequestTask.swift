@@ -31,47 +31,40 @@ public final class RequestTask: @unchecked Sendable {
     unowned(unsafe) let context: SessionContext
     unowned(unsafe) let pool: ConnectionPool
 
-    // Loop-confined state.
     // Loop-confined state. Swift checks exclusive access to a class's stored properties at run
     // time; in release builds the hottest of them opt out with `@exclusivity(unchecked)` (the
     // checks cost about an eighth of a keep-alive request's instructions:
     // Benchmarks/results/2026-11-27-engine-regression/). Debug builds, where the tests run, keep
     // every check. Nothing here can overlap: the state machines return actions that are
-    // performed after the mutation that produced them has returned.
+    // performed after the mutation that produced them has returned. The hot fields:
+    // - `connection`: the connection the current exchange runs on;
+    // - `timer`: the task's one timer, due at the earlier of the idle timeout and the total
+    //   deadline (or the responder's answer, due after its delay);
+    // - `cache`: the cache's part of the task (CacheExchange.swift);
+    // - `decoder`: undoes the response's Content-Encoding as body bytes arrive;
+    // - `observation`: what watches this task (instrumentation, a logger); nil for most tasks,
+    //   and then the request path checks this one optional and nothing else.
     #if DEBUG
     var machine = RequestStateMachine()
+    private(set) var connection: HTTP1Connection?
+    var metrics = TaskMetrics()
+    var timer: Scheduled?
+    var cache = CacheExchange()
+    var decoder: ContentDecoder?
+    var observation: RequestObservation?
     #else
     @exclusivity(unchecked) var machine = RequestStateMachine()
-    #endif
-    /// The connection the current exchange runs on.
-    #if DEBUG
-    private(set) var connection: HTTP1Connection?
-    #else
     @exclusivity(unchecked) private(set) var connection: HTTP1Connection?
-    #endif
-    #if DEBUG
-    var metrics = TaskMetrics()
-    #else
     @exclusivity(unchecked) var metrics = TaskMetrics()
+    @exclusivity(unchecked) var timer: Scheduled?
+    @exclusivity(unchecked) var cache = CacheExchange()
+    @exclusivity(unchecked) var decoder: ContentDecoder?
+    @exclusivity(unchecked) var observation: RequestObservation?
     #endif
     /// The current request as it goes on the wire (Session.prepare).
     var prepared: Session.Prepared
     /// The pool's origin for `prepared.key`.
     var origin: ConnectionPool.Machine.OriginID = 0
-    /// The final head being classified, decided about or delivered.
-    var decidingHead: HTTPResponseHead?
-    /// A responder's answer is pending or being delivered (``HTTPResponder``).
-    var stubbing = false
-    /// The responder's answer (or the next piece of its body), due on the loop's clock.
-    var stubDelivery: Scheduled?
-    /// When the head of the redirect being decided arrived (for its ``RedirectHop``).
-    var redirectHeadAt: UInt64?
-    /// The task's one timer: due at the earlier of the idle timeout and the total deadline.
-    #if DEBUG
-    private var timer: Scheduled?
-    #else
-    @exclusivity(unchecked) private var timer: Scheduled?
-    #endif
     private var continueTimer: Scheduled?
     /// The task's bandwidth limits (nil: none, the usual case: then the IO path checks these
     /// optionals and nothing else), whether each has stopped the connection, and the timer that
@@ -86,30 +79,11 @@ public final class RequestTask: @unchecked Sendable {
     var sendTimer: Scheduled?
     /// The 401/407 part of the task: rounds per direction, the answer being decided.
     var auth = ChallengeExchange()
-    /// The cache's part of the task (CacheExchange.swift).
-    #if DEBUG
-    var cache = CacheExchange()
-    #else
-    @exclusivity(unchecked) var cache = CacheExchange()
-    #endif
-    /// Undoes the response's Content-Encoding as body bytes arrive.
-    #if DEBUG
-    var decoder: ContentDecoder?
-    #else
-    @exclusivity(unchecked) var decoder: ContentDecoder?
-    #endif
     /// The final head's delivery was queued behind running actions (the connection read it
     /// inside one): reading stops until it is delivered.
     private var headQueued = false
     /// The sink of the current streamed body, if any.
     var bodySink: BodyStreamSink?
-    /// What watches this task (instrumentation, a logger); nil for most tasks, and then the
-    /// request path checks this one optional and nothing else.
-    #if DEBUG
-    var observation: RequestObservation?
-    #else
-    @exclusivity(unchecked) var observation: RequestObservation?
-    #endif
     /// The task's observer, if any (set before the task starts).
     var observer: (any RequestObserver)? {
         get { self.observation?.observer }
@@ -197,15 +171,13 @@ public final class RequestTask: @unchecked Sendable {
         }
         let now = self.eventLoop.now
         self.metrics.fetchStart = now
-        self.machine = RequestStateMachine(
+        let limits = RequestStateMachine.Timeouts(
             start: now,
-            timeouts: RequestStateMachine.Timeouts(
-                start: now,
-                idle: self.request.timeoutInterval.map(SessionContext.nanos) ?? self.context.idleTimeoutNanos,
-                total: self.request.timeoutIntervalForResource.map(SessionContext.nanos)
-                    ?? self.context.resourceTimeoutNanos
-            )
+            request: self.request,
+            idle: self.context.idleTimeoutNanos,
+            total: self.context.resourceTimeoutNanos
         )
+        self.machine = RequestStateMachine(start: now, timeouts: limits)
         if let responder = self.context.responder, self.answerFromResponder(responder) { return }
         self.machine.start(into: &self.pool.requestQueue.scratch)
         self.runActions()
@@ -288,30 +260,30 @@ public final class RequestTask: @unchecked Sendable {
             self.dropHeldBody()
         case .forwardInterim(let head):
             self.delegate.task(self, didReceiveInterimHead: head)
-        case .deliverHead(let dropHeld):
+        case .deliverHead(let head, let dropHeld):
             if dropHeld { self.dropHeldBody() }
-            self.deliverHead()
+            self.deliverHead(head)
             if self.headQueued {
                 self.headQueued = false
                 if !self.isFinished { self.resumeConnectionReading() }
             }
-        case .deliverDecidedHead:
-            self.deliverHead()
+        case .deliverDecidedHead(let head):
+            self.deliverHead(head)
             if !self.isFinished { self.resumeConnectionReading() }
-        case .askRedirect(let proposed, let dropHeld):
+        case .askRedirect(let head, let proposed, let dropHeld):
             if dropHeld { self.dropHeldBody() }
             self.connection?.updateReadInterest()
-            self.askRedirect(proposed)
+            self.askRedirect(head, proposed)
         case .askChallenge(let dropHeld):
             if dropHeld { self.dropHeldBody() }
             self.connection?.updateReadInterest()
             self.askChallenge()
-        case .askBodyStream(let chosen):
-            self.askBodyStream(chosen)
+        case .askBodyStream(let chosen, let status):
+            self.askBodyStream(chosen, status: status)
         case .updateReading:
             self.resumeConnectionReading()
-        case .restart(let next, let countsAsRedirect):
-            self.restart(with: next, countsAsRedirect: countsAsRedirect)
+        case .restart(let next, let redirect):
+            self.restart(with: next, redirect: redirect)
         case .retry:
             self.detachConnection(
                 HawserError(
@@ -322,8 +294,8 @@ public final class RequestTask: @unchecked Sendable {
             self.metrics.retryCount += 1
             self.observation?.nextExchange = .retry
             self.pool.request(self, fresh: true)
-        case .succeed:
-            self.finishSuccessfully()
+        case .succeed(let trailers):
+            self.finishSuccessfully(trailers)
         case .serveRevalidatedBody:
             self.detachConnection(
                 HawserError(.invalidRequest, "the response ended before the request body was complete")
@@ -427,8 +399,7 @@ public final class RequestTask: @unchecked Sendable {
 
     func receivedHead(_ head: HTTPResponseHead) {
         if self.observation != nil { self.observation!.receivedHead(head) }
-        let kind = self.classify(head)
-        self.machine.finalHead(kind, into: &self.pool.requestQueue.scratch)
+        self.machine.finalHead(head, self.classify(head), into: &self.pool.requestQueue.scratch)
         // Read inside a running action: the head's delivery waits its turn, and so does reading.
         if self.pool.requestQueue.draining { self.headQueued = true }
         self.runActions()
@@ -442,12 +413,9 @@ public final class RequestTask: @unchecked Sendable {
     func responseEnded(trailers: HTTPHeaders?) {
         self.metrics.responseEnd = self.eventLoop.now
         self.connection = nil
-        self.pendingTrailers = trailers
-        self.machine.responseEnded(into: &self.pool.requestQueue.scratch)
+        self.machine.responseEnded(trailers: trailers, into: &self.pool.requestQueue.scratch)
         self.runActions()
     }
-
-    private var pendingTrailers: HTTPHeaders?
 
     /// The parser refused the response (malformed, or over a limit).
     func responseInvalid(_ error: HawserError) {
@@ -455,17 +423,11 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     func connectionFailed(_ error: HawserError, retryable: Bool) {
-        let replayable: Bool
-        switch self.prepared.body {
-        case nil, .bytes?: replayable = true
-        case .stream?: replayable = false
-        }
         // The connection closed itself: forget it before the machine's answer runs.
         self.connection = nil
         self.machine.connectionFailed(
             error.with(url: self.request.url),
             retryable: retryable,
-            replayable: replayable,
             into: &self.pool.requestQueue.scratch
         )
         self.runActions()
@@ -498,7 +460,6 @@ public final class RequestTask: @unchecked Sendable {
 
     /// Ends the task with an error, from wherever it is. Idempotent.
     func fail(_ error: HawserError) {
-        if self.stubbing, self.interruptStub(error) { return }
         self.machine.fail(error, into: &self.pool.requestQueue.scratch)
         self.runActions()
     }
@@ -509,9 +470,8 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     /// The response ended and was the last: finish decoding, store it in the cache, complete.
-    private func finishSuccessfully() {
-        var result: Result<HTTPHeaders?, HawserError> = .success(self.pendingTrailers)
-        self.pendingTrailers = nil
+    private func finishSuccessfully(_ trailers: HTTPHeaders?) {
+        var result: Result<HTTPHeaders?, HawserError> = .success(trailers)
         if self.decoder != nil {
             // A coded stream that stops early is a truncated body even if the framing was complete.
             do {

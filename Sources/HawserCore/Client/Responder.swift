@@ -273,12 +273,12 @@ public final class StubResponder: HTTPResponder {
 
 extension RequestTask {
     /// Asks the session's responder about this task, before the cache and the pool. True when it
-    /// answered: the machine is then finished, and the answer is delivered on a later turn of
-    /// the loop (this is the task's one completion).
+    /// answered: the machine is then answering from the responder, and the answer is delivered
+    /// on a later turn of the loop, after its delay (in the task's timer, which a cancel or a
+    /// failure releases).
     func answerFromResponder(_ responder: any HTTPResponder) -> Bool {
         guard let answer = responder.answer(to: self.cacheRequest) else { return false }
-        self.machine.answeredElsewhere()
-        self.stubbing = true
+        self.machine.answeredByResponder()
         let delay = SessionContext.nanos(answer.delay)
         // A delay that outlasts a timeout is a server that stays silent: the timeout wins.
         var at = delay
@@ -307,59 +307,44 @@ extension RequestTask {
             // Never inside `execute`: the caller gets its task handle first, as from the network.
             self.eventLoop.executeInLoop { [self] in self.deliverStub(outcome, chunkSize: chunk) }
         } else {
-            self.stubDelivery = self.eventLoop.scheduleInLoop(in: at) { [self] in
-                self.stubDelivery = nil
+            self.timer = self.eventLoop.scheduleInLoop(in: at) { [self] in
+                self.timer = nil
                 self.deliverStub(outcome, chunkSize: chunk)
             }
         }
         return true
     }
 
-    /// A cancel, a delegate's `fail(with:)` or the session's shutdown while an answer is pending
-    /// or its body is being handed over: ends the task now, with `error`. False when no stubbed
-    /// answer is in progress.
-    func interruptStub(_ error: HawserError) -> Bool {
-        guard self.stubbing else { return false }
-        self.stubbing = false
-        self.stubDelivery?.cancel()
-        self.stubDelivery = nil
-        self.complete(.failure(error.with(url: self.request.url)))
-        return true
-    }
-
     private func deliverStub(_ outcome: StubAnswer.Outcome, chunkSize: Int?) {
-        guard self.stubbing else { return }
-        let now = self.eventLoop.now
+        guard self.machine.answersFromResponder else { return }  // cancelled or failed meanwhile
         switch outcome {
         case .failure(let error):
-            self.stubbing = false
-            self.complete(.failure(error.with(url: self.request.url)))
+            self.fail(error)
         case .response(let head, let body):
             if self.request.shouldHandleCookies ?? self.context.httpShouldSetCookies,
                 let jar = self.context.httpCookieStorage, head.headers.contains(name: "Set-Cookie")
             {
                 jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
             }
-            self.metrics.responseStart = now
+            self.metrics.responseStart = self.eventLoop.now
             self.delegate.task(self, didReceiveHead: head)
             self.deliverStubBody(body, from: 0, chunkSize: max(1, chunkSize ?? max(body.count, 1)))
         }
     }
 
     private func deliverStubBody(_ body: [UInt8], from offset: Int, chunkSize: Int) {
-        guard self.stubbing else { return }
+        guard self.machine.answersFromResponder else { return }  // the delegate failed or cancelled it
         if self.request.method != .head, offset < body.count {
             let end = min(body.count, offset + chunkSize)
             body.withUnsafeBytes {
                 self.delegate.task(self, didReceiveBody: UnsafeRawBufferPointer(rebasing: $0[offset..<end]))
             }
-            guard self.stubbing else { return }  // the delegate failed or cancelled the task
             if end < body.count {
                 self.eventLoop.executeInLoop { [self] in self.deliverStubBody(body, from: end, chunkSize: chunkSize) }
                 return
             }
         }
-        self.stubbing = false
-        self.complete(.success(nil))
+        self.machine.responderDelivered(into: &self.pool.requestQueue.scratch)
+        self.runActions()
     }
 }

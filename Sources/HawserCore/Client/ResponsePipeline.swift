@@ -18,8 +18,6 @@ extension RequestTask {
         {
             jar.setCookies(fromResponseHeaders: head.headers, for: self.request.url)
         }
-        self.decidingHead = head
-        let kind: RequestStateMachine.HeadKind
         switch ResponseClassification.classify(
             head,
             request: self.request,
@@ -28,25 +26,19 @@ extension RequestTask {
             redirects: context.redirects
         ) {
         case .head(let decided):
-            kind = decided
+            return decided
         case .challenge(let isProxy, let challenges, let otherwise):
-            if let plan = self.planAuthentication(head, challenges, isProxy: isProxy) {
-                self.auth.pending = plan
-                return .challenge
-            }
-            kind = otherwise
+            guard let plan = self.planAuthentication(head, challenges, isProxy: isProxy) else { return otherwise }
+            self.auth.pending = plan
+            return .challenge
         }
-        if case .redirect = kind { self.redirectHeadAt = self.machine.lastActivity }
-        return kind
     }
 
     // MARK: - Delivering
 
     /// Delivers the final head: sets up decoding and cache recording (a 304 turns into the
     /// stored response).
-    func deliverHead() {
-        guard let head = self.decidingHead else { return }
-        self.decidingHead = nil
+    func deliverHead(_ head: HTTPResponseHead) {
         let context = self.context
         self.decoder = nil
         switch BodyDecoding.plan(for: head, method: self.request.method, automatic: context.automaticallyDecodesContent)
@@ -118,9 +110,8 @@ extension RequestTask {
         if self.eventLoop.inEventLoop { self.eventLoop.executeInLoop(body) } else { self.eventLoop.execute(body) }
     }
 
-    /// Asks the delegate about following a redirect; reading waits for the answer.
-    func askRedirect(_ proposed: HTTPClientRequest) {
-        guard let head = self.decidingHead else { return }
+    /// Asks the delegate about following the redirect `head`; reading waits for the answer.
+    func askRedirect(_ head: HTTPResponseHead, _ proposed: HTTPClientRequest) {
         let keepsBody = proposed.body != nil
         let redirected = self.request
         let rules = self.context.configuration.redirects
@@ -146,9 +137,8 @@ extension RequestTask {
         }
     }
 
-    /// Asks the delegate for the body stream a 307/308 must send again.
-    func askBodyStream(_ chosen: HTTPClientRequest) {
-        let status = self.decidingHead?.status ?? 307
+    /// Asks the delegate for the body stream the 307/308 of `status` must send again.
+    func askBodyStream(_ chosen: HTTPClientRequest, status: Int) {
         let task = LoopBound(self, loop: self.eventLoop)
         self.delegate.task(
             self,
@@ -225,11 +215,9 @@ extension RequestTask {
 
     // MARK: - Follow-ups
 
-    /// Starts the task again with `next` (a followed redirect, an authentication answer, the 417
-    /// retry): a new head, possibly another origin, the same timers and delegate.
-    func restart(with next: HTTPClientRequest, countsAsRedirect: Bool) {
-        let redirectStatus: Int? = countsAsRedirect ? (self.decidingHead?.status ?? 0) : nil
-        self.decidingHead = nil
+    /// Starts the task again with `next` (a followed `redirect`, an authentication answer, the
+    /// 417 retry): a new head, possibly another origin, the same timers and delegate.
+    func restart(with next: HTTPClientRequest, redirect: RequestStateMachine.Redirection?) {
         self.detachConnection(HawserError(.cancelled, "the request was redirected; this body stream is no longer read"))
         let prepared: Session.Prepared
         do {
@@ -242,10 +230,10 @@ extension RequestTask {
             self.fail(error.with(url: next.url))
             return
         }
-        if let redirectStatus { self.recordRedirect(status: redirectStatus, to: next) }
+        if let redirect { self.recordRedirect(redirect, to: next) }
         self.request = next
         self.prepared = prepared
-        self.observation?.nextExchange = countsAsRedirect ? .redirect : .resend
+        self.observation?.nextExchange = redirect != nil ? .redirect : .resend
         if self.pool.isShutDown {
             self.fail(HawserError(.sessionShutDown, "the session has been shut down", url: next.url))
             return
@@ -260,18 +248,18 @@ extension RequestTask {
         self.runActions()
     }
 
-    /// Keeps the redirect being followed (from `self.request`, its head's `status`, to `next`) in
-    /// the metrics. Off the common path: only a followed redirect gets here.
-    private func recordRedirect(status: Int, to next: HTTPClientRequest) {
+    /// Keeps the redirect being followed (from `self.request`, its head's status and instant,
+    /// to `next`) in the metrics. Off the common path: only a followed redirect gets here.
+    private func recordRedirect(_ redirect: RequestStateMachine.Redirection, to next: HTTPClientRequest) {
         let now = self.eventLoop.now
         let hop = RedirectHop(
             url: self.request.url,
             method: self.request.method,
-            statusCode: status,
+            statusCode: redirect.status,
             location: next.url,
             start: self.metrics.redirects.last?.end ?? self.metrics.fetchStart,
             requestStart: self.metrics.requestStart,
-            responseStart: self.redirectHeadAt,
+            responseStart: redirect.headAt,
             end: now,
             isReusedConnection: self.metrics.isReusedConnection
         )
