@@ -27,6 +27,36 @@ struct TokenBucketTests {
         #expect(b.available(now: 3600 * Self.second) == 1000)
     }
 
+    @Test("a limit holds the connection once its bucket runs empty, for as long as the bucket takes to fill")
+    func limitHolds() {
+        var receive = BandwidthLimit(bytesPerSecond: 8000, now: 0)
+        #expect(receive.allowance(now: 0) == 1000)
+        #expect(receive.spend(500, now: 0) == nil)
+        #expect(!receive.throttled)
+        #expect(receive.spend(500, now: 0) == Self.second / 8)
+        #expect(receive.throttled)
+        // Held: nothing moves and nothing is armed again until the timer releases it, even once full.
+        #expect(receive.spend(0, now: 1) == nil)
+        #expect(receive.allowance(now: Self.second) == 0)
+        receive.release()
+        #expect(!receive.throttled)
+        #expect(receive.allowance(now: Self.second) == 1000)
+        // The send side asks before it writes: an empty bucket holds it once.
+        var send = BandwidthLimit(bytesPerSecond: 8000, now: 0)
+        send.bucket.spend(1000, now: 0)
+        #expect(send.allowance(now: 0) == 0)
+        #expect(send.holdIfEmpty() == Self.second / 8)
+        #expect(send.holdIfEmpty() == nil)
+    }
+
+    @Test("the request's limit replaces the session's, 0 lifts it, and no limit is nil")
+    func limitChosen() {
+        #expect(BandwidthLimit.chosen(request: nil, session: 0, now: 0) == nil)
+        #expect(BandwidthLimit.chosen(request: 0, session: 8000, now: 0) == nil)
+        #expect(BandwidthLimit.chosen(request: nil, session: 8000, now: 0)?.bucket.capacity == 1000)
+        #expect(BandwidthLimit.chosen(request: 16000, session: 8000, now: 0)?.bucket.capacity == 2000)
+    }
+
     @Test("the burst is at least a byte and at most 4 MiB; a huge rate or a long wait cannot overflow")
     func bounds() {
         #expect(TokenBucket.capacity(forRate: 1) == 1)

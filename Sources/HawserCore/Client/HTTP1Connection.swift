@@ -559,7 +559,7 @@ final class HTTP1Connection: EventLoopIOHandler {
             // connection stops writing and the task's timer resumes it (an empty write, which
             // only completes, goes through).
             var allowance = Int.max
-            if let task = self.task, task.sendBucket != nil, self.writeQueue.firstHasBytes {
+            if let task = self.task, task.sendLimit != nil, self.writeQueue.firstHasBytes {
                 allowance = task.sendAllowance()
                 if allowance == 0 {
                     self.setWriteInterest(false)

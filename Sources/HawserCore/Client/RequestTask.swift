@@ -65,18 +65,11 @@ public final class RequestTask: @unchecked Sendable {
     var prepared: Session.Prepared
     /// The pool's origin for `prepared.key`.
     var origin: ConnectionPool.Machine.OriginID = 0
-    private var continueTimer: Scheduled?
-    /// The task's bandwidth limits (nil: none, the usual case: then the IO path checks these
-    /// optionals and nothing else), whether each has stopped the connection, and the timer that
-    /// resumes it when the bucket is full again.
-    var receiveBucket: TokenBucket?
-    var sendBucket: TokenBucket?
-    /// The receive limit holds the socket's reading (the bytes already read are still delivered).
-    var receiveThrottled = false
-    /// The send limit holds the connection's writing.
-    var sendThrottled = false
-    var receiveTimer: Scheduled?
-    var sendTimer: Scheduled?
+    var continueTimer: Scheduled?
+    /// The task's bandwidth limits (RequestTimers.swift; nil: none, the usual case: then the
+    /// IO path checks these optionals and nothing else).
+    var receiveLimit: BandwidthLimit?
+    var sendLimit: BandwidthLimit?
     /// The 401/407 part of the task: rounds per direction, the answer being decided.
     var auth = ChallengeExchange()
     /// The final head's delivery was queued behind running actions (the connection read it
@@ -91,7 +84,7 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     /// Set from any thread so a cancel that races with completion is decided once, on the loop.
-    private let cancelRequested = Atomic<Bool>(false)
+    let cancelRequested = Atomic<Bool>(false)
 
     init(
         request: HTTPClientRequest,
@@ -109,49 +102,6 @@ public final class RequestTask: @unchecked Sendable {
         self.delegate = delegate
     }
 
-    /// Cancels the task. Whatever it is doing (queued, resolving, connecting, writing, mid-head,
-    /// mid-body), it ends exactly once with a `.cancelled` error. Safe from any thread; idempotent.
-    public func cancel() {
-        if self.cancelRequested.exchange(true, ordering: .relaxed) { return }
-        self.onLoop { self.fail(HawserError(.cancelled, "the task was cancelled")) }
-    }
-
-    /// Ends the task with `error` (e.g. a delegate that refuses the response). Like ``cancel()``,
-    /// it completes the task exactly once and closes its connection. Safe from any thread.
-    public func fail(with error: HawserError) {
-        if self.cancelRequested.exchange(true, ordering: .relaxed) { return }
-        self.onLoop { self.fail(error) }
-    }
-
-    /// The request head as encoded for the wire, for the request being executed: the caller's
-    /// fields and what the session added (Host, framing, cookies, Accept-Encoding…). Read it
-    /// from delegate callbacks, on the event loop.
-    public var wireRequestHead: [UInt8] { self.prepared.head }
-
-    /// The metrics gathered so far (the connection, TLS, and the timings reached). Read it from
-    /// delegate callbacks, on the event loop.
-    public var currentMetrics: TaskMetrics { self.metrics }
-
-    /// Stops reading the response from the socket until ``resumeReading()``. Safe from any thread.
-    public func pauseReading() {
-        self.onLoop {
-            self.machine.pauseReading(into: &self.pool.requestQueue.scratch)
-            self.runActions()
-        }
-    }
-
-    /// Resumes reading after ``pauseReading()``. Safe from any thread.
-    public func resumeReading() {
-        self.onLoop {
-            self.machine.resumeReading(into: &self.pool.requestQueue.scratch)
-            self.runActions()
-        }
-    }
-
-    private func onLoop(_ body: @escaping @Sendable () -> Void) {
-        if self.eventLoop.inEventLoop { body() } else { self.eventLoop.execute(body) }
-    }
-
     var isFinished: Bool { self.machine.isFinished }
     /// Whether the connection must stop reading for this task: the machine holds reading
     /// (back-pressure, a decision), or the final head waits in the action queue (its body must
@@ -159,7 +109,7 @@ public final class RequestTask: @unchecked Sendable {
     var readingSuspended: Bool { self.headQueued || self.machine.readingSuspended }
     /// Whether the connection must not read from its socket for this task: reading is
     /// suspended or the receive limit holds it.
-    var holdsSocketReading: Bool { self.readingSuspended || self.receiveThrottled }
+    var holdsSocketReading: Bool { self.readingSuspended || self.receiveLimit?.throttled == true }
 
     // MARK: - Starting
 
@@ -236,14 +186,7 @@ public final class RequestTask: @unchecked Sendable {
             self.pool.request(self, fresh: fresh)
         case .writeRequest(let holdBody):
             guard let c = self.connection else { return }
-            if holdBody {
-                self.continueTimer = self.eventLoop.scheduleInLoop(in: self.context.expectContinueNanos) {
-                    [unowned(unsafe) self] in
-                    self.continueTimer = nil
-                    self.machine.continueTimerFired(now: self.eventLoop.now, into: &self.pool.requestQueue.scratch)
-                    self.runActions()
-                }
-            }
+            if holdBody { self.armContinueTimer() }
             if self.observation != nil {
                 self.observation!.exchangeStarted(
                     request: self.request,
@@ -285,21 +228,15 @@ public final class RequestTask: @unchecked Sendable {
         case .restart(let next, let redirect):
             self.restart(with: next, redirect: redirect)
         case .retry:
-            self.detachConnection(
-                HawserError(
-                    .cancelled,
-                    "the request is replayed on a new connection; this body stream is no longer read"
-                )
-            )
+            let replayed = "the request is replayed on a new connection; this body stream is no longer read"
+            self.detachConnection(HawserError(.cancelled, replayed))
             self.metrics.retryCount += 1
             self.observation?.nextExchange = .retry
             self.pool.request(self, fresh: true)
         case .succeed(let trailers):
             self.finishSuccessfully(trailers)
         case .serveRevalidatedBody:
-            self.detachConnection(
-                HawserError(.invalidRequest, "the response ended before the request body was complete")
-            )
+            self.detachConnection(.requestBodyCutShort)
             self.deliverRevalidatedBody()
         case .finishCachedResponse:
             self.complete(.success(nil))
@@ -318,11 +255,6 @@ public final class RequestTask: @unchecked Sendable {
         self.connection?.dropHeldBody()
     }
 
-    private func cancelContinueTimer() {
-        self.continueTimer?.cancel()
-        self.continueTimer = nil
-    }
-
     /// Reading may resume (a decision came, or the consumer resumed): new and buffered bytes.
     private func resumeConnectionReading() {
         guard let c = self.connection else { return }
@@ -335,11 +267,12 @@ public final class RequestTask: @unchecked Sendable {
     }
 
     /// The exchange is over: its connection and body stream are no longer this task's; a write
-    /// from the stream's producer throws `error` from now on.
-    func detachConnection(_ error: HawserError) {
+    /// from the stream's producer throws `error` from now on (made only when there is a stream).
+    func detachConnection(_ error: @autoclosure () -> HawserError) {
         self.cancelContinueTimer()
         self.connection = nil
-        self.bodySink?.exchangeEnded(error)
+        guard let sink = self.bodySink else { return }
+        sink.exchangeEnded(error())
         self.bodySink = nil
     }
 
@@ -370,7 +303,7 @@ public final class RequestTask: @unchecked Sendable {
         self.metrics.bytesSent += Int64(n)
         let now = self.eventLoop.now
         self.machine.activity(at: now)
-        if self.sendBucket != nil { self.sendBucket!.spend(n, now: now) }
+        if self.sendLimit != nil { self.spendSendBudget(n) }
         if let bodyTotal {
             self.delegate.task(self, didSendBodyBytes: bodyTotal, expected: self.prepared.body?.knownLength)
         }
@@ -381,7 +314,7 @@ public final class RequestTask: @unchecked Sendable {
         let now = self.eventLoop.now
         self.machine.activity(at: now)
         if self.metrics.responseStart == nil { self.metrics.responseStart = now }
-        if self.receiveBucket != nil { self.spendReceiveBudget(n) }
+        if self.receiveLimit != nil { self.spendReceiveBudget(n) }
     }
 
     func receivedInterim(_ head: HTTPResponseHead) {
@@ -433,29 +366,6 @@ public final class RequestTask: @unchecked Sendable {
         self.runActions()
     }
 
-    // MARK: - Timers
-
-    /// One timer per task for both limits, re-armed lazily: activity only updates
-    /// `lastActivity`, and when the timer fires early the machine says which limit is now
-    /// nearest. A busy download costs no timer work per read, and a task costs one heap entry,
-    /// not two.
-    private func armTimer(at due: UInt64, now: UInt64) {
-        self.timer = self.eventLoop.scheduleInLoop(in: due > now ? due - now : 0) { [unowned(unsafe) self] in
-            self.timerFired()
-        }
-    }
-
-    private func timerFired() {
-        self.timer = nil
-        // Held by its own bandwidth limit, the task is not idle: the peer is not to blame.
-        self.machine.timerFired(
-            now: self.eventLoop.now,
-            throttled: self.receiveThrottled || self.sendThrottled,
-            into: &self.pool.requestQueue.scratch
-        )
-        self.runActions()
-    }
-
     // MARK: - Ending
 
     /// Ends the task with an error, from wherever it is. Idempotent.
@@ -485,7 +395,7 @@ public final class RequestTask: @unchecked Sendable {
             self.cache.recording = nil
             self.storeInCache(recording)
         }
-        self.detachConnection(HawserError(.invalidRequest, "the response ended before the request body was complete"))
+        self.detachConnection(.requestBodyCutShort)
         self.complete(result)
     }
 
@@ -494,7 +404,7 @@ public final class RequestTask: @unchecked Sendable {
         self.timer?.cancel()
         self.timer = nil
         self.cancelContinueTimer()
-        if self.receiveTimer != nil || self.sendTimer != nil { self.cancelBandwidthTimers() }
+        if self.receiveLimit != nil || self.sendLimit != nil { self.cancelBandwidthTimers() }
         if self.metrics.responseEnd == nil { self.metrics.responseEnd = self.eventLoop.now }
         self.pool.taskFinished(self)
         if let observation = self.observation { self.observerCompleted(observation, result) }
@@ -516,5 +426,12 @@ public final class RequestTask: @unchecked Sendable {
         self.machine.fail(error, into: &ignored)
         if let observation = self.observation { self.observerCompleted(observation, .failure(error)) }
         self.delegate.task(self, didCompleteWith: .failure(error), metrics: self.metrics)
+    }
+}
+
+extension HawserError {
+    /// What a request body's producer hears when the response ended before the body was sent.
+    static var requestBodyCutShort: HawserError {
+        HawserError(.invalidRequest, "the response ended before the request body was complete")
     }
 }
