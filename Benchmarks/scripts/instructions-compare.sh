@@ -41,16 +41,7 @@ OUT="${OUT:-$(mktemp -d /tmp/hawser-instructions.XXXXXX)}"
 mkdir -p "$OUT/logs"
 
 pki="$OUT/pki"
-mkdir -p "$pki"
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/ca.key" 2>/dev/null
-openssl req -x509 -new -key "$pki/ca.key" -sha256 -days 2 -subj "/CN=Hawser instructions bench CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" -out "$pki/ca.pem" 2>/dev/null
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/leaf.key" 2>/dev/null
-openssl req -new -key "$pki/leaf.key" -subj "/CN=localhost" -out "$pki/leaf.csr" 2>/dev/null
-printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=critical,CA:FALSE" \
-    "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" > "$pki/leaf.ext"
-openssl x509 -req -in "$pki/leaf.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
-    -days 2 -sha256 -extfile "$pki/leaf.ext" -out "$pki/leaf.pem" 2>/dev/null
+"$here/bench-pki.sh" "$pki" "Hawser instructions bench CA"
 
 ngx="$OUT/nginx"
 stop_nginx() { "$here/nginx.sh" stop "$ngx" || true; }
