@@ -4,17 +4,11 @@ import HawserTestServer
 import Synchronization
 import Testing
 
-private let t0 = Date(timeIntervalSince1970: 1_700_000_000)
-
 private func cacheable(_ body: [UInt8], _ fields: [(String, String)] = []) -> HTTPResponseHead {
     HTTPResponseHead(
         status: 200,
         headers: HTTPHeaders(([("Cache-Control", "max-age=600")] + fields).map { (name: $0.0, value: $0.1) })
     )
-}
-
-private func get(_ url: String, _ fields: [(String, String)] = []) -> HTTPClientRequest {
-    HTTPClientRequest(url: URL(string: url)!, headers: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
 }
 
 private func entryFiles(_ dir: String) -> [String] {

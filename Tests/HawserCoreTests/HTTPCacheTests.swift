@@ -6,20 +6,6 @@ import Testing
 import Glibc
 #endif
 
-private let t0 = Date(timeIntervalSince1970: 1_700_000_000)
-
-private func at(_ seconds: Double) -> Date { t0.addingTimeInterval(seconds) }
-
-private func head(_ status: Int = 200, _ fields: [(String, String)]) -> HTTPResponseHead {
-    HTTPResponseHead(status: status, headers: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
-}
-
-private func get(_ url: String, _ fields: [(String, String)] = []) -> HTTPClientRequest {
-    HTTPClientRequest(url: URL(string: url)!, headers: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
-}
-
-private func body(_ n: Int) -> [UInt8] { [UInt8](repeating: 0x61, count: n) }
-
 extension CacheLookup {
     var isFresh: Bool { if case .fresh = self { return true } else { return false } }
     var isMiss: Bool { if case .miss = self { return true } else { return false } }
